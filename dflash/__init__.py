@@ -1,0 +1,1 @@
+"""A compact DFlash drafter trainer. Importing this package stays light (no torch)."""

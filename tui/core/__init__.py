@@ -1,0 +1,1 @@
+"""The supervisor's core: probe, feed, diagnosis, control. Never imports Textual."""

@@ -1,0 +1,209 @@
+"""Configuration: the TOML file of DESIGN.md merged with command-line flags (flags win).
+
+Every value is validated here, once, so nothing downstream sees a newline in a host name or a
+container id with shell metacharacters.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from dflash.topology import Topology, TopologyError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+DEFAULT_RUN_ROOT = "~/.local/state/dflash-tui/runs"
+# The bundled tiny pipeline, on the CPU: what a new user sees launched.
+DEFAULT_COMMAND = f"{shlex.quote(sys.executable)} -m dflash.train --preset tiny --device cpu"
+
+_HOST_RE = re.compile(r"^(?:[A-Za-z0-9._-]+@)?(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$")
+_CONTAINER_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+class ConfigError(ValueError):
+    """A config file or flag value that cannot be used; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class HostConfig:
+    """One supervised machine. ``address`` None means this machine."""
+
+    address: str | None = None
+    container: str | None = None  # "pct:ID", "docker:NAME" or a template with {cmd}
+    topology: Topology = field(default_factory=Topology)
+    command: str = DEFAULT_COMMAND
+    workdir: str | None = None
+    env: tuple[tuple[str, str], ...] = ()
+    logs: tuple[str, ...] = ()
+    run_root: str = DEFAULT_RUN_ROOT
+    compile_cache: str | None = None
+    insecure_accept_new_host_key: bool = False
+
+    @property
+    def label(self) -> str:
+        return self.address or "local"
+
+
+@dataclass(frozen=True)
+class Config:
+    hosts: tuple[HostConfig, ...] = (HostConfig(),)
+    interval: float = 2.0
+    read_only: bool = False
+    theme: str | None = None
+
+    @property
+    def host(self) -> HostConfig:
+        return self.hosts[0]
+
+
+def validate_host(address: str) -> str:
+    if not _HOST_RE.match(address):
+        raise ConfigError(
+            f"host {address!r} is not an ssh-config alias or [user@]host[:port] "
+            "(letters, digits, '.', '_', '-' only)"
+        )
+    return address
+
+
+def validate_container(spec: str) -> str:
+    """Accept ``pct:ID``, ``docker:NAME`` or a template containing ``{cmd}`` (one line)."""
+    if "\n" in spec or "\r" in spec or "\0" in spec:
+        raise ConfigError("container: a newline or NUL is not allowed")
+    kind, sep, ident = spec.partition(":")
+    if sep and kind in ("pct", "docker"):
+        if not _CONTAINER_ID_RE.match(ident):
+            raise ConfigError(
+                f"container {spec!r}: {kind} id must be letters, digits, '.', '_', '-'"
+            )
+        return spec
+    if "{cmd}" not in spec:
+        raise ConfigError(
+            f"container {spec!r}: use pct:ID, docker:NAME or a template containing {{cmd}}"
+        )
+    return spec
+
+
+def _no_newline(name: str, value: str) -> str:
+    if "\n" in value or "\r" in value or "\0" in value:
+        raise ConfigError(f"{name}: a newline or NUL is not allowed in {value[:40]!r}")
+    return value
+
+
+def _typed(table: dict[str, Any], key: str, kind: type, where: str) -> Any:
+    v = table.get(key)
+    if v is not None and not isinstance(v, kind):
+        raise ConfigError(f"{where}.{key} must be a {kind.__name__}, not {type(v).__name__}")
+    return v
+
+
+def _host_from_table(doc: dict[str, Any], host: dict[str, Any], where: str) -> HostConfig:
+    h = HostConfig()
+    address = _typed(host, "address", str, where)
+    container = _typed(host, "container", str, where)
+    topo_t = host.get("topology", doc.get("topology"))
+    run = host.get("run", doc.get("run")) or {}
+    if not isinstance(run, dict):
+        raise ConfigError(f"{where}.run must be a table")
+    if topo_t is not None:
+        if not isinstance(topo_t, dict):
+            raise ConfigError("topology must be a table with target and drafter lists")
+        try:
+            topology = Topology.from_lists(topo_t.get("target", []), topo_t.get("drafter", []))
+        except TopologyError as exc:
+            raise ConfigError(f"topology: {exc}") from None
+        h = replace(h, topology=topology)
+    env = _typed(run, "env", dict, "run") or {}
+    for k, v in env.items():
+        if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", k) or not isinstance(v, str):
+            raise ConfigError(f"run.env: {k!r} must be a variable name with a string value")
+        _no_newline(f"run.env.{k}", v)
+    logs = _typed(run, "logs", list, "run") or []
+    for lp in logs:
+        if not isinstance(lp, str):
+            raise ConfigError("run.logs must be a list of paths")
+        _no_newline("run.logs", lp)
+    return replace(
+        h,
+        address=validate_host(address) if address else None,
+        container=validate_container(container) if container else None,
+        command=_no_newline("run.command", _typed(run, "command", str, "run") or h.command),
+        workdir=_typed(run, "workdir", str, "run"),
+        env=tuple(sorted(env.items())),
+        logs=tuple(logs),
+        run_root=_typed(run, "run_root", str, "run") or h.run_root,
+        compile_cache=_typed(run, "compile_cache", str, "run"),
+    )
+
+
+def load_file(path: str | os.PathLike[str]) -> Config:
+    try:
+        with open(path, "rb") as f:
+            doc = tomllib.load(f)
+    except OSError as exc:
+        raise ConfigError(f"config {path}: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config {path}: not valid TOML: {exc}") from None
+    hosts_t = doc.get("hosts")
+    if hosts_t is not None:
+        if not isinstance(hosts_t, list) or not hosts_t:
+            raise ConfigError("hosts must be a list of [[hosts]] tables")
+        hosts = tuple(_host_from_table(doc, h, f"hosts[{i}]") for i, h in enumerate(hosts_t))
+    else:
+        host_t = doc.get("host") or {}
+        if not isinstance(host_t, dict):
+            raise ConfigError("host must be a table")
+        hosts = (_host_from_table(doc, host_t, "host"),)
+    return Config(hosts=hosts)
+
+
+def apply_flags(cfg: Config, flags: dict[str, Any]) -> Config:
+    """Override every host of ``cfg`` with the flags given (None means not given)."""
+    changes: dict[str, Any] = {}
+    if flags.get("host"):
+        changes["address"] = validate_host(flags["host"])
+    if flags.get("container"):
+        changes["container"] = validate_container(flags["container"])
+    if flags.get("topology"):
+        try:
+            changes["topology"] = Topology.parse(flags["topology"])
+        except TopologyError as exc:
+            raise ConfigError(f"--topology: {exc}") from None
+    if flags.get("command"):
+        changes["command"] = _no_newline("--command", flags["command"])
+    if flags.get("log"):
+        changes["logs"] = tuple(_no_newline("--log", p) for p in flags["log"])
+    if flags.get("run_root"):
+        changes["run_root"] = _no_newline("--run-root", flags["run_root"])
+    if flags.get("insecure_accept_new_host_key"):
+        changes["insecure_accept_new_host_key"] = True
+    hosts = cfg.hosts
+    if changes:
+        # A --host flag names one machine: it replaces a multi-host config with that one.
+        base = hosts[0] if "address" in changes else None
+        hosts = (replace(base, **changes),) if base else tuple(replace(h, **changes) for h in hosts)
+    top: dict[str, Any] = {"hosts": hosts}
+    if flags.get("interval"):
+        top["interval"] = float(flags["interval"])
+    if flags.get("read_only"):
+        top["read_only"] = True
+    if flags.get("theme"):
+        top["theme"] = flags["theme"]
+    return replace(cfg, **top)
+
+
+def resolve(flags: dict[str, Any]) -> Config:
+    cfg = load_file(flags["config"]) if flags.get("config") else Config()
+    return apply_flags(cfg, flags)
+
+
+def expand_local(path: str) -> Path:
+    return Path(os.path.expandvars(os.path.expanduser(path)))

@@ -1,0 +1,261 @@
+"""The diagnosis: recent snapshots + topology + settings -> labels per GPU and findings (pure).
+
+Every label follows from rules on the readings, never from a known scenario. In live mode a
+reading-based label must hold for ``Thresholds.persist_s`` before it is reported, so one noisy
+sample does not flash a warning; each label carries since when it has held.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from dflash.topology import Topology
+from tui.core.findings import Finding, build_findings
+from tui.core.metrics import Progress
+from tui.core.rundir import group_members, run_state
+from tui.core.snapshot import Gpu, GpuProcess, LogState, RunRecord, Snapshot
+from tui.core.thresholds import DEFAULT, Thresholds
+
+GPU_LABELS = (
+    "ok",
+    "idle",
+    "busy-no-memory",
+    "orphan-process",
+    "foreign-process",
+    "unexpected-activity",
+    "near-oom",
+    "ecc-errors",
+    "throttled",
+    "missing",
+)
+# Labels read off instantaneous readings: they must persist in live mode before being shown.
+_FLAPPY = frozenset({"busy-no-memory", "unexpected-activity", "throttled", "near-oom"})
+BAD_LABELS = frozenset(GPU_LABELS) - {"ok"}
+
+
+@dataclass(frozen=True)
+class Label:
+    code: str
+    since: float  # when this label started holding (sample time)
+
+
+@dataclass(frozen=True)
+class ProcView:
+    pid: int
+    container_pid: int | None
+    name: str
+    used_mib: int | None
+    owner: str  # run | orphan | foreign | unknown
+    cmd: str = ""
+
+
+@dataclass(frozen=True)
+class GpuView:
+    index: int
+    role: str  # target | drafter | unassigned
+    gpu: Gpu | None  # None when the topology names a GPU the machine does not have
+    processes: tuple[ProcView, ...]
+    labels: tuple[Label, ...]
+
+    @property
+    def codes(self) -> tuple[str, ...]:
+        return tuple(lb.code for lb in self.labels)
+
+    @property
+    def healthy(self) -> bool:
+        return self.codes == ("ok",)
+
+
+@dataclass(frozen=True)
+class LogView:
+    path: str
+    exists: bool
+    size: int | None
+    missing_since: float | None  # first sample that saw it missing (None: exists or unknown)
+    is_run_log: bool = False
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    time: float
+    host: str
+    topology: Topology
+    run_state: str
+    run: RunRecord | None
+    gpus: tuple[GpuView, ...]
+    logs: tuple[LogView, ...]
+    findings: tuple[Finding, ...] = field(default=())
+    telemetry_source: str = "none"
+
+    def healthy(self, role: str) -> tuple[int, int]:
+        """(healthy, expected) GPUs of a role."""
+        want = self.topology.target if role == "target" else self.topology.drafter
+        views = {g.index: g for g in self.gpus}
+        return sum(1 for i in want if i in views and views[i].healthy), len(want)
+
+    def worst(self) -> str | None:
+        order = {"info": 0, "warning": 1, "error": 2}
+        if not self.findings:
+            return None
+        return max(self.findings, key=lambda f: order[f.severity]).severity
+
+
+def owner_of(gp: GpuProcess, snap: Snapshot) -> str:
+    """Who a GPU process belongs to: the current run, an earlier one, someone else, or unknown."""
+    pid = gp.container_pid if gp.container_pid is not None else gp.pid
+    proc = snap.proc(pid)
+    if proc is None:
+        return "unknown"  # not visible where the probe runs (a container sees no host PIDs)
+    run = snap.run
+    if run is not None and run.pgid is not None:
+        live = {p.pid for p in group_members(run, snap.procs)}
+        if live and (proc.pid in live or proc.sid == run.pgid or _descends(proc.pid, run, snap)):
+            return "run"
+        earlier = (*run.earlier_pgids, run.pgid)  # a dead current run's leftovers are orphans
+    else:
+        earlier = ()
+    if proc.pgid in earlier or proc.sid in earlier or proc.ppid == 1:
+        return "orphan"
+    return "foreign"
+
+
+def _descends(pid: int, run: RunRecord, snap: Snapshot) -> bool:
+    parents = {p.pid: p.ppid for p in snap.procs}
+    seen = 0
+    while pid in parents and seen < 512:
+        if pid == run.pgid:
+            return True
+        pid, seen = parents[pid], seen + 1
+    return False
+
+
+def _gpu_labels(gpu: Gpu, role: str, procs: Sequence[ProcView], th: Thresholds) -> set[str]:
+    labels: set[str] = set()
+    used, util = gpu.mem_used_mib, gpu.util
+    owners = {p.owner for p in procs}
+    quiet_mem = used is None or used <= th.near_zero_mib
+    if "orphan" in owners:
+        labels.add("orphan-process")
+    if role != "unassigned" and "foreign" in owners:
+        labels.add("foreign-process")
+    if not procs and util is not None and util >= th.high_util_pct and quiet_mem:
+        labels.add("busy-no-memory")
+    active = bool(procs) or (util or 0) >= th.activity_util_pct or not quiet_mem
+    if role == "unassigned" and active and "busy-no-memory" not in labels:
+        labels.add("unexpected-activity")
+    if role != "unassigned" and not procs and "busy-no-memory" not in labels:
+        labels.add("idle")
+    if used is not None and gpu.mem_total_mib and used / gpu.mem_total_mib >= th.near_oom_fraction:
+        labels.add("near-oom")
+    if gpu.ecc_uncorrected:
+        labels.add("ecc-errors")
+    if gpu.throttle_reasons is not None and gpu.throttle_reasons & th.throttle_mask:
+        labels.add("throttled")
+    return labels or {"ok"}
+
+
+def _views_of(
+    snap: Snapshot, topology: Topology, th: Thresholds
+) -> dict[int, tuple[GpuView, set[str]]]:
+    out: dict[int, tuple[GpuView, set[str]]] = {}
+    for gpu in snap.gpus:
+        role = topology.role(gpu.index)
+        procs = tuple(
+            ProcView(
+                pid=gp.pid,
+                container_pid=gp.container_pid,
+                name=gp.name,
+                used_mib=gp.used_mib,
+                owner=owner_of(gp, snap),
+                cmd=(p.cmd if (p := snap.proc(gp.container_pid or gp.pid)) else ""),
+            )
+            for gp in snap.procs_on(gpu)
+        )
+        view = GpuView(gpu.index, role, gpu, procs, ())
+        out[gpu.index] = (view, _gpu_labels(gpu, role, procs, th))
+    if snap.telemetry.source != "none":
+        for i in topology.indices:
+            if i not in out:
+                out[i] = (GpuView(i, topology.role(i), None, (), ()), {"missing"})
+    return out
+
+
+def _since(
+    code: str, index: int, history: Sequence[dict[int, set[str]]], times: Sequence[float]
+) -> float:
+    """Time of the first sample of the latest unbroken stretch that carried the label."""
+    since = times[-1]
+    for labels, t in zip(reversed(history), reversed(times)):
+        if code not in labels.get(index, set()):
+            break
+        since = t
+    return since
+
+
+def _held(code: str, since: float, now: float, first: float, live: bool, th: Thresholds) -> bool:
+    if not live or code not in _FLAPPY:
+        return True
+    # Held for the whole window, or for all the history there is when it is shorter.
+    return now - since >= th.persist_s or since <= first
+
+
+def _log_views(snapshots: Sequence[Snapshot]) -> tuple[LogView, ...]:
+    latest = snapshots[-1]
+    out = []
+    for log in latest.logs:
+        since = None
+        if not log.exists:
+            since = latest.time
+            for snap in reversed(snapshots):
+                state = _find_log(snap.logs, log.path)
+                if state is None or state.exists:
+                    break
+                since = snap.time
+        out.append(LogView(log.path, log.exists, log.size, since, log.is_run_log, log.error))
+    return tuple(out)
+
+
+def _find_log(logs: Sequence[LogState], path: str) -> LogState | None:
+    return next((x for x in logs if x.path == path), None)
+
+
+def diagnose(
+    snapshots: Sequence[Snapshot],
+    topology: Topology,
+    th: Thresholds = DEFAULT,
+    progress: Progress | None = None,
+    live: bool = False,
+) -> Diagnosis:
+    """Label every GPU and list what is wrong. ``snapshots`` is oldest first, at least one."""
+    if not snapshots:
+        raise ValueError("diagnose needs at least one snapshot")
+    latest = snapshots[-1]
+    window = [s for s in snapshots if latest.time - s.time <= max(th.persist_s * 3, 60.0)]
+    per_snap = [_views_of(s, topology, th) for s in window]
+    history = [{i: labels for i, (_, labels) in v.items()} for v in per_snap]
+    times = [s.time for s in window]
+    gpus = []
+    for index, (view, labels) in sorted(per_snap[-1].items()):
+        kept = []
+        for code in sorted(labels, key=GPU_LABELS.index):
+            since = _since(code, index, history, times)
+            if _held(code, since, latest.time, times[0], live, th):
+                kept.append(Label(code, since))
+        if not kept:
+            kept = [Label("ok", latest.time)]
+        gpus.append(GpuView(view.index, view.role, view.gpu, view.processes, tuple(kept)))
+    state = run_state(latest.run, latest.procs, latest.time, th.start_window_s)
+    diag = Diagnosis(
+        time=latest.time,
+        host=latest.host,
+        topology=topology,
+        run_state=state,
+        run=latest.run,
+        gpus=tuple(gpus),
+        logs=_log_views(window),
+        telemetry_source=latest.telemetry.source,
+    )
+    findings = build_findings(diag, latest, th, progress)
+    return Diagnosis(**{**diag.__dict__, "findings": tuple(findings)})

@@ -1,0 +1,111 @@
+"""The feed: runs the probe through a transport and turns its lines into Snapshots.
+
+One long-lived probe per host streams every periodic reading (GPUs, processes, run state, log
+tails). When the stream breaks, the feed says so and starts it again with growing backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tui.core.config import HostConfig
+from tui.core.snapshot import Snapshot
+from tui.core.transport import Transport, TransportError
+
+PROBE_SOURCE = (Path(__file__).parent / "probe.py").read_bytes()
+
+
+@dataclass(frozen=True)
+class Disconnected:
+    """The probe stream broke; ``retry_in`` seconds until the next attempt."""
+
+    error: str
+    retry_in: float
+
+
+@dataclass(frozen=True)
+class Malformed:
+    """A probe line that could not be parsed (shown as a finding, never a crash)."""
+
+    error: str
+
+
+FeedEvent = Snapshot | Disconnected | Malformed
+
+
+def probe_command(
+    python: str,
+    host: HostConfig,
+    *,
+    once: bool = False,
+    interval: float = 2.0,
+    extra: Sequence[str] = (),
+) -> str:
+    """The sh command that runs the probe (source on stdin); every value quoted."""
+    args = [python, "-", "--once" if once else f"--interval={interval:g}"]
+    args += [f"--run-root={host.run_root}"]
+    args += [f"--log={p}" for p in host.logs]
+    args += list(extra)
+    return " ".join(a if i == 0 else shlex.quote(a) for i, a in enumerate(args))
+
+
+async def sample_once(transport: Transport, host: HostConfig, timeout: float = 30.0) -> Snapshot:
+    """One sample of the machine; raises TransportError when the probe cannot run."""
+    res = await transport.run(
+        probe_command(transport.python, host, once=True), PROBE_SOURCE, timeout
+    )
+    lines = [ln for ln in res.stdout.splitlines() if ln.strip()]
+    if not lines:
+        raise TransportError(
+            f"the probe printed nothing (exit {res.rc}): {res.stderr.strip()[-400:] or 'no error text'}"
+        )
+    try:
+        return Snapshot.from_json(lines[-1])
+    except ValueError as exc:
+        raise TransportError(f"the probe's output was not understood: {exc}") from None
+
+
+class Feed:
+    """Yields Snapshots from a live probe; reconnects with backoff (1, 2, 4 ... 30 s)."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        host: HostConfig,
+        interval: float = 2.0,
+        max_backoff: float = 30.0,
+    ) -> None:
+        self.transport = transport
+        self.host = host
+        self.interval = interval
+        self.max_backoff = max_backoff
+        self.connected = False
+
+    async def events(self) -> AsyncIterator[FeedEvent]:
+        backoff = 1.0
+        while True:
+            cmd = probe_command(self.transport.python, self.host, interval=self.interval)
+            try:
+                async for line in self.transport.stream(cmd, PROBE_SOURCE):
+                    if not line.strip():
+                        continue
+                    try:
+                        snap = Snapshot.from_json(line)
+                    except ValueError as exc:
+                        yield Malformed(str(exc))
+                        continue
+                    self.connected, backoff = True, 1.0
+                    yield snap
+                error = "the probe stopped"
+            except TransportError as exc:
+                error = str(exc)
+            except OSError as exc:
+                error = f"{type(exc).__name__}: {exc}"
+            self.connected = False
+            yield Disconnected(error, backoff)
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, self.max_backoff)

@@ -1,0 +1,288 @@
+"""Findings: what is wrong, why it matters, what to do next (pure; built from a Diagnosis)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from tui.core.metrics import Progress
+from tui.core.rundir import exit_meaning
+from tui.core.snapshot import Snapshot
+from tui.core.thresholds import Thresholds
+
+if TYPE_CHECKING:
+    from tui.core.diagnose import Diagnosis, GpuView
+
+SEVERITIES = ("info", "warning", "error")
+ACTIVE = ("starting", "running")
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    severity: str  # info | warning | error
+    gpus: tuple[int, ...]
+    message: str
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "gpus": list(self.gpus),
+            "message": self.message,
+        }
+
+
+def duration(seconds: float) -> str:
+    s = max(0, int(seconds))
+    if s < 120:
+        return f"{s}s"
+    if s < 7200:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+
+
+def _gpus(ids: Sequence[int]) -> str:
+    return ("GPU " if len(ids) == 1 else "GPUs ") + ", ".join(str(i) for i in ids)
+
+
+def _label_message(code: str, ids: Sequence[int], views: Sequence[GpuView], active: bool) -> str:
+    g = _gpus(ids)
+    if code == "idle":
+        why = (
+            "the run is supposed to be using them"
+            if active
+            else "no run of ours is alive, so nothing uses the GPUs the topology gives it"
+        )
+        nxt = "check the run's log for where it stopped" if active else "launch the run (l)"
+        return f"{g}: no process and no load where the topology expects work; {why}. Next: {nxt}."
+    if code == "busy-no-memory":
+        return (
+            f"{g}: utilisation high with ~0 MiB used and no process: phantom load (a wedged "
+            "context, a kernel left spinning by a dead process, or a stale reading), not the run. "
+            "It will slow or block a new run there. Next: look for leftover processes in the "
+            "tree; if none, reset the GPU (nvidia-smi -r) or restart the container."
+        )
+    if code in ("orphan-process", "foreign-process"):
+        owner = "orphan" if code == "orphan-process" else "foreign"
+        procs = [
+            f"pid {p.pid} ({p.name or '?'}, {p.used_mib if p.used_mib is not None else '?'} MiB)"
+            for v in views
+            for p in v.processes
+            if p.owner == owner
+        ]
+        what = (
+            "left by an earlier run or reparented to init, still holding memory"
+            if owner == "orphan"
+            else "another job's process on a GPU the topology gives to this run"
+        )
+        nxt = (
+            "kill it from the process tree (K) before restarting, or the new run may OOM"
+            if owner == "orphan"
+            else "ask its owner, or change the topology (--topology)"
+        )
+        return f"{g}: {', '.join(procs)}: {what}. Next: {nxt}."
+    if code == "unexpected-activity":
+        return (
+            f"{g}: load or memory on a GPU outside the topology: another job, or a run "
+            "misconfigured onto the wrong devices (CUDA_VISIBLE_DEVICES). Next: check its "
+            "processes; fix --topology if the run should use it."
+        )
+    if code == "near-oom":
+        return (
+            f"{g}: memory nearly full; the next larger batch or sequence will fail with CUDA "
+            "OOM. Next: lower the batch or sequence length, or check for a dense-attention "
+            "fallback."
+        )
+    if code == "ecc-errors":
+        return (
+            f"{g}: uncorrected ECC errors: results on this GPU cannot be trusted. "
+            "Next: drain it from the topology and have the GPU checked (nvidia-smi -q -d ECC)."
+        )
+    if code == "throttled":
+        return (
+            f"{g}: clocks held down by thermal or hardware slowdown; the run will be slower. "
+            "Next: check cooling and power (nvidia-smi -q -d PERFORMANCE)."
+        )
+    if code == "missing":
+        return (
+            f"{g}: in the topology but not present on this machine (driver, "
+            "CUDA_VISIBLE_DEVICES or container passthrough). Next: fix --topology or the "
+            "container's GPU passthrough."
+        )
+    return f"{g}: {code}"
+
+
+_LABEL_SEVERITY: dict[str, Callable[[bool], str]] = {
+    "idle": lambda active: "warning" if active else "info",
+    "busy-no-memory": lambda active: "warning",
+    "orphan-process": lambda active: "error",
+    "foreign-process": lambda active: "warning",
+    "unexpected-activity": lambda active: "warning",
+    "near-oom": lambda active: "warning",
+    "ecc-errors": lambda active: "error",
+    "throttled": lambda active: "warning",
+    "missing": lambda active: "error",
+}
+
+
+def _label_findings(diag: Diagnosis) -> list[Finding]:
+    active = diag.run_state in ACTIVE
+    out = []
+    for code, severity in _LABEL_SEVERITY.items():
+        views = [v for v in diag.gpus if code in v.codes]
+        if views:
+            ids = [v.index for v in views]
+            msg = _label_message(code, ids, views, active)
+            out.append(Finding(code, severity(active), tuple(ids), msg))
+    return out
+
+
+def _topology_finding(diag: Diagnosis) -> Finding | None:
+    ht, nt = diag.healthy("target")
+    hd, nd = diag.healthy("drafter")
+    if ht == nt and hd == nd:
+        return None
+    bad = tuple(i for i in diag.topology.indices if not _healthy(diag, i))
+    others = any(set(v.codes) - {"idle", "ok"} for v in diag.gpus)
+    severity = "error" if diag.run_state in ACTIVE else ("warning" if others else "info")
+    return Finding(
+        "topology-mismatch",
+        severity,
+        bad,
+        f"{ht}/{nt} target and {hd}/{nd} drafter GPUs healthy (topology "
+        f"{diag.topology.spec()}); the pipeline needs every one of them. "
+        "Next: fix the GPUs labelled above, then launch or restart.",
+    )
+
+
+def _healthy(diag: Diagnosis, index: int) -> bool:
+    return any(v.index == index and v.healthy for v in diag.gpus)
+
+
+def _log_findings(diag: Diagnosis, th: Thresholds) -> list[Finding]:
+    out = []
+    run = diag.run
+    for log in diag.logs:
+        if log.exists:
+            continue
+        if run is not None and run.started_at is not None and log.is_run_log:
+            missing_for: float | None = diag.time - run.started_at
+        elif log.missing_since is not None and log.missing_since < diag.time:
+            missing_for = diag.time - log.missing_since
+        else:
+            missing_for = None
+        how_long = f" for {duration(missing_for)}" if missing_for is not None else ""
+        late = diag.run_state in ACTIVE and (missing_for or 0) >= th.log_grace_s
+        out.append(
+            Finding(
+                "log-missing",
+                "error" if late or log.is_run_log else "warning",
+                (),
+                f"log {log.path!r} does not exist{how_long}"
+                + (f" ({log.error})" if log.error else "")
+                + ": a program that started would have created it, so the launch failed "
+                "before it could write a line (shell, container, interpreter or a wrong path). "
+                "Next: check the launch command and the path; launch with l to capture the "
+                "launcher's own error.",
+            )
+        )
+    return out
+
+
+def _run_findings(diag: Diagnosis, th: Thresholds, progress: Progress | None) -> list[Finding]:
+    run, state = diag.run, diag.run_state
+    if run is None:
+        return []
+    if state == "launch-failed":
+        why = run.launch_error or f"exit {run.exit_code}: {exit_meaning(run.exit_code)}"
+        return [
+            Finding(
+                "launch-failed",
+                "error",
+                (),
+                f"run {run.id} failed to start: {why.strip()[-400:]}. Next: read the log's "
+                "last lines, fix the command or environment, then launch again.",
+            )
+        ]
+    if state in ("exited", "killed"):
+        asked = run.kill_requested_at is not None
+        ok = run.exit_code == 0 or (state == "killed" and asked)
+        code = "none" if run.exit_code is None else str(run.exit_code)
+        cause = "stopped on request" if asked else exit_meaning(run.exit_code)
+        return [
+            Finding(
+                "run-exited",
+                "info" if ok else "error",
+                (),
+                f"run {run.id} {state} (exit code {code}: {cause}). "
+                + ("" if ok else "Next: read the log's last lines; restart with r when fixed."),
+            )
+        ]
+    if state == "running" and progress is not None and progress.last_step_at is not None:
+        usual = progress.typical_interval or 0.0
+        limit = max(th.no_progress_factor * usual, th.no_progress_min_s)
+        stalled = diag.time - progress.last_step_at
+        if stalled > limit:
+            return [
+                Finding(
+                    "no-progress",
+                    "warning",
+                    (),
+                    f"run {run.id} alive but no new step for {duration(stalled)} (usual step "
+                    f"time {usual:.1f}s, last step {progress.last_step}): a hang, a deadlock "
+                    "between workers, or a long recompile. Next: check the log and the GPUs' "
+                    "load; restart with r if it stays stuck.",
+                )
+            ]
+    return []
+
+
+def _telemetry_findings(snap: Snapshot) -> list[Finding]:
+    out = []
+    tel = snap.telemetry
+    if tel.source == "none":
+        out.append(
+            Finding(
+                "telemetry-unavailable",
+                "warning",
+                (),
+                f"no GPU readings: {tel.error or 'no NVML and no nvidia-smi'}. GPU labels cannot "
+                "be judged; run and log state still are. Next: install the NVIDIA driver tools "
+                "or check that the container sees the GPUs.",
+            )
+        )
+    problems = [e for e in snap.errors] + (
+        [tel.error] if tel.error and tel.source != "none" else []
+    )
+    if problems:
+        shown = "; ".join(problems[:3]) + (
+            f" (+{len(problems) - 3} more)" if len(problems) > 3 else ""
+        )
+        out.append(
+            Finding(
+                "telemetry-degraded",
+                "warning",
+                (),
+                f"some readings were malformed or unreadable and were skipped: {shown}. "
+                "Values shown may be incomplete.",
+            )
+        )
+    return out
+
+
+def build_findings(
+    diag: Diagnosis, snap: Snapshot, th: Thresholds, progress: Progress | None
+) -> list[Finding]:
+    found = [
+        *_run_findings(diag, th, progress),
+        *_log_findings(diag, th),
+        *_label_findings(diag),
+        *_telemetry_findings(snap),
+    ]
+    topo = _topology_finding(diag) if diag.telemetry_source != "none" else None
+    if topo is not None:
+        found.append(topo)
+    order = {s: i for i, s in enumerate(SEVERITIES)}
+    return sorted(found, key=lambda f: -order[f.severity])

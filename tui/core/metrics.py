@@ -1,0 +1,72 @@
+"""Training progress read from log lines: step, loss, accuracy and tok/s (pure).
+
+Reads the pipeline's own format (``step=120 loss=2.31 acc=0.41 tok/s=2810``) and common
+variants (``step: 120``, ``loss 2.31``, ``tok/s: 2.8K``, ``tokens/s=2,810``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_NUM = r"([-+]?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*([kKmMgG]?)"
+_STEP = re.compile(r"\b(?:global_)?step\s*[=:]?\s*(\d+)(?:\s*/\s*\d+)?", re.IGNORECASE)
+_LOSS = re.compile(r"\bloss\s*[=:]?\s*" + _NUM, re.IGNORECASE)
+_ACC = re.compile(r"\bacc(?:uracy)?\s*[=:]?\s*" + _NUM, re.IGNORECASE)
+_TOKS = re.compile(r"\b(?:tok(?:en)?s?/s(?:ec)?|tps)\s*[=:]?\s*" + _NUM, re.IGNORECASE)
+_SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9}
+
+
+@dataclass(frozen=True)
+class Metric:
+    step: int | None = None
+    loss: float | None = None
+    acc: float | None = None
+    tok_s: float | None = None
+
+
+def _num(m: re.Match[str] | None) -> float | None:
+    if m is None:
+        return None
+    try:
+        return float(m.group(1).replace(",", "")) * _SUFFIX[m.group(2).lower()]
+    except (ValueError, KeyError):
+        return None
+
+
+def parse_line(line: str) -> Metric | None:
+    """A Metric when the line reports a training step, else None."""
+    if len(line) > 4096:  # a progress line is short; do not scan megabyte lines
+        line = line[:4096]
+    step_m = _STEP.search(line)
+    toks = _num(_TOKS.search(line))
+    loss = _num(_LOSS.search(line))
+    if step_m is None and toks is None and loss is None:
+        return None
+    step = int(step_m.group(1)) if step_m else None
+    if step is None and toks is None:
+        return None  # a lone "loss" word is too weak a signal
+    return Metric(step=step, loss=loss, acc=_num(_ACC.search(line)), tok_s=toks)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """The run's progress so far, folded from metric lines as they arrive (see ``advance``)."""
+
+    last_step: int | None = None
+    last_step_at: float | None = None
+    typical_interval: float | None = None  # seconds per step, smoothed
+    last: Metric | None = None
+
+
+def advance(prev: Progress, metric: Metric, at: float) -> Progress:
+    """Fold one metric seen at time ``at`` into the progress (pure)."""
+    if metric.step is None or (prev.last_step is not None and metric.step <= prev.last_step):
+        if metric.step is not None and prev.last_step is not None and metric.step < prev.last_step:
+            return Progress(metric.step, at, None, metric)  # a new run restarted the count
+        return Progress(prev.last_step, prev.last_step_at, prev.typical_interval, metric)
+    interval = prev.typical_interval
+    if prev.last_step is not None and prev.last_step_at is not None and at > prev.last_step_at:
+        per_step = (at - prev.last_step_at) / (metric.step - prev.last_step)
+        interval = per_step if interval is None else 0.8 * interval + 0.2 * per_step
+    return Progress(metric.step, at, interval, metric)
