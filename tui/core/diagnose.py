@@ -110,7 +110,9 @@ def owner_of(gp: GpuProcess, snap: Snapshot) -> str:
         return "unknown"  # not visible where the probe runs (a container sees no host PIDs)
     run = snap.run
     if run is not None and run.pgid is not None:
-        live = {p.pid for p in group_members(run, snap.procs)}
+        # Once the wrapper recorded an exit, whatever is left of the group is a leftover.
+        ended = run.exit_code is not None
+        live = set() if ended else {p.pid for p in group_members(run, snap.procs)}
         if live and (proc.pid in live or proc.sid == run.pgid or _descends(proc.pid, run, snap)):
             return "run"
         earlier = (*run.earlier_pgids, run.pgid)  # a dead current run's leftovers are orphans
@@ -187,7 +189,7 @@ def _since(
 ) -> float:
     """Time of the first sample of the latest unbroken stretch that carried the label."""
     since = times[-1]
-    for labels, t in zip(reversed(history), reversed(times)):
+    for labels, t in zip(reversed(history), reversed(times), strict=True):
         if code not in labels.get(index, set()):
             break
         since = t

@@ -7,6 +7,7 @@ tails). When the stream breaks, the feed says so and starts it again with growin
 from __future__ import annotations
 
 import asyncio
+import functools
 import shlex
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -16,7 +17,11 @@ from tui.core.config import HostConfig
 from tui.core.snapshot import Snapshot
 from tui.core.transport import Transport, TransportError
 
-PROBE_SOURCE = (Path(__file__).parent / "probe.py").read_bytes()
+
+@functools.cache
+def probe_source() -> bytes:
+    """The probe program, sent over stdin so nothing is installed where it runs."""
+    return (Path(__file__).parent / "probe.py").read_bytes()
 
 
 @dataclass(frozen=True)
@@ -56,13 +61,12 @@ def probe_command(
 async def sample_once(transport: Transport, host: HostConfig, timeout: float = 30.0) -> Snapshot:
     """One sample of the machine; raises TransportError when the probe cannot run."""
     res = await transport.run(
-        probe_command(transport.python, host, once=True), PROBE_SOURCE, timeout
+        probe_command(transport.python, host, once=True), probe_source(), timeout
     )
     lines = [ln for ln in res.stdout.splitlines() if ln.strip()]
     if not lines:
-        raise TransportError(
-            f"the probe printed nothing (exit {res.rc}): {res.stderr.strip()[-400:] or 'no error text'}"
-        )
+        err = res.stderr.strip()[-400:] or "no error text"
+        raise TransportError(f"the probe printed nothing (exit {res.rc}): {err}")
     try:
         return Snapshot.from_json(lines[-1])
     except ValueError as exc:
@@ -90,7 +94,7 @@ class Feed:
         while True:
             cmd = probe_command(self.transport.python, self.host, interval=self.interval)
             try:
-                async for line in self.transport.stream(cmd, PROBE_SOURCE):
+                async for line in self.transport.stream(cmd, probe_source()):
                     if not line.strip():
                         continue
                     try:

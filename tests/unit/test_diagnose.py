@@ -1,0 +1,354 @@
+"""The diagnosis rules on many scenarios: labels must follow from rules, not from one fixture."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dflash.topology import Topology
+from tui.core.diagnose import diagnose
+from tui.core.metrics import Progress
+from tui.core.snapshot import Snapshot
+from tui.core.thresholds import Thresholds
+
+T0 = 1_764_669_600.0
+SEED = [
+    (0, 0, 0),
+    (1, 0, 0),
+    (2, 0, 100),
+    (3, 0, 100),
+    (4, 0, 0),
+    (5, 0, 0),
+    (6, 0, 0),
+    (7, 0, 100),
+]
+
+
+def gpu(i: int, used: int | None = 0, util: int | None = 0, **kw: Any) -> dict[str, Any]:
+    return {
+        "index": i,
+        "uuid": f"GPU-{i}",
+        "name": "NVIDIA H200",
+        "mem_used_mib": used,
+        "util": util,
+        "mem_total_mib": 143771,
+        **kw,
+    }
+
+
+def proc(
+    pid: int,
+    ppid: int = 100,
+    pgid: int | None = None,
+    sid: int | None = None,
+    start: int = 1000,
+    cmd: str = "python3 train.py",
+    state: str = "S",
+) -> dict[str, Any]:
+    return {
+        "pid": pid,
+        "ppid": ppid,
+        "pgid": pgid or pid,
+        "sid": sid or pgid or pid,
+        "state": state,
+        "start_ticks": start,
+        "user": "root",
+        "cmd": cmd,
+    }
+
+
+def snap(
+    gpus: list[dict[str, Any]],
+    *,
+    t: float = T0,
+    procs: list[dict[str, Any]] | None = None,
+    gpu_procs: list[dict[str, Any]] | None = None,
+    logs: list[dict[str, Any]] | None = None,
+    run: dict[str, Any] | None = None,
+    source: str = "nvidia-smi",
+    error: str | None = None,
+) -> Snapshot:
+    return Snapshot.from_dict(
+        {
+            "time": t,
+            "host": "box",
+            "telemetry": {"source": source, "error": error},
+            "gpus": gpus,
+            "gpu_procs": gpu_procs or [],
+            "procs": procs or [proc(1, 0)],
+            "logs": logs or [],
+            "run": run,
+        }
+    )
+
+
+def labels(diag: Any) -> dict[int, tuple[str, ...]]:
+    return {v.index: v.codes for v in diag.gpus}
+
+
+def codes(diag: Any) -> set[str]:
+    return {f.code for f in diag.findings}
+
+
+def finding(diag: Any, code: str) -> Any:
+    return next(f for f in diag.findings if f.code == code)
+
+
+def test_seed_incident() -> None:
+    s = snap(
+        [gpu(i, used, util) for i, used, util in SEED],
+        logs=[{"path": "/workspace/train_stdout_flex6.log", "exists": False}],
+    )
+    d = diagnose([s], Topology())
+    got = labels(d)
+    for i in (2, 3, 7):
+        assert got[i] == ("busy-no-memory",)
+    for i in (0, 1, 4, 5, 6):
+        assert got[i] == ("idle",)
+    assert {"log-missing", "topology-mismatch", "busy-no-memory", "idle"} <= codes(d)
+    topo = finding(d, "topology-mismatch")
+    assert "0/5 target" in topo.message and "0/3 drafter" in topo.message
+    assert "/workspace/train_stdout_flex6.log" in finding(d, "log-missing").message
+    assert finding(d, "busy-no-memory").gpus == (2, 3, 7)
+
+
+@pytest.mark.parametrize("spec", ["4:4", "0-5:6,7", "0,1,2:3"])
+def test_other_topologies_use_the_same_rules(spec: str) -> None:
+    topo = Topology.parse(spec.replace("4:4", "0-3:4-7"))
+    s = snap([gpu(i, 0, 100 if i == 3 else 0) for i in range(8)])
+    d = diagnose([s], topo)
+    for v in d.gpus:
+        if v.index == 3:
+            expect = ("busy-no-memory",)
+        elif v.role == "unassigned":
+            expect = ("ok",)
+        else:
+            expect = ("idle",)
+        assert v.codes == expect, (spec, v.index)
+    t, d_ = d.healthy("target"), d.healthy("drafter")
+    assert t == (0, len(topo.target)) and d_ == (0, len(topo.drafter))
+
+
+def running_run(pgid: int = 500, **kw: Any) -> dict[str, Any]:
+    return {
+        "id": "20261202-090000-abcd",
+        "dir": "/runs/x",
+        "pid": pgid,
+        "pgid": pgid,
+        "start_ticks": 1000,
+        "started_at": T0 - 600,
+        **kw,
+    }
+
+
+def test_healthy_run_all_ok() -> None:
+    procs = [proc(1, 0), proc(500, 1, 500), proc(501, 500, 500)]
+    gp = [
+        {"pid": 501, "gpu_uuid": f"GPU-{i}", "used_mib": 40000, "name": "python3"} for i in range(8)
+    ]
+    s = snap([gpu(i, 40000, 97) for i in range(8)], procs=procs, gpu_procs=gp, run=running_run())
+    d = diagnose([s], Topology())
+    assert all(v.codes == ("ok",) for v in d.gpus)
+    assert all(p.owner == "run" for v in d.gpus for p in v.processes)
+    assert d.run_state == "running"
+    assert "topology-mismatch" not in codes(d)
+    assert d.healthy("target") == (5, 5)
+
+
+def test_orphan_holding_70gb_after_run_died() -> None:
+    # The run's group is gone (exit 137); a worker that escaped to init still holds GPU 6.
+    run = running_run(exit_code=137, ended_at=T0 - 60)
+    procs = [proc(1, 0), proc(777, 1, 777, start=2000)]
+    gp = [{"pid": 777, "gpu_uuid": "GPU-6", "used_mib": 70000, "name": "python3"}]
+    gpus = [gpu(i, 70000 if i == 6 else 0, 0) for i in range(8)]
+    d = diagnose([snap(gpus, procs=procs, gpu_procs=gp, run=run)], Topology())
+    assert labels(d)[6] == ("orphan-process",)
+    assert d.gpus[6].processes[0].owner == "orphan"
+    assert d.run_state == "killed"
+    f = finding(d, "orphan-process")
+    assert f.severity == "error" and "777" in f.message
+    ex = finding(d, "run-exited")
+    assert "137" in ex.message and "SIGKILL" in ex.message and "OOM" in ex.message
+
+
+def test_leftover_of_earlier_run_is_orphan_even_with_parent() -> None:
+    run = running_run(pgid=900, earlier_pgids=[300])
+    procs = [proc(1, 0), proc(900, 1, 900), proc(301, 250, 300, 300)]
+    gp = [{"pid": 301, "gpu_uuid": "GPU-5", "used_mib": 9000, "name": "python3"}]
+    d = diagnose([snap([gpu(i) for i in range(8)], procs=procs, gpu_procs=gp, run=run)], Topology())
+    assert "orphan-process" in labels(d)[5]
+
+
+def test_foreign_process_on_target_gpu() -> None:
+    procs = [proc(1, 0), proc(40, 1, 40), proc(4242, 40, 4242, cmd="python other_job.py")]
+    gp = [{"pid": 4242, "gpu_uuid": "GPU-1", "used_mib": 20000, "name": "python"}]
+    d = diagnose(
+        [
+            snap(
+                [gpu(i, 20000 if i == 1 else 0, 60 if i == 1 else 0) for i in range(8)],
+                procs=procs,
+                gpu_procs=gp,
+            )
+        ],
+        Topology(),
+    )
+    assert labels(d)[1] == ("foreign-process",)
+    assert d.gpus[1].processes[0].owner == "foreign"
+    assert d.gpus[1].processes[0].cmd == "python other_job.py"
+
+
+def test_activity_outside_topology() -> None:
+    topo = Topology.parse("0-2:3-4")
+    d = diagnose(
+        [snap([gpu(i, 30000 if i == 6 else 0, 80 if i == 6 else 0) for i in range(8)])], topo
+    )
+    assert labels(d)[6] == ("unexpected-activity",)
+    assert labels(d)[7] == ("ok",)
+    assert finding(d, "unexpected-activity").gpus == (6,)
+
+
+def test_missing_gpu_of_topology() -> None:
+    d = diagnose([snap([gpu(i) for i in range(6)])], Topology())
+    assert labels(d)[6] == ("missing",) and labels(d)[7] == ("missing",)
+    assert d.gpus[6].gpu is None
+    assert finding(d, "missing").severity == "error"
+
+
+def test_na_fields_do_not_crash_and_stay_unknown() -> None:
+    gpus = [gpu(i, None, None, temp_c=None, power_w=None) for i in range(8)]
+    d = diagnose([snap(gpus)], Topology())
+    assert all(v.codes == ("idle",) for v in d.gpus)
+
+
+def test_near_oom_ecc_and_throttle() -> None:
+    gpus = [
+        gpu(0, 140000, 99),
+        gpu(1, 10, 0, ecc_uncorrected=3),
+        gpu(2, 10, 0, throttle_reasons=0x40),
+        gpu(3, 10, 0, throttle_reasons=0x4),
+    ]
+    gp = [{"pid": 9, "gpu_uuid": "GPU-0", "used_mib": 140000, "name": "x"}]
+    d = diagnose([snap(gpus, gpu_procs=gp, procs=[proc(1, 0), proc(9, 1)])], Topology.parse("0-3:"))
+    assert "near-oom" in labels(d)[0]
+    assert "ecc-errors" in labels(d)[1]
+    assert "throttled" in labels(d)[2]
+    assert "throttled" not in labels(d)[3]  # SW power cap at full load is normal
+
+
+def test_unknown_owner_when_pid_not_visible() -> None:
+    # Inside a container the driver reports a host PID the probe cannot see.
+    gp = [{"pid": 123456, "gpu_uuid": "GPU-0", "used_mib": 5000, "name": "python3"}]
+    d = diagnose(
+        [
+            snap(
+                [gpu(i, 5000 if i == 0 else 0, 50 if i == 0 else 0) for i in range(8)], gpu_procs=gp
+            )
+        ],
+        Topology(),
+    )
+    assert d.gpus[0].processes[0].owner == "unknown"
+    assert "orphan-process" not in labels(d)[0]
+
+
+def test_container_pid_mapping_decides_ownership() -> None:
+    procs = [proc(1, 0), proc(12, 1, 12)]
+    gp = [{"pid": 99999, "container_pid": 12, "gpu_uuid": "GPU-0", "used_mib": 5000, "name": "p"}]
+    d = diagnose(
+        [snap([gpu(0, 5000, 50)], procs=procs, gpu_procs=gp, run=running_run(pgid=12))],
+        Topology.parse("0:"),
+    )
+    assert d.gpus[0].processes[0].owner == "run"
+
+
+def test_live_mode_needs_persistence() -> None:
+    th = Thresholds(persist_s=6.0)
+    quiet = [gpu(i) for i in range(8)]
+    busy = [gpu(i, 0, 100 if i == 2 else 0) for i in range(8)]
+    hist = [snap(quiet, t=T0 + k) for k in range(10)] + [
+        snap(busy, t=T0 + 10 + k) for k in range(3)
+    ]
+    d = diagnose(hist, Topology(), th, live=True)
+    assert "busy-no-memory" not in labels(d)[2]
+    hist += [snap(busy, t=T0 + 13 + k) for k in range(5)]
+    d = diagnose(hist, Topology(), th, live=True)
+    assert labels(d)[2] == ("busy-no-memory",)
+    assert d.gpus[2].labels[0].since == T0 + 10
+    # one-shot (not live) reports at once
+    assert labels(diagnose([snap(busy)], Topology(), th))[2] == ("busy-no-memory",)
+
+
+def test_idle_severity_depends_on_run() -> None:
+    quiet = [gpu(i) for i in range(8)]
+    d = diagnose([snap(quiet)], Topology())
+    assert finding(d, "idle").severity == "info"
+    procs = [proc(1, 0), proc(500, 1, 500)]
+    d = diagnose([snap(quiet, procs=procs, run=running_run())], Topology())
+    assert d.run_state == "running"
+    assert finding(d, "idle").severity == "warning"
+    assert finding(d, "topology-mismatch").severity == "error"
+
+
+def test_missing_log_duration_tracked_across_samples() -> None:
+    log = [{"path": "/w/a b's.log", "exists": False}]
+    hist = [snap([gpu(0)], t=T0 + k * 2, logs=log) for k in range(31)]
+    d = diagnose(hist, Topology.parse("0:"))
+    assert d.logs[0].missing_since is not None
+    assert "for 60s" in finding(d, "log-missing").message
+
+
+def test_launch_failed_and_exit_codes() -> None:
+    run = running_run(launch_error="sh: 1: nonexistent-command: not found")
+    d = diagnose([snap([gpu(0)], run=run)], Topology.parse("0:"))
+    assert d.run_state == "launch-failed"
+    assert "nonexistent-command" in finding(d, "launch-failed").message
+    run = running_run(exit_code=3, ended_at=T0 - 5)
+    d = diagnose([snap([gpu(0)], run=run)], Topology.parse("0:"))
+    assert d.run_state == "exited"
+    assert finding(d, "run-exited").severity == "error"
+    run = running_run(exit_code=143, ended_at=T0 - 5, kill_requested_at=T0 - 6)
+    d = diagnose([snap([gpu(0)], run=run)], Topology.parse("0:"))
+    assert d.run_state == "killed" and finding(d, "run-exited").severity == "info"
+
+
+def test_no_progress() -> None:
+    procs = [proc(1, 0), proc(500, 1, 500)]
+    prog = Progress(last_step=40, last_step_at=T0 - 300, typical_interval=2.0)
+    d = diagnose(
+        [snap([gpu(0)], procs=procs, run=running_run())], Topology.parse("0:"), progress=prog
+    )
+    f = finding(d, "no-progress")
+    assert "5m00s" in f.message and "40" in f.message
+    prog = Progress(last_step=40, last_step_at=T0 - 5, typical_interval=2.0)
+    d = diagnose(
+        [snap([gpu(0)], procs=procs, run=running_run())], Topology.parse("0:"), progress=prog
+    )
+    assert "no-progress" not in codes(d)
+
+
+def test_telemetry_unavailable_keeps_run_and_logs() -> None:
+    s = snap(
+        [],
+        source="none",
+        error="no NVML and no nvidia-smi on PATH",
+        logs=[{"path": "/x.log", "exists": False}],
+    )
+    d = diagnose([s], Topology())
+    assert "telemetry-unavailable" in codes(d)
+    assert "no nvidia-smi" in finding(d, "telemetry-unavailable").message
+    assert "log-missing" in codes(d)
+    assert "topology-mismatch" not in codes(d) and "missing" not in codes(d)
+
+
+def test_malformed_rows_become_a_finding() -> None:
+    s = Snapshot.from_dict(
+        {
+            "time": T0,
+            "telemetry": {"source": "nvidia-smi"},
+            "gpus": [gpu(0), "garbage", {"index": "x"}],
+            "errors": ["line 3 bad"],
+        }
+    )
+    assert len(s.gpus) == 1
+    d = diagnose([s], Topology.parse("0:"))
+    assert "line 3 bad" in finding(d, "telemetry-degraded").message

@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tui.core.metrics import Metric, Progress, advance, parse_line
+
+
+@pytest.mark.parametrize(
+    ("line", "expect"),
+    [
+        (
+            "step=120 loss=2.3100 acc=0.410 tok/s=2810 lr=1e-4 tq=2 dq=1",
+            Metric(120, 2.31, 0.41, 2810.0),
+        ),
+        ("[rank0] step: 7/100 | loss: 5.5 | tok/s: 2.8K", Metric(7, 5.5, None, 2800.0)),
+        ("global_step 9 tokens/s=2,810", Metric(9, None, None, 2810.0)),
+        ("Step 3 loss 1.0e-1", Metric(3, 0.1, None, None)),
+        ("throughput tps=1.5M", Metric(None, None, None, 1.5e6)),
+    ],
+)
+def test_formats(line: str, expect: Metric) -> None:
+    assert parse_line(line) == expect
+
+
+@pytest.mark.parametrize(
+    "line", ["", "loss of signal", "Traceback (most recent call last):", "stepping stone"]
+)
+def test_not_metrics(line: str) -> None:
+    assert parse_line(line) is None
+
+
+@given(st.text(max_size=200))
+def test_never_raises(line: str) -> None:
+    parse_line(line)
+
+
+def test_progress_interval_and_restart() -> None:
+    p = advance(Progress(), Metric(step=1), 100.0)
+    p = advance(p, Metric(step=3), 104.0)
+    assert p.last_step == 3 and p.typical_interval == pytest.approx(2.0)
+    p = advance(p, Metric(step=3), 110.0)  # a repeated step is not progress
+    assert p.last_step_at == 104.0
+    p = advance(p, Metric(step=1), 120.0)  # a new run starts counting again
+    assert p.last_step == 1 and p.typical_interval is None
