@@ -68,7 +68,7 @@ class GpuProcess:
 
 @dataclass(frozen=True)
 class Gpu:
-    """One GPU. ``mem_used_mib`` means what nvidia-smi's ``memory.used`` means (reserved excluded)."""
+    """One GPU. ``mem_used_mib`` means nvidia-smi's ``memory.used`` (reserved excluded)."""
 
     index: int
     uuid: str | None = None
