@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import os
 import shlex
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -72,8 +73,10 @@ class LocalTransport(Transport):
     def __init__(self, wrap: Wrap | None = None, python: str | None = None) -> None:
         super().__init__(wrap)
         self.label = "local"
-        # The probe is stdlib-only; locally we may use any python3, ours is known to exist.
-        self.python = python or shlex.quote(os.environ.get("DFLASH_TUI_PYTHON", "python3"))
+        # The probe is stdlib-only. On this machine our own interpreter is known to exist (and
+        # has nvidia-ml-py when the nvml extra is installed); inside a container it may not.
+        default = "python3" if wrap else sys.executable
+        self.python = python or shlex.quote(os.environ.get("DFLASH_TUI_PYTHON", default))
 
     async def stream(self, cmd: str, stdin: bytes | None = None) -> AsyncIterator[str]:
         proc = await asyncio.create_subprocess_exec(
