@@ -12,6 +12,7 @@ from tui.core.config import HostConfig
 from tui.core.diagnose import Diagnosis
 from tui.core.findings import duration
 from tui.core.rundir import exit_meaning
+from tui.core.sanitize import printable
 
 SCHEMA = 1
 
@@ -82,7 +83,7 @@ _SEV_STYLE = {"info": "cyan", "warning": "yellow", "error": "bold red"}
 def render(diag: Diagnosis, host: HostConfig) -> list[Any]:
     """Rich renderables for the terminal; every dynamic string is Text, never markup."""
     run = diag.run
-    head = Text(f"{host.label}  run: {diag.run_state}")
+    head = Text(printable(f"{host.label}  run: {diag.run_state}"))
     if run:
         head.append(f"  id {run.id}  pgid {run.pgid}")
         if run.exit_code is not None:
@@ -96,14 +97,16 @@ def render(diag: Diagnosis, host: HostConfig) -> list[Any]:
         mem = f"{g.mem_used_mib}/{g.mem_total_mib} MiB" if g else "-"
         util = f"{g.util}%" if g and g.util is not None else "-"
         procs = ", ".join(f"{p.pid}:{p.owner}" for p in v.processes) or "-"
-        gpus.add_row(str(v.index), v.role, util, mem, Text(procs), Text(" ".join(v.codes)))
+        gpus.add_row(str(v.index), v.role, util, mem, Text(printable(procs)), " ".join(v.codes))
     logs = Table("log", "state", title="logs")
     for lg in diag.logs:
         state = f"{lg.size} bytes" if lg.exists else "does not exist"
         if not lg.exists and lg.missing_since is not None and diag.time > lg.missing_since:
             state += f" (for {duration(diag.time - lg.missing_since)})"
-        logs.add_row(Text(lg.path), state)
+        logs.add_row(Text(printable(lg.path)), state)
     found = Table("severity", "code", "message", title="findings")
     for f in diag.findings:
-        found.add_row(Text(f.severity, style=_SEV_STYLE[f.severity]), f.code, Text(f.message))
+        found.add_row(
+            Text(f.severity, style=_SEV_STYLE[f.severity]), f.code, Text(printable(f.message))
+        )
     return [head, gpus, logs, found]

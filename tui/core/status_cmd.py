@@ -63,7 +63,8 @@ def main(cfg: Config, args: argparse.Namespace) -> int:
     else:
         from rich.console import Console
 
-        console = Console()
+        # Piped output gets a wide console so paths and messages are not cut mid-word.
+        console = Console(width=None if sys.stdout.isatty() else 200)
         for doc, parts in results:
             if not parts:
                 console.print(f"{doc['host']}: {doc.get('error')}", markup=False)

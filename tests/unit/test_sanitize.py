@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tui.core.sanitize import printable, strip_escapes
+
+
+def test_printable_shows_controls() -> None:
+    assert printable("a\x1b[2Jb\x00\x9b\tc") == "a\\x1b[2Jb\\x00\\x9b\tc"
+
+
+def test_strip_escapes() -> None:
+    s = "\x1b[1;31mred\x1b[0m \x1b]0;title\x07done \x1b]8;;http://x\x1b\\link"
+    assert strip_escapes(s) == "red done link"
+
+
+@given(st.text())
+def test_nothing_raw_gets_through(s: str) -> None:
+    out = strip_escapes(s)
+    assert not any((ord(c) < 32 and c != "\t") or 0x7F <= ord(c) <= 0x9F for c in out)
