@@ -25,7 +25,11 @@ DEFAULT_RUN_ROOT = "~/.local/state/dflash-tui/runs"
 # The bundled tiny pipeline, on the CPU: what a new user sees launched.
 DEFAULT_COMMAND = f"{shlex.quote(sys.executable)} -m dflash.train --preset tiny --device cpu"
 
-_HOST_RE = re.compile(r"^(?:[A-Za-z0-9._-]+@)?(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$")
+# No part may start with "-": an address must never read as an ssh option.
+_HOST_RE = re.compile(
+    r"^(?:[A-Za-z0-9_][A-Za-z0-9._-]*@)?"
+    r"(?:[A-Za-z0-9_][A-Za-z0-9._-]*|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$"
+)
 _CONTAINER_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -66,7 +70,7 @@ class Config:
 
 
 def validate_host(address: str) -> str:
-    if not _HOST_RE.match(address):
+    if not _HOST_RE.fullmatch(address):
         raise ConfigError(
             f"host {address!r} is not an ssh-config alias or [user@]host[:port] "
             "(letters, digits, '.', '_', '-' only)"
@@ -79,6 +83,8 @@ def validate_container(spec: str) -> str:
     if "\n" in spec or "\r" in spec or "\0" in spec:
         raise ConfigError("container: a newline or NUL is not allowed")
     kind, sep, ident = spec.partition(":")
+    if sep and kind == "pct" and not ident.isdigit():
+        raise ConfigError(f"container {spec!r}: a pct id is a number (the VMID), e.g. pct:200")
     if sep and kind in ("pct", "docker"):
         if not _CONTAINER_ID_RE.match(ident):
             raise ConfigError(
@@ -89,13 +95,32 @@ def validate_container(spec: str) -> str:
         raise ConfigError(
             f"container {spec!r}: use pct:ID, docker:NAME or a template containing {{cmd}}"
         )
+    _check_template(spec)
     return spec
+
+
+def _check_template(spec: str) -> None:
+    """``{cmd}`` must be one unquoted word, once: inside quotes it would break our quoting."""
+    try:
+        words = shlex.split(spec.replace("{cmd}", " DFLASH_CMD_A DFLASH_CMD_B "))
+    except ValueError as exc:
+        raise ConfigError(f"container template {spec!r}: {exc}") from None
+    alone = re.search(r"(?<!\S)\{cmd\}(?!\S)", spec) is not None
+    if spec.count("{cmd}") != 1 or not alone or not {"DFLASH_CMD_A", "DFLASH_CMD_B"} <= set(words):
+        raise ConfigError(
+            f"container template {spec!r}: {{cmd}} must appear once, as a word of its own "
+            "and not inside quotes (it is replaced by an already quoted `sh -c '...'`)"
+        )
 
 
 def _no_newline(name: str, value: str) -> str:
     if "\n" in value or "\r" in value or "\0" in value:
         raise ConfigError(f"{name}: a newline or NUL is not allowed in {value[:40]!r}")
     return value
+
+
+def _one_line(name: str, value: str | None) -> str | None:
+    return None if value is None else _no_newline(name, value)
 
 
 def _typed(table: dict[str, Any], key: str, kind: type, where: str) -> Any:
@@ -123,7 +148,7 @@ def _host_from_table(doc: dict[str, Any], host: dict[str, Any], where: str) -> H
         h = replace(h, topology=topology)
     env = _typed(run, "env", dict, "run") or {}
     for k, v in env.items():
-        if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", k) or not isinstance(v, str):
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k) or not isinstance(v, str):
             raise ConfigError(f"run.env: {k!r} must be a variable name with a string value")
         _no_newline(f"run.env.{k}", v)
     logs = _typed(run, "logs", list, "run") or []
@@ -136,11 +161,11 @@ def _host_from_table(doc: dict[str, Any], host: dict[str, Any], where: str) -> H
         address=validate_host(address) if address else None,
         container=validate_container(container) if container else None,
         command=_no_newline("run.command", _typed(run, "command", str, "run") or h.command),
-        workdir=_typed(run, "workdir", str, "run"),
+        workdir=_one_line("run.workdir", _typed(run, "workdir", str, "run")),
         env=tuple(sorted(env.items())),
         logs=tuple(logs),
-        run_root=_typed(run, "run_root", str, "run") or h.run_root,
-        compile_cache=_typed(run, "compile_cache", str, "run"),
+        run_root=_no_newline("run.run_root", _typed(run, "run_root", str, "run") or h.run_root),
+        compile_cache=_one_line("run.compile_cache", _typed(run, "compile_cache", str, "run")),
     )
 
 

@@ -1,0 +1,126 @@
+"""A PID-namespace "container" (unshare --pid --fork --mount-proc) reached over SSH through a
+custom template (nsenter): the probe lists container PIDs, launch and kill work inside it, and a
+process in it that holds a (stand-in) GPU is owned by the run thanks to the host-side mapping."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import cli
+from fakes.scenario import app, box, write_scenario
+from loopback_sshd import ALIAS, LoopbackSshd
+
+from dflash.topology import Topology
+from tui.core.config import HostConfig
+from tui.core.connect import make_transport
+from tui.core.diagnose import diagnose
+from tui.core.feed import sample_once
+from tui.core.hostmap import HostPidMapper
+from tui.core.snapshot import Snapshot
+from tui.core.ssh import SshTransport
+from tui.core.transport import LocalTransport
+
+pytestmark = pytest.mark.ssh
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    if int(f.read().rpartition(")")[2].split()[1]) == pid:
+                        out.append(int(entry))
+            except (OSError, ValueError):
+                continue
+    return out
+
+
+def host_pid_of(ns_init: int, inner: int) -> int | None:
+    """The host PID of PID ``inner`` of the namespace whose init is host PID ``ns_init``."""
+    want = os.readlink(f"/proc/{ns_init}/ns/pid")
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.readlink(f"/proc/{entry}/ns/pid") != want:
+                continue
+            with open(f"/proc/{entry}/status") as f:
+                nspid = next(ln for ln in f if ln.startswith("NSpid:")).split()[1:]
+        except (OSError, StopIteration):
+            continue
+        if int(nspid[-1]) == inner:
+            return int(entry)
+    return None
+
+
+@pytest.fixture
+def pidns() -> Iterator[int]:
+    """Host PID of the init (PID 1) of a fresh PID namespace with its own /proc."""
+    if not shutil.which("unshare") or not shutil.which("nsenter"):
+        pytest.skip("unshare/nsenter (util-linux) are needed")
+    outer = subprocess.Popen(
+        ["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", "while :; do sleep 1; done"],
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 5
+    while not (kids := _children(outer.pid)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if not kids:
+        outer.kill()
+        pytest.skip("unshare --pid could not make a namespace here")
+    yield kids[0]
+    os.kill(kids[0], signal.SIGKILL)  # the namespace's init: the kernel ends all of it
+    outer.wait(10)
+
+
+def test_container_over_ssh(ssh_env: LoopbackSshd, pidns: int, tmp_path: Path) -> None:
+    template = f"nsenter --target {pidns} --pid --mount {{cmd}}"
+    root = tmp_path / "runs"
+    base = ("--json", "--host", ALIAS, "--container", template, "--run-root", str(root))
+    res = cli("launch", *base, "--command", "sleep 300", "--start-window", "1")
+    job = json.loads(res.stdout)
+    assert job["ok"], res.stderr
+    assert job["pid"] < 100  # a PID of the namespace, not of the host
+    host_pid = host_pid_of(pidns, job["pid"])
+    assert host_pid is not None and host_pid != job["pid"]
+    # The driver reports the HOST PID of the process that holds GPU 0.
+    write_scenario(ssh_env.root / "scenario.json", box(2), [app(host_pid, gpu=0)])
+    host = HostConfig(
+        address=ALIAS, container=template, run_root=str(root), topology=Topology.parse("0:1")
+    )
+    snap, mapped = asyncio.run(_sample(host))
+    pids = {p.pid for p in snap.procs}
+    assert 1 in pids and job["pid"] in pids and host_pid not in pids  # container PIDs
+    before = diagnose([snap], host.topology).gpus[0].processes[0]
+    assert (before.pid, before.owner) == (host_pid, "unknown")  # unknown, never orphan
+    after = diagnose([mapped], host.topology).gpus[0].processes[0]
+    assert (after.pid, after.container_pid, after.owner) == (host_pid, job["pid"], "run")
+    killed = json.loads(cli("kill", *base, "--grace", "2").stdout)
+    assert killed["ok"] and killed["state"] == "killed"
+    assert host_pid_of(pidns, job["pid"]) is None
+
+
+async def _sample(host: HostConfig) -> tuple[Snapshot, Snapshot]:
+    """One probe sample through the container, and the same after the host-side mapping."""
+    t = make_transport(host)
+    assert isinstance(t, SshTransport)
+    try:
+        snap = await sample_once(t, host)
+        mapper = HostPidMapper.for_transport(t, host.container)
+        assert mapper is not None
+        return snap, await mapper.apply(snap)
+    finally:
+        await t.close()
+
+
+async def test_local_container_mapping_uses_this_machine(pidns: int) -> None:
+    mapper = HostPidMapper.for_transport(LocalTransport(), f"nsenter -t {pidns} -p -m {{cmd}}")
+    assert mapper is not None and isinstance(mapper.host_side, LocalTransport)

@@ -1,0 +1,386 @@
+# dflash-tui degraded probe, for a machine without python3 (POSIX sh + awk; dash and BusyBox).
+# Same command line and the same JSON line per sample as tui/core/probe.py, with
+# "probe_mode": "shell" and an entry in "errors" saying what is degraded: GPU readings come
+# from nvidia-smi only (no NVML), cpu_pct is null, user names come from ps. It reaches the
+# machine as one quoted `sh -c` argument (tui/core/probe_loader.py), so nothing is installed.
+LC_ALL=C
+export LC_ALL
+once=0 interval="" run_root="" smi_timeout=5 tail_bytes=65536 max_lines=5000 nlogs=0
+LOG_CAP=4194304
+while [ $# -gt 0 ]; do
+	case $1 in
+	--once) once=1 ;;
+	--interval=*) interval=${1#*=} ;;
+	--run-root=*) run_root=${1#*=} ;;
+	--smi-timeout=*) smi_timeout=${1#*=} ;;
+	--tail-bytes=*) tail_bytes=${1#*=} ;;
+	--max-lines=*) max_lines=${1#*=} ;;
+	--log=*) nlogs=$((nlogs + 1)) && eval "log_$nlogs=\${1#*=}" ;;
+	--interval | --run-root | --smi-timeout | --tail-bytes | --max-lines | --log)
+		[ $# -ge 2 ] || break
+		opt=${1#--} && v=$2 && shift 2 && set -- "--$opt=$v" "$@" && continue ;;
+	*) ;; # "-", --no-nvml and anything newer: ignored
+	esac
+	shift
+done
+num() { case $1 in "" | *[!0-9]*) echo "$2" ;; *) echo "$1" ;; esac; }
+tail_bytes=$(num "$tail_bytes" 65536)
+max_lines=$(num "$max_lines" 5000)
+case $interval in *[!0-9.]* | .) interval=2 ;; esac
+case $smi_timeout in "" | *[!0-9.]* | .) smi_timeout=5 ;; esac
+tmp=$(mktemp -d 2>/dev/null) || { tmp=/tmp/dflash-probe.$$ && mkdir -m 700 "$tmp"; } || exit 1
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 0' HUP INT TERM PIPE
+host=$(hostname 2>/dev/null || uname -n)
+clk_tck=$(getconf CLK_TCK 2>/dev/null || echo 100)
+page_kb=$(($(getconf PAGESIZE 2>/dev/null || echo 4096) / 1024))
+FIELDS=index,uuid,pci.bus_id,utilization.gpu,utilization.memory,memory.used,memory.total
+FIELDS=$FIELDS,memory.reserved,temperature.gpu,power.draw,power.limit,clocks.sm,clocks.mem
+FIELDS=$FIELDS,pstate,clocks_event_reasons.active,ecc.errors.uncorrected.volatile.total,name
+OLD_FIELDS=$(echo "$FIELDS" | sed s/clocks_event_reasons/clocks_throttle_reasons/)
+SAFE_FIELDS=index,uuid,utilization.gpu,memory.used,memory.total,name
+fields=$FIELDS
+samples=0 ntails=0
+
+smi() {
+	if command -v timeout >/dev/null 2>&1; then
+		timeout "$smi_timeout" nvidia-smi "$@"
+	else
+		nvidia-smi "$@"
+	fi
+}
+
+gpus() { # F fields / G rows / A compute apps / T telemetry source and error
+	if ! command -v nvidia-smi >/dev/null 2>&1; then
+		echo "T none no NVML and no nvidia-smi on PATH" && return
+	fi
+	for f in "$fields" "$OLD_FIELDS" "$SAFE_FIELDS"; do
+		smi --query-gpu="$f" --format=csv,noheader,nounits >"$tmp/smi" 2>"$tmp/smierr"
+		rc=$?
+		[ $rc = 0 ] && fields=$f && break
+		[ $rc = 124 ] && echo "T none nvidia-smi did not answer within ${smi_timeout}s" && return
+	done
+	if [ $rc != 0 ]; then
+		echo "T none nvidia-smi failed (exit $rc): $(cat "$tmp/smi" "$tmp/smierr" | head -n 1)"
+		return
+	fi
+	[ "$fields" = "$FIELDS" ] || echo "T nvidia-smi using fields $fields"
+	echo "T nvidia-smi"
+	echo "F $fields"
+	sed "s/^/G /" "$tmp/smi"
+	smi --query-compute-apps=pid,used_memory,gpu_uuid,process_name \
+		--format=csv,noheader,nounits >"$tmp/apps" 2>"$tmp/smierr" ||
+		echo "E nvidia-smi --query-compute-apps failed: $(head -n 1 "$tmp/smierr")"
+	sed "s/^/A /" "$tmp/apps"
+}
+
+procs() { # S stat lines / U pid user args / N NSpid lines
+	cat /proc/[0-9]*/stat 2>/dev/null | sed "s/^/S /"
+	{ ps -ww -eo pid=,user=,args= 2>/dev/null || ps -eo pid=,user=,args= 2>/dev/null ||
+		ps -o pid,user,args 2>/dev/null; } | sed "s/^/U /"
+	grep NSpid /proc/[0-9]*/status 2>/dev/null | sed "s/^/N /"
+}
+
+first_line() { [ -r "$1" ] && head -n 1 "$1" | tr -d "\000"; }
+
+run_dir() { # R key value / RC command lines / RE launch_error lines / RP earlier pgid
+	root=$run_root
+	case $root in "~" | "~/"*) root=$HOME${root#"~"} ;; esac
+	[ -n "$root" ] && [ -d "$root" ] || return 0
+	latest="" earlier=""
+	for d in "$root"/[0-9]*; do
+		n=${d##*/}
+		case $n in [0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]-[0-9][0-9][0-9][0-9][0-9][0-9]-?*) ;; *) continue ;; esac
+		case ${n#*-*-} in *[!0-9A-Za-z]*) continue ;; esac
+		[ -d "$d" ] || continue
+		[ -n "$latest" ] && earlier="$earlier $latest"
+		latest=$d
+	done
+	[ -n "$latest" ] || return 0
+	echo "R id ${latest##*/}"
+	echo "R dir $latest"
+	echo "R pid $(first_line "$latest/pid")"
+	echo "R started_at $(first_line "$latest/started_at")"
+	echo "R exit $(first_line "$latest/exit")"
+	echo "R kill_requested $(first_line "$latest/kill_requested")"
+	[ -f "$latest/command" ] && head -c 65536 "$latest/command" | tr -d "\000" | sed "s/^/RC /"
+	[ -f "$latest/launch_error" ] && { echo "RE" && head -c 65536 "$latest/launch_error" |
+		tr -d "\000" | sed "s/^/RE /"; }
+	for d in $earlier; do echo "RP $(first_line "$d/pid")"; done
+	run_log=$latest/output.log
+}
+
+tail_state() { # find or add the tail state of path $1: sets k, off, ino
+	k=1
+	while [ $k -le $ntails ]; do
+		eval "p=\$tail_path_$k"
+		[ "$p" = "$1" ] && eval "off=\$tail_off_$k ino=\$tail_ino_$k" && return
+		k=$((k + 1))
+	done
+	ntails=$k
+	eval "tail_path_$k=\$1"
+	off=0 ino=""
+	[ $samples = 0 ] && off=-1 # first sample: only the last tail_bytes
+}
+
+tail_log() { # $1 path, $2 is_run (0|1), $3 index: LP path / LM meta / LL lines
+	tail_state "$1"
+	f=$1
+	case $f in "~" | "~/"*) f=$HOME${f#"~"} ;; esac
+	echo "LP $3 $1"
+	if [ ! -e "$f" ]; then
+		[ "$off" = -1 ] && off=0
+		[ -n "$ino" ] && ino=gone
+		eval "tail_off_$k=\$off tail_ino_$k=\$ino"
+		echo "LM $3 0 - - 0 0 $2" && return
+	fi
+	if [ ! -f "$f" ] || [ ! -r "$f" ]; then
+		echo "LE $3 not a readable regular file" && echo "LM $3 1 - - 0 0 $2" && return
+	fi
+	size=$(($(wc -c <"$f")))
+	now_ino=$(ls -Lid "$f" 2>/dev/null | awk "{print \$1}")
+	mtime=$(date -r "$f" +%s 2>/dev/null || echo -)
+	trunc=0 skipped=0 cut=0
+	if [ -n "$ino" ] && { [ "$ino" != "$now_ino" ] || [ "$size" -lt "$off" ]; }; then
+		trunc=1 off=0
+	fi
+	start=$off
+	if [ "$start" = -1 ]; then start=$((size - tail_bytes)) && [ $start -gt 0 ] && cut=1; fi
+	[ $start -lt 0 ] && start=0
+	if [ $((size - start)) -gt $LOG_CAP ]; then
+		skipped=$((size - LOG_CAP - start)) start=$((size - LOG_CAP)) cut=1
+	fi
+	from=$start
+	[ $cut = 1 ] && from=$((start - 1))
+	tail -c +$((from + 1)) "$f" 2>/dev/null | head -c $((size - from)) | tr -d "\000" >"$tmp/chunk"
+	got=$(($(wc -c <"$tmp/chunk")))
+	[ $cut = 1 ] && sed 1d "$tmp/chunk" >"$tmp/chunk2" && mv "$tmp/chunk2" "$tmp/chunk"
+	partial=0
+	if [ -s "$tmp/chunk" ] && [ "$(tail -c 1 "$tmp/chunk" | od -An -c | tr -d " ")" != "\n" ]; then
+		partial=$(($(tail -n 1 "$tmp/chunk" | wc -c)))
+	fi
+	off=$((from + got - partial))
+	[ $cut = 1 ] && [ ! -s "$tmp/chunk" ] && off=$((from + got))
+	eval "tail_off_$k=\$off tail_ino_$k=\$now_ino"
+	echo "LM $3 1 $size $mtime $trunc $skipped $2"
+	head -c $(($(wc -c <"$tmp/chunk") - partial)) "$tmp/chunk" | tail -n "$max_lines" |
+		sed "s/^/LL $3 /"
+}
+
+logs() {
+	i=0 seen="
+"
+	set --
+	[ -n "$run_log" ] && set -- "$run_log"
+	j=1
+	while [ $j -le $nlogs ]; do eval "set -- \"\$@\" \"\$log_$j\"" && j=$((j + 1)); done
+	for p in "$@"; do
+		case $seen in *"
+$p
+"*) continue ;; esac
+		seen="$seen$p
+"
+		is_run=0
+		[ $i = 0 ] && [ -n "$run_log" ] && is_run=1
+		tail_log "$p" $is_run $i
+		i=$((i + 1))
+	done
+}
+
+# The formatter: tagged lines in, one JSON object out. Strings come through ENVIRON, never -v.
+FORMAT='
+function joinx(s, re, rep,   a, n, i, out) {
+	n = split(s, a, re); out = a[1]
+	for (i = 2; i <= n; i++) out = out rep a[i]
+	return out
+}
+function esc(s,   out, i, c, n) {
+	s = joinx(s, "[\\\\]", "\\\\"); s = joinx(s, "\"", "\\\"")
+	s = joinx(s, "\t", "\\t"); s = joinx(s, "\r", "\\r")
+	if (s ~ /[\001-\037]/) {
+		out = ""; n = length(s)
+		for (i = 1; i <= n; i++) {
+			c = substr(s, i, 1)
+			out = out ((c in ORD) ? sprintf("\\u%04x", ORD[c]) : c)
+		}
+		s = out
+	}
+	return "\"" s "\""
+}
+function trim(s) { sub(/^[ \t]+/, "", s); sub(/[ \t\r]+$/, "", s); return s }
+function isnum(v) { return v ~ /^-?[0-9]+(\.[0-9]+)?$/ }
+function hex(v,   i, n, d) {
+	n = 0; v = tolower(substr(v, 3))
+	for (i = 1; i <= length(v); i++) { d = index("0123456789abcdef", substr(v, i, 1)) - 1; n = n * 16 + d }
+	return sprintf("%.0f", n)
+}
+function conv(v, kind, what) {
+	v = trim(v); sub(/ (MiB|MHz|%|W)$/, "", v)
+	if (v == "" || v == "N/A" || v ~ /^\[.*\]$/) return "null"
+	if (kind == "str") return esc(v)
+	if (kind == "hex" && v ~ /^0[xX][0-9a-fA-F]+$/) return hex(v)
+	if (!isnum(v)) { err("nvidia-smi: unreadable " what " " v); return "null" }
+	return kind == "float" ? v : sprintf("%d", v)
+}
+function err(s) { if (nerr < 50) ERRS[++nerr] = esc(s) }
+function csv(line, n, out,   i, k) {
+	for (i = 1; i < n; i++) {
+		k = index(line, ","); if (!k) return 0
+		out[i] = substr(line, 1, k - 1); line = substr(line, k + 1)
+	}
+	out[n] = line
+	return 1
+}
+function gpu(line,   v, i, o, key) {
+	if (!csv(line, nf, v)) { err("nvidia-smi line malformed: " substr(line, 1, 80)); return }
+	o = ""
+	for (i = 1; i <= nf; i++) {
+		key = FKEY[FLD[i]]; if (key == "") continue
+		o = o (o == "" ? "" : ", ") "\"" key "\": " conv(v[i], FKIND[FLD[i]], FLD[i])
+		if (key == "index" && conv(v[i], "int") == "null") { err("nvidia-smi line malformed: no GPU index"); return }
+	}
+	GPUS[++ngpu] = "{" o "}"
+}
+function app(line,   v, pid) {
+	if (line ~ /^No running/ || trim(line) == "") return
+	if (!csv(line, 4, v)) { err("nvidia-smi compute-apps line malformed: " substr(line, 1, 80)); return }
+	pid = conv(v[1], "int", "pid")
+	if (pid == "null") return
+	APPS[++napp] = "{\"pid\": " pid ", \"gpu_uuid\": " conv(v[3], "str") ", \"used_mib\": " \
+		conv(v[2], "int", "used_memory") ", \"name\": " esc(trim(v[4])) "}"
+}
+function stat(line,   i, j, pid, comm, f, n) {
+	i = index(line, "("); j = length(line)
+	while (j > i && substr(line, j, 1) != ")") j--
+	if (i < 2 || j <= i) return
+	pid = trim(substr(line, 1, i - 1)); comm = substr(line, i + 1, j - i - 1)
+	n = split(substr(line, j + 1), f, " ")
+	if (n < 22 || pid !~ /^[0-9]+$/ || int(f[7] / 2097152) % 2 == 1) return
+	PIDS[++nproc] = pid; COMM[pid] = comm
+	ROW[pid] = "\"pid\": " pid ", \"ppid\": " f[2] ", \"pgid\": " f[3] ", \"sid\": " f[4] \
+		", \"state\": " esc(f[1]) ", \"start_ticks\": " f[20] ", \"rss_kb\": " f[22] * pagekb
+}
+function psrow(line,   pid) {
+	line = trim(line)
+	if (!match(line, /^[0-9]+ +[^ ]+/)) return
+	pid = substr(line, 1, index(line, " ") - 1)
+	USER[pid] = trim(substr(line, index(line, " ") + 1, RLENGTH - index(line, " ")))
+	ARGS[pid] = trim(substr(line, RLENGTH + 1))
+}
+function nspid(line,   p, a, n, i, o) {
+	p = line; sub(/^\/proc\//, "", p); sub(/\/.*/, "", p)
+	sub(/^[^:]*:NSpid:/, "", line); n = split(line, a, /[ \t]+/); o = ""
+	for (i = 1; i <= n; i++) if (a[i] ~ /^[0-9]+$/) o = o (o == "" ? "" : ", ") a[i]
+	NS[p] = o
+}
+function runnum(v, re, what) {
+	if (v == "") return "null"
+	if (v !~ re) { err("run " RUN["id"] ": malformed " what " file: " v); return "null" }
+	return v + 0 == int(v + 0) ? sprintf("%d", v) : v
+}
+function runjson(   a, n, o, e, i, INT, NUM) {
+	if (!("id" in RUN)) return "null"
+	INT = "^-?[0-9]+$"; NUM = "^-?[0-9]+(\\.[0-9]+)?$"
+	n = split(RUN["pid"], a, " ")
+	o = "{\"id\": " esc(RUN["id"]) ", \"dir\": " esc(RUN["dir"])
+	o = o ", \"command\": " (hascmd ? esc(cmd) : "null")
+	o = o ", \"pid\": " runnum(a[1], INT, "pid") ", \"pgid\": " runnum(a[2], INT, "pid")
+	o = o ", \"start_ticks\": " runnum(a[3], INT, "pid")
+	o = o ", \"started_at\": " runnum(RUN["started_at"], NUM, "started_at")
+	n = split(RUN["exit"], a, " ")
+	o = o ", \"exit_code\": " runnum(a[1], INT, "exit") ", \"ended_at\": " runnum(a[2], NUM, "exit")
+	gsub(/^[ \t\n]+|[ \t\n]+$/, "", lerr)
+	if (haserr && lerr == "") lerr = "launch failed (empty launch_error file)"
+	o = o ", \"launch_error\": " (haserr ? esc(lerr) : "null")
+	o = o ", \"kill_requested_at\": " runnum(RUN["kill_requested"], NUM, "kill_requested")
+	o = o ", \"log_path\": " esc(RUN["dir"] "/output.log") ", \"events_path\": " esc(RUN["dir"] "/events.jsonl")
+	e = ""
+	for (i = 1; i <= nearly; i++) e = e (e == "" ? "" : ", ") EARLY[i]
+	return o ", \"earlier_pgids\": [" e "]}"
+}
+function logjson(i,   m, o, j, l) {
+	split(LM[i], m, " ")
+	o = "{\"path\": " esc(LPATH[i]) ", \"exists\": " (m[1] == 1 ? "true" : "false")
+	o = o ", \"size\": " (m[2] == "-" ? "null" : m[2]) ", \"mtime\": " (m[3] ~ /^[0-9]+$/ ? m[3] : "null")
+	l = ""
+	for (j = 1; j <= NL[i]; j++) l = l (j == 1 ? "" : ", ") esc(LINES[i, j])
+	o = o ", \"lines\": [" l "], \"truncated\": " (m[4] == 1 ? "true" : "false")
+	o = o ", \"skipped_bytes\": " (m[5] == "" ? 0 : m[5]) ", \"error\": " (i in LERR ? esc(LERR[i]) : "null")
+	return o ", \"is_run_log\": " (m[6] == 1 ? "true" : "false") "}"
+}
+function list(A, n,   i, o) {
+	o = ""
+	for (i = 1; i <= n; i++) o = o (i == 1 ? "" : ", ") A[i]
+	return "[" o "]"
+}
+BEGIN {
+	for (i = 1; i < 32; i++) ORD[sprintf("%c", i)] = i
+	split("index:index:int uuid:uuid:str pci.bus_id:bus_id:str utilization.gpu:util:int " \
+		"utilization.memory:mem_util:int memory.used:mem_used_mib:int memory.total:mem_total_mib:int " \
+		"memory.reserved:mem_reserved_mib:int temperature.gpu:temp_c:int power.draw:power_w:float " \
+		"power.limit:power_limit_w:float clocks.sm:sm_clock_mhz:int clocks.mem:mem_clock_mhz:int " \
+		"pstate:pstate:str clocks_event_reasons.active:throttle_reasons:hex " \
+		"clocks_throttle_reasons.active:throttle_reasons:hex " \
+		"ecc.errors.uncorrected.volatile.total:ecc_uncorrected:int name:name:str", spec, " ")
+	for (i in spec) { split(spec[i], kv, ":"); FKEY[kv[1]] = kv[2]; FKIND[kv[1]] = kv[3] }
+	pagekb = ENVIRON["DFLASH_PAGE_KB"] + 0; source = "none"; telerr = "null"; boot = "null"
+	err(ENVIRON["DFLASH_DEGRADED"])
+}
+{ tag = $1; rest = substr($0, length(tag) + 2) }
+tag == "T" { if (rest == "nvidia-smi") source = "nvidia-smi"; else if (rest ~ /^none /) telerr = esc(substr(rest, 6)); else telerr = esc(rest); next }
+tag == "F" { nf = split(rest, FLD, ","); next }
+tag == "G" { gpu(rest); next }
+tag == "A" { app(rest); next }
+tag == "S" { stat(rest); next }
+tag == "U" { psrow(rest); next }
+tag == "N" { nspid(rest); next }
+tag == "B" { if (rest ~ /^[0-9]+$/) boot = rest; next }
+tag == "E" { err(rest); next }
+tag == "R" { k = $2; RUN[k] = substr(rest, length(k) + 2); next }
+tag == "RC" { cmd = hascmd ? cmd "\n" rest : rest; hascmd = 1; next }
+tag == "RE" { if (haserr) lerr = lerr (lerr == "" ? "" : "\n") rest; haserr = 1; next }
+tag == "RP" { split(rest, a, " "); if (a[2] ~ /^[0-9]+$/ && a[2] > 0) EARLY[++nearly] = a[2]; next }
+tag == "LP" { i = $2 + 1; LPATH[i] = substr(rest, length($2) + 2); if (i > nlog) nlog = i; next }
+tag == "LM" { LM[$2 + 1] = substr(rest, length($2) + 2); next }
+tag == "LE" { LERR[$2 + 1] = substr(rest, length($2) + 2); next }
+tag == "LL" { i = $2 + 1; l = substr(rest, length($2) + 2); sub(/\r$/, "", l); LINES[i, ++NL[i]] = l; next }
+END {
+	for (i = 1; i <= nproc; i++) {
+		p = PIDS[i]
+		c = (p in ARGS && ARGS[p] != "") ? ARGS[p] : "[" COMM[p] "]"
+		PROCS[i] = "{" ROW[p] ", \"cpu_pct\": null, \"user\": " esc(p in USER ? USER[p] : "?") \
+			", \"cmd\": " esc(c) ", \"nspid\": [" NS[p] "]}"
+	}
+	for (i = 1; i <= nlog; i++) LOGS[i] = logjson(i)
+	printf "{\"format\": 1, \"time\": %s, \"host\": %s, \"probe_mode\": \"shell\", ", \
+		ENVIRON["DFLASH_NOW"], esc(ENVIRON["DFLASH_HOST"])
+	printf "\"clk_tck\": %d, \"boot_time\": %s, ", ENVIRON["DFLASH_CLK_TCK"], boot
+	printf "\"telemetry\": {\"source\": \"%s\", \"error\": %s, \"elapsed_ms\": null}, ", \
+		ngpu ? source : "none", telerr
+	printf "\"gpus\": %s, \"gpu_procs\": %s, ", list(GPUS, ngpu), list(APPS, napp)
+	printf "\"procs\": %s, \"run\": %s, \"logs\": %s, ", list(PROCS, nproc), runjson(), list(LOGS, nlog)
+	printf "\"errors\": %s}\n", list(ERRS, nerr)
+}'
+
+sample() {
+	run_log=""
+	DFLASH_NOW=$(date +%s) DFLASH_HOST=$host DFLASH_CLK_TCK=$clk_tck DFLASH_PAGE_KB=$page_kb
+	DFLASH_DEGRADED="degraded probe (shell): ${DFLASH_PROBE_DEGRADED:-python3 not used} on $host;"
+	DFLASH_DEGRADED="$DFLASH_DEGRADED GPU readings from nvidia-smi only (no NVML), no CPU %"
+	export DFLASH_NOW DFLASH_HOST DFLASH_CLK_TCK DFLASH_PAGE_KB DFLASH_DEGRADED
+	{
+		gpus
+		procs
+		sed -n "s/^btime /B /p" /proc/stat 2>/dev/null
+		run_dir
+		logs
+	} >"$tmp/sample" 2>/dev/null
+	awk "$FORMAT" "$tmp/sample"
+	samples=$((samples + 1))
+}
+
+while :; do
+	sample || exit 1
+	[ -n "$interval" ] && [ $once = 0 ] || exit 0
+	sleep "$interval"
+done
