@@ -1,0 +1,37 @@
+"""Shared fixtures. ``fake_smi``: the stand-in nvidia-smi (tests/fakes/) first on PATH."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+if str(TESTS) not in sys.path:  # `from fakes.scenario import ...` in any test
+    sys.path.insert(0, str(TESTS))
+
+from fakes.scenario import ENV_VARS, FAKES, NVML_FAKE_DIR, FakeSmi  # noqa: E402
+
+
+@pytest.fixture
+def fake_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeSmi:
+    """tests/fakes/nvidia-smi first on PATH, playing the seed incident until told otherwise.
+
+    The fake ``pynvml`` goes first on PYTHONPATH too (its nvmlInit fails unless
+    ``fake_smi.nvml()`` is called), so a probe run by the test reads the fake even on a
+    machine with real GPUs and nvidia-ml-py installed. Use ``fake_smi.use(name | path | dict)``,
+    ``.write(gpus, apps)``, ``.hang()``, ``.raw(bytes)``; see tests/fakes/scenario.py.
+    """
+    for var in ENV_VARS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("PATH", f"{FAKES}{os.pathsep}{os.environ.get('PATH', '')}")
+    pythonpath = os.environ.get("PYTHONPATH")
+    monkeypatch.setenv(
+        "PYTHONPATH",
+        f"{NVML_FAKE_DIR}{os.pathsep}{pythonpath}" if pythonpath else str(NVML_FAKE_DIR),
+    )
+    fake = FakeSmi(tmp_path, monkeypatch)
+    fake.use("seed-incident")
+    return fake

@@ -1,0 +1,144 @@
+"""A stand-in for nvidia-ml-py's ``pynvml`` (tests put this folder first on PYTHONPATH).
+
+Without FAKE_NVML_SCENARIO, ``nvmlInit`` fails as on a machine without the NVIDIA driver, so a
+probe falls back to the (fake) nvidia-smi. With it, NVML plays the same scenario file as the
+fake nvidia-smi, in NVML's units (bytes, milliwatts) and with NVML's memory semantics: v1 ``used``
+includes the driver's reserved memory (1626 MiB where nvidia-smi says 1011 MiB + 616 reserved),
+v2 has ``reserved`` apart. FAKE_NVML_V1_ONLY=1: a library without the v2 call.
+FAKE_NVML_HANG=1: nvmlDeviceGetCount never returns (a wedged driver). Stdlib only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+MIB = 1024 * 1024
+NVML_TEMPERATURE_GPU = 0
+NVML_CLOCK_SM = 1
+NVML_CLOCK_MEM = 2
+NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1
+NVML_VOLATILE_ECC = 1
+if not os.environ.get("FAKE_NVML_V1_ONLY"):
+    nvmlMemory_v2 = 0x02000028
+
+_gpus: list = []
+_apps: list = []
+
+
+class NVMLError(Exception):
+    pass
+
+
+class _Obj:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+def _num(v, kind=int):
+    if v is None or v.startswith("[") or v == "N/A":
+        raise NVMLError("Not Supported")
+    return kind(v.split(" ")[0])
+
+
+def nvmlInit():
+    path = os.environ.get("FAKE_NVML_SCENARIO")
+    if not path:
+        raise NVMLError("NVML Shared Library Not Found")
+    with open(path) as f:
+        data = json.load(f)
+    _gpus[:] = data.get("gpus", [])
+    _apps[:] = data.get("apps", [])
+
+
+def nvmlShutdown():
+    pass
+
+
+def nvmlDeviceGetCount():
+    if os.environ.get("FAKE_NVML_HANG"):
+        while True:
+            time.sleep(3600)
+    return len(_gpus)
+
+
+def nvmlDeviceGetHandleByIndex(i):
+    return _gpus[i]
+
+
+def nvmlDeviceGetUUID(h):
+    return h["uuid"]
+
+
+def nvmlDeviceGetName(h):
+    return h["name"]
+
+
+def nvmlDeviceGetPciInfo(h):
+    return _Obj(busId=h["pci.bus_id"].encode())  # older nvidia-ml-py returns bytes
+
+
+def nvmlDeviceGetUtilizationRates(h):
+    return _Obj(gpu=_num(h.get("utilization.gpu")), memory=_num(h.get("utilization.memory")))
+
+
+def _bytes(mib, frac):
+    """Bytes that nvidia-smi prints as `mib` (it rounds up), with a real-looking fraction."""
+    return 0 if mib == 0 else (mib - 1) * MIB + int(frac * MIB)
+
+
+def nvmlDeviceGetMemoryInfo(h, version=None):
+    # As measured on an H200: 615.0625 MiB reserved (smi: 616), 1010.8125 MiB used (smi: 1011).
+    used, total = _bytes(_num(h.get("memory.used")), 0.8125), _num(h.get("memory.total")) * MIB
+    reserved = _bytes(_num(h.get("memory.reserved", "0")), 0.0625)
+    free = total - used - reserved
+    if version:
+        return _Obj(version=version, total=total, reserved=reserved, free=free, used=used)
+    return _Obj(total=total, free=free, used=used + reserved)
+
+
+def nvmlDeviceGetTemperature(h, sensor):
+    return _num(h.get("temperature.gpu"))
+
+
+def nvmlDeviceGetPowerUsage(h):
+    return int(_num(h.get("power.draw"), float) * 1000)
+
+
+def nvmlDeviceGetPowerManagementLimit(h):
+    return int(_num(h.get("power.limit"), float) * 1000)
+
+
+def nvmlDeviceGetClockInfo(h, clock):
+    return _num(h.get("clocks.current.sm" if clock == NVML_CLOCK_SM else "clocks.current.memory"))
+
+
+def nvmlDeviceGetPerformanceState(h):
+    p = h.get("pstate") or "[N/A]"
+    return _num(p[1:] if p.startswith("P") else p)
+
+
+def nvmlDeviceGetCurrentClocksEventReasons(h):
+    return int(h.get("clocks_event_reasons.active", "0x0"), 16)
+
+
+def nvmlDeviceGetTotalEccErrors(h, error_type, counter_type):
+    return _num(h.get("ecc.errors.uncorrected.volatile.total"))
+
+
+def nvmlDeviceGetComputeRunningProcesses(h):
+    out = []
+    for a in _apps:
+        if a.get("gpu_uuid") == h.get("uuid"):
+            used = a.get("used_memory", "[N/A]")
+            mem = None if used.startswith("[") else int(used) * MIB
+            out.append(_Obj(pid=int(a["pid"]), usedGpuMemory=mem))
+    return out
+
+
+def nvmlSystemGetProcessName(pid):
+    for a in _apps:
+        if int(a["pid"]) == pid:
+            return a.get("process_name", "").encode()
+    raise NVMLError("Not Found")
