@@ -54,6 +54,12 @@ def build_parser() -> argparse.ArgumentParser:
         c.add_argument("--start-window", type=float, default=3.0, help="seconds a job must live")
         if name in ("launch", "restart"):
             c.add_argument("--clear-cache", action="store_true", help="clear the compile cache")
+            c.add_argument(
+                "--keep-runs", type=int, default=0, help="prune older run dirs (0: keep all)"
+            )
+            c.add_argument(
+                "--release-timeout", type=float, default=60.0, help="seconds to wait for the GPUs"
+            )
         if name == "launch":
             c.add_argument("--restart", action="store_true", help="kill a live run first")
     return parser

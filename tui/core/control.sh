@@ -1,0 +1,338 @@
+# dflash-tui run control, POSIX sh (dash, bash, BusyBox ash); no python needed where it runs.
+# Sent on stdin and run as `sh -s -- VERB ARGS...` (every ARG shell-quoted by the supervisor):
+#   launch ROOT COMMAND WORKDIR ENVTEXT KEEP LOCK_MS      start a run (under ROOT/.lock)
+#   state ROOT [ID] [LOG_LINES]                          read a run back
+#   signal ROOT ID SIG                                   verify the group is the run's, then kill
+#   clear-cache PATH ALLOWED                             remove the compile cache
+# Output: one `key value` line per fact (parsed by tui/core/rundir.py parse_report).
+# The run directory is docs/internals.md's contract. Commands here never read stdin: the script
+# itself arrives on it, and a child that read stdin would eat the rest of the script.
+# POSIX sh has no local variables: each helper's names carry its own prefix (v_, pr_, lk_ ...)
+# so that a helper never overwrites its caller's, e.g. the loop variable of a loop that removes.
+
+LC_ALL=C
+export LC_ALL
+unset CDPATH
+NL='
+'
+
+say() { printf '%s\n' "$*"; }
+die() { say "error $*"; exit 2; }
+nap() { sleep "${1:-0.05}" 2>/dev/null || sleep 1; }
+
+now() {  # epoch seconds, with a fraction where date can give one
+  t=$(date +%s.%N 2>/dev/null)
+  case $t in '' | *[!0-9.]* | *.) t=$(date +%s) ;; esac
+  printf '%s' "$t"
+}
+
+put() {  # FILE TEXT: one line, written whole (tmp + mv) so readers never see half of it
+  printf '%s\n' "$2" >"$1.tmp.$$" && mv -f "$1.tmp.$$" "$1"
+}
+
+root_abs() {  # the run root: ~ is the remote user's home; absolute, no trailing /
+  r=$1
+  case $r in "~") r=$HOME ;; "~/"*) r=$HOME/${r#"~/"} ;; esac
+  mkdir -p "$r" 2>&1 || return 1
+  (cd "$r" && pwd)
+}
+
+stat_of() {  # PID -> S_STATE S_PPID S_PGID S_SID S_TICKS S_COMM; false when it is gone
+  line=
+  { IFS= read -r line <"/proc/$1/stat"; } 2>/dev/null
+  [ -n "$line" ] || return 1
+  S_COMM=${line#*"("}
+  S_COMM=${S_COMM%")"*}
+  # The name may hold spaces and parentheses: the fields start after the LAST ") ".
+  set -f
+  set -- ${line##*") "}
+  set +f
+  [ $# -ge 20 ] || return 1
+  S_STATE=$1 S_PPID=$2 S_PGID=$3 S_SID=$4 S_TICKS=${20}
+}
+
+marked() {  # DIR: does a member carry DFLASH_RUN_DIR=DIR? (none readable: benefit of the doubt)
+  mk_seen=0
+  for mk_p in $(printf '%s' "$MEMBERS" | cut -d' ' -f1); do
+    mk_env=$(tr '\000' '\n' 2>/dev/null <"/proc/$mk_p/environ") || continue
+    mk_seen=1
+    case "$NL$mk_env$NL" in *"${NL}DFLASH_RUN_DIR=$1$NL"*) return 0 ;; esac
+  done
+  [ $mk_seen = 0 ]
+}
+
+verify() {  # DIR -> VERDICT (none|gone|ours|reused), PGID, MEMBERS (live, non-zombie)
+  VERDICT=none PGID= TICKS= MEMBERS=
+  [ -r "$1/pid" ] || return 0
+  { read -r _ PGID TICKS <"$1/pid"; } 2>/dev/null
+  case $PGID$TICKS in '' | *[!0-9]*) PGID= && return 0 ;; esac
+  v_lead=0
+  if stat_of "$PGID"; then
+    # The kernel reuses a PGID only once its group is gone: a leader with another start time
+    # is someone else's process, and nothing of that group may be signalled.
+    [ "$S_TICKS" = "$TICKS" ] || { VERDICT=reused && return 0; }
+    v_lead=1
+  fi
+  for v_e in /proc/[0-9]*; do
+    v_p=${v_e#/proc/}
+    stat_of "$v_p" || continue
+    [ "$S_PGID" = "$PGID" ] && [ "$S_STATE" != Z ] || continue
+    if [ $v_lead = 0 ]; then
+      # Leader gone: members of our session, born after our leader, else not ours.
+      [ "$S_SID" = "$PGID" ] && [ "$S_TICKS" -ge "$TICKS" ] || { VERDICT=reused && return 0; }
+    fi
+    MEMBERS="$MEMBERS$v_p $S_PPID $S_PGID $S_SID $S_STATE $S_TICKS $S_COMM$NL"
+  done
+  if [ -z "$MEMBERS" ]; then VERDICT=gone && return 0; fi
+  VERDICT=ours
+  [ $v_lead = 1 ] || marked "$1" || VERDICT=reused
+}
+
+IDGLOB='[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]-[0-9][0-9][0-9][0-9][0-9][0-9]-[0-9a-f][0-9a-f][0-9a-f][0-9a-f]'
+
+latest_of() {  # ROOT -> the greatest run id (ids sort by time)
+  lo_l=
+  for lo_e in "$1"/$IDGLOB; do [ -d "$lo_e" ] && lo_l=${lo_e##*/}; done
+  printf '%s' "$lo_l"
+}
+
+new_id() {  # LATEST -> YYYYmmdd-HHMMSS-xxxx (UTC) that sorts after LATEST, even in one second
+  ni_ts=$(date -u +%Y%m%d-%H%M%S)
+  ni_sfx=$(od -An -N2 -tu2 /dev/urandom 2>/dev/null | tr -d ' \n')
+  case $ni_sfx in '' | *[!0-9]*) ni_sfx=$$ ;; esac
+  ni_sfx=$(printf '%04x' $((ni_sfx % 32768)))  # < 0x8000: room to count up within a second
+  if [ -n "$1" ]; then
+    ni_lts=${1%-*} ni_lsfx=${1##*-}
+    if [ "$(printf '%s' "$ni_ts" | tr -d -)" -le "$(printf '%s' "$ni_lts" | tr -d -)" ]; then
+      ni_ts=$ni_lts  # same second (or the clock went back): count up from the latest
+      ni_sfx=$(printf '%04x' $(((0x$ni_lsfx + 1) % 65536)))
+    fi
+  fi
+  printf '%s-%s' "$ni_ts" "$ni_sfx"
+}
+
+lock_stale() {  # LOCKDIR: is its owner gone?
+  if ! { read -r ls_p ls_t <"$1/pid"; } 2>/dev/null; then
+    # The owner writes its pid right after mkdir: still missing a second later, it died.
+    nap 1
+    [ -d "$1" ] && [ ! -e "$1/pid" ]
+    return
+  fi
+  ! { stat_of "$ls_p" && [ "$S_TICKS" = "$ls_t" ]; }
+}
+
+lock_take() {  # LOCKDIR WAIT_MS: mkdir lock; a stale one is broken once, under LOCKDIR.break
+  lk_n=0
+  lk_max=$(($2 / 50 + 1))
+  while ! mkdir "$1" 2>/dev/null; do
+    if lock_stale "$1" && mkdir "$1.break" 2>/dev/null; then
+      lock_stale "$1" && rm -rf "$1"
+      rmdir "$1.break"
+      continue
+    fi
+    lk_n=$((lk_n + 1))
+    if [ $lk_n -ge $lk_max ]; then
+      say "error another launch holds the lock $1 (owner: $(cat "$1/pid" 2>/dev/null))"
+      return 1
+    fi
+    nap 0.05
+  done
+  stat_of $$
+  put "$1/pid" "$$ $S_TICKS"
+}
+
+report() {  # DIR LOG_LINES: the run's files, its verdict and members
+  say "now $(now)"
+  say "id ${1##*/}"
+  say "dir $1"
+  for rp_f in pid started_at exit kill_requested workdir command; do
+    rp_v=
+    [ -r "$1/$rp_f" ] && { IFS= read -r rp_v <"$1/$rp_f" || [ -n "$rp_v" ]; } && say "file $rp_f $rp_v"
+  done
+  if [ -r "$1/launch_error" ]; then
+    while IFS= read -r rp_v || [ -n "$rp_v" ]; do say "launch_error $rp_v"; done <"$1/launch_error"
+  fi
+  verify "$1"
+  say "verdict $VERDICT"
+  printf '%s' "$MEMBERS" | while IFS= read -r rp_m; do say "member $rp_m"; done
+  if [ "${2:-0}" -gt 0 ] 2>/dev/null && [ -r "$1/output.log" ]; then
+    tail -n "$2" "$1/output.log" | while IFS= read -r rp_v || [ -n "$rp_v" ]; do
+      say "log $rp_v"
+    done
+  fi
+}
+
+write_wrapper() {  # FILE: the job's session leader; it records the job's exit code
+  cat >"$1" <<'EOF'
+# dflash-tui run wrapper (written by the launcher, see docs/internals.md). Started as
+# `setsid sh run.sh DIR` with stdout+stderr appended to DIR/output.log and stdin /dev/null.
+d=$1
+now() {
+  t=$(date +%s.%N 2>/dev/null)
+  case $t in '' | *[!0-9.]* | *.) t=$(date +%s) ;; esac
+  printf '%s' "$t"
+}
+put() { printf '%s\n' "$2" >"$d/$1.tmp" && mv -f "$d/$1.tmp" "$d/$1"; }
+fail() {
+  put launch_error "$1"
+  printf 'dflash-tui: launch failed: %s\n' "$1"
+  exit 1
+}
+# A TERM meant for the job reaches this shell too (same group). Catch it and keep waiting, so
+# the job's own exit code is recorded; a caught signal is reset in the job, an ignored one not.
+trap : TERM INT HUP
+{ IFS= read -r st </proc/$$/stat; } 2>/dev/null || fail "cannot read /proc/$$/stat"
+set -f
+set -- ${st##*") "}
+set +f
+IFS= read -r wd <"$d/workdir"
+case $wd in "~" | "~/"*) wd=$HOME${wd#"~"} ;; esac
+if [ -n "$wd" ]; then
+  err=$(cd "$wd" 2>&1) || fail "$err"
+  cd "$wd" || fail "cd $wd"
+fi
+. "$d/env"
+DFLASH_RUN_DIR=$d
+DFLASH_EVENTS=$d/events.jsonl
+export DFLASH_RUN_DIR DFLASH_EVENTS
+cmd=$(cat "$d/command")
+# A plain first word that names no command: report the shell's own words, run nothing else.
+w=${cmd%%[$IFS]*}
+case $w in '' | -* | *[!A-Za-z0-9_./+-]*) ;; *)
+  if ! command -v "$w" >/dev/null 2>&1; then
+    err=$(sh -c "$w" 2>&1 </dev/null)
+    fail "${err:-$w: not found}"
+  fi ;;
+esac
+put pid "$$ $3 ${20}"
+put started_at "$(now)"
+sh -c "$cmd"
+rc=$?
+put exit "$rc $(now)"
+EOF
+}
+
+do_launch() {  # ROOT COMMAND WORKDIR ENVTEXT KEEP LOCK_MS
+  root=$(root_abs "$1") || die "cannot create the run root $1: $root"
+  lock_take "$root/.lock" "${6:-10000}" || exit 2
+  latest=$(latest_of "$root")
+  if [ -n "$latest" ]; then
+    verify "$root/$latest"
+    if [ "$VERDICT" = ours ]; then
+      rm -rf "$root/.lock"
+      say "alive $latest"
+      report "$root/$latest" 0
+      exit 3
+    fi
+  fi
+  id=$(new_id "$latest")
+  while ! mkdir "$root/$id" 2>/dev/null; do
+    [ -d "$root/$id" ] || { rm -rf "$root/.lock" && die "cannot create $root/$id"; }
+    id=$(new_id "$id")
+  done
+  d=$root/$id
+  : >>"$d/output.log"  # first: whatever fails next has a log to be told in
+  printf '%s' "$2" >"$d/command"
+  wd=$3
+  [ -n "$wd" ] || wd=$(pwd)
+  printf '%s\n' "$wd" >"$d/workdir"
+  printf '%s' "$4" >"$d/env"
+  write_wrapper "$d/run.sh"
+  if command -v setsid >/dev/null 2>&1; then
+    setsid sh "$d/run.sh" "$d" </dev/null >>"$d/output.log" 2>&1 &
+    child=$!
+    la_n=0
+    # Hold the lock until the job has a pid file: a second launch must then see it alive.
+    while [ ! -e "$d/pid" ] && [ ! -e "$d/launch_error" ] && [ $la_n -lt 200 ]; do
+      if ! stat_of $child || [ "$S_STATE" = Z ]; then
+        # (setsid may have forked: give the real wrapper one more second)
+        [ $la_n -ge 180 ] || la_n=180
+      fi
+      la_n=$((la_n + 1))
+      nap 0.05
+    done
+    if [ ! -e "$d/pid" ] && [ ! -e "$d/launch_error" ]; then
+      put "$d/launch_error" "the job did not start: $(tail -n 5 "$d/output.log")"
+    fi
+  else
+    put "$d/launch_error" "setsid: not found (it comes with util-linux or BusyBox)"
+    say "dflash-tui: launch failed: setsid: not found" >>"$d/output.log"
+  fi
+  [ "${5:-0}" -gt 0 ] 2>/dev/null && prune "$root" "$5" "$id"
+  rm -rf "$root/.lock"
+  say "launched $id"
+  report "$d" 20
+}
+
+prune() {  # ROOT KEEP NEWEST: remove the oldest runs beyond KEEP; never NEWEST or a live one
+  pr_n=0
+  for pr_e in "$1"/$IDGLOB; do [ -d "$pr_e" ] && pr_n=$((pr_n + 1)); done
+  pr_x=$((pr_n - $2))
+  for pr_e in "$1"/$IDGLOB; do
+    [ $pr_x -gt 0 ] || break
+    pr_id=${pr_e##*/}
+    # Only ROOT/<run id>, a directory, not the newest, not alive: nothing else is ever removed.
+    case $pr_id in $IDGLOB) ;; *) continue ;; esac
+    [ -d "$1/$pr_id" ] && [ ! -L "$1/$pr_id" ] && [ "$pr_id" != "$3" ] || continue
+    verify "$1/$pr_id"
+    [ "$VERDICT" != ours ] || continue
+    rm -rf "${1:?}/$pr_id" && pr_x=$((pr_x - 1)) && say "pruned $pr_id"
+  done
+}
+
+do_state() {  # ROOT [ID] [LOG_LINES]
+  root=$(root_abs "$1") || die "cannot read the run root $1"
+  id=${2:-$(latest_of "$root")}
+  if [ -z "$id" ]; then
+    say "now $(now)"
+    say "none"
+    return
+  fi
+  case $id in */* | .*) die "bad run id $id" ;; esac
+  [ -d "$root/$id" ] || die "no run $id under $root"
+  report "$root/$id" "${3:-0}"
+}
+
+do_signal() {  # ROOT ID SIG: verify, then signal the whole group (never a name)
+  root=$(root_abs "$1") || die "cannot read the run root $1"
+  case $2 in '' | */* | .*) die "bad run id $2" ;; esac
+  case $3 in TERM | KILL | INT | HUP) ;; *) die "bad signal $3" ;; esac
+  d=$root/$2
+  [ -d "$d" ] || die "no run $2 under $root"
+  verify "$d"
+  if [ "$VERDICT" = ours ]; then
+    [ -e "$d/kill_requested" ] || put "$d/kill_requested" "$(now)"
+    # `kill -SIG -PGID`: dash and BusyBox reject `kill -- -PGID`.
+    if out=$(kill -"$3" -"$PGID" 2>&1); then say "signalled $3 $PGID"; else
+      say "signal_error $out"
+    fi
+  fi
+  report "$d" 0
+}
+
+do_clear() {  # PATH ALLOWED: remove the compile cache if under /tmp or the configured path
+  p=${1:-/tmp/torchinductor_$(id -un)}
+  case $p in /*) ;; *) die "refusing to remove $p: not an absolute path" ;; esac
+  case $p/ in */../* | */./* | *//*) die "refusing to remove $p: . or .. or // in the path" ;; esac
+  case $p in
+    /tmp/?*) ;;
+    *) [ -n "$2" ] && [ "$p" = "$2" ] || die "refusing to remove $p: not under /tmp or the configured compile_cache" ;;
+  esac
+  if [ ! -e "$p" ] && [ ! -L "$p" ]; then
+    say "absent $p"
+    return
+  fi
+  [ -L "$p" ] || [ -O "$p" ] || die "refusing to remove $p: it belongs to another user"
+  out=$(rm -rf "$p" 2>&1) || die "rm $p: $out"
+  say "cleared $p"
+}
+
+verb=$1
+shift
+case $verb in
+  launch) do_launch "$@" ;;
+  state) do_state "$@" ;;
+  signal) do_signal "$@" ;;
+  clear-cache) do_clear "$@" ;;
+  *) die "unknown verb $verb" ;;
+esac
