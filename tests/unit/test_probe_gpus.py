@@ -361,30 +361,31 @@ def test_sources_parse_as_python_3_8(path: Path) -> None:
     ast.parse(path.read_text(), feature_version=(3, 8))
 
 
-def _python38() -> str | None:
-    found = shutil.which("python3.8") or next(
-        iter(sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.8*/bin/python3.8")))), None
-    )
-    if found and "shims" in found:
-        found = next(
-            iter(glob.glob(os.path.expanduser("~/.pyenv/versions/3.8*/bin/python3.8"))), None
-        )
+def _old_pythons() -> list[str]:
+    """python3.6 / 3.7 / 3.8 interpreters found here (PATH or pyenv), not pyenv shims."""
+    found = []
+    for v in ("3.6", "3.7", "3.8"):
+        cands = sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{v}*/bin/python{v}")))
+        exe = shutil.which(f"python{v}")
+        if exe and "shims" not in exe:
+            cands.insert(0, exe)
+        found += cands[:1]
     return found
 
 
-@pytest.mark.skipif(_python38() is None, reason="no python3.8 here")
-def test_probe_runs_on_python_3_8(fake_smi, tmp_path: Path) -> None:
+@pytest.mark.skipif(not _old_pythons(), reason="no python3.6-3.8 here")
+@pytest.mark.parametrize("py", _old_pythons() or ["none"], ids=lambda p: Path(p).name)
+def test_probe_runs_on_old_python(fake_smi, tmp_path: Path, py: str) -> None:
+    """The contract says >= 3.8; older hosts (3.6 on EL7) work too: no __future__ import."""
     log = tmp_path / "a log.txt"
     log.write_text("one\ntwo\n")
-    py38 = _python38()
-    assert py38 is not None
-    out = run_probe("--no-nvml", "--log", str(log), python=py38)
+    out = run_probe("--no-nvml", "--log", str(log), python=py)
     assert [g["util"] for g in out["gpus"]] == [0, 0, 100, 100, 0, 0, 0, 100]
     assert out["logs"][0]["lines"] == ["one", "two"] and out["procs"]
     fake_smi.use("h200-load")
     fake_smi.nvml()
-    assert run_probe(python=py38)["telemetry"]["source"] == "nvml"
-    with ProbeStream("--no-nvml", interval=0.1, python=py38) as s:
+    assert run_probe(python=py)["gpus"][0]["mem_used_mib"] == 1011
+    with ProbeStream("--no-nvml", interval=0.1, python=py) as s:
         assert s.next()["gpus"] and s.next()["gpus"]
 
 

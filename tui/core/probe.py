@@ -1,13 +1,12 @@
 #!/usr/bin/env python3
 """dflash-tui probe: one JSON line per sample of GPUs, processes, log tails and the run directory.
 
-Standard library only, python3 >= 3.8: the supervisor sends this file over stdin
+Standard library only, python3 >= 3.8 (3.6 and 3.7 work too: no __future__ import, annotations
+use builtins only, so keep it that way). The supervisor sends this file over stdin
 (`python3 - --once ...`) to wherever the GPUs are. The output is specified in docs/internals.md
 and parsed by tui/core/snapshot.py. Every section is guarded: bad tool output, vanishing
 processes or unreadable files become entries in `errors`, never a crash or a hang.
 """
-
-from __future__ import annotations
 
 import argparse
 import json

@@ -8,8 +8,6 @@ v2 has ``reserved`` apart. FAKE_NVML_V1_ONLY=1: a library without the v2 call.
 FAKE_NVML_HANG=1: nvmlDeviceGetCount never returns (a wedged driver). Stdlib only.
 """
 
-from __future__ import annotations
-
 import json
 import os
 import time
