@@ -150,6 +150,18 @@ class LoopbackSshd:
                 time.sleep(0.05)
         raise RuntimeError(f"sshd did not listen on {self.port}: {self.log.read_text()[-2000:]}")
 
+    def sessions(self) -> list[int]:
+        """The sshd processes serving connections (children of the listener)."""
+        return [p for p in _children(self.proc.pid) if _is_sshd(p)] if self.proc else []
+
+    def signal_sessions(self, sig: int) -> None:
+        """E.g. SIGSTOP: the link goes silent without closing (a frozen host or network)."""
+        for pid in self.sessions():
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+
     def stop(self) -> None:
         """End the listener and its session processes (what a client sees as sshd gone).
 
@@ -158,8 +170,7 @@ class LoopbackSshd:
         """
         if self.proc is None:
             return
-        sessions = [p for p in _children(self.proc.pid) if _is_sshd(p)]
-        for pid in [self.proc.pid, *sessions]:
+        for pid in [self.proc.pid, *self.sessions()]:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:

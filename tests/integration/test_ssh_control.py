@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -109,3 +110,21 @@ async def _fault(server: LoopbackSshd, root: Path) -> None:
     assert alive(job["pid"]) and log.stat().st_size > size_before  # never stopped
     assert runs(root) == [job["run_id"]]  # no second job
     os.killpg(job["pgid"], signal.SIGKILL)
+
+
+async def test_a_silent_link_is_noticed_by_keepalives(ssh_env: LoopbackSshd) -> None:
+    """The server stops answering (SIGSTOP) without closing: keepalives end the connection."""
+    t = SshTransport(ALIAS, settings=SshSettings(keepalive_interval=0.5, keepalive_count=2))
+    events = Feed(t, HostConfig(address=ALIAS), interval=0.3, max_backoff=1.0).events()
+    try:
+        await next_of(events, Snapshot, 30)
+        ssh_env.signal_sessions(signal.SIGSTOP)
+        t0 = time.monotonic()
+        gone: Disconnected = await next_of(events, Disconnected, 10)
+        assert time.monotonic() - t0 < 5 and "connection lost" in gone.error
+        back: Snapshot = await next_of(events, Snapshot, 30)  # a new connection
+        assert back.time > 0 and t.link.connects == 2
+    finally:
+        ssh_env.signal_sessions(signal.SIGCONT)
+        await events.aclose()
+        await t.close()

@@ -7,6 +7,8 @@ LC_ALL=C
 export LC_ALL
 once=0 interval="" run_root="" smi_timeout=5 tail_bytes=65536 max_lines=5000 nlogs=0
 LOG_CAP=4194304
+D8='[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]' D6='[0-9][0-9][0-9][0-9][0-9][0-9]'
+IDGLOB="$D8-$D6-[0-9a-f][0-9a-f][0-9a-f][0-9a-f]"
 while [ $# -gt 0 ]; do
 	case $1 in
 	--once) once=1 ;;
@@ -37,10 +39,9 @@ page_kb=$(($(getconf PAGESIZE 2>/dev/null || echo 4096) / 1024))
 FIELDS=index,uuid,pci.bus_id,utilization.gpu,utilization.memory,memory.used,memory.total
 FIELDS=$FIELDS,memory.reserved,temperature.gpu,power.draw,power.limit,clocks.sm,clocks.mem
 FIELDS=$FIELDS,pstate,clocks_event_reasons.active,ecc.errors.uncorrected.volatile.total,name
-OLD_FIELDS=$(echo "$FIELDS" | sed s/clocks_event_reasons/clocks_throttle_reasons/)
 SAFE_FIELDS=index,uuid,utilization.gpu,memory.used,memory.total,name
 fields=$FIELDS
-samples=0 ntails=0
+samples=0 ntails=0 drops=0 smi_note=""
 
 smi() {
 	if command -v timeout >/dev/null 2>&1; then
@@ -54,17 +55,17 @@ gpus() { # F fields / G rows / A compute apps / T telemetry source and error
 	if ! command -v nvidia-smi >/dev/null 2>&1; then
 		echo "T none no NVML and no nvidia-smi on PATH" && return
 	fi
-	for f in "$fields" "$OLD_FIELDS" "$SAFE_FIELDS"; do
-		smi --query-gpu="$f" --format=csv,noheader,nounits >"$tmp/smi" 2>"$tmp/smierr"
+	while :; do # every retry swaps in an old field name or shrinks the list, as probe.py does
+		smi --query-gpu="$fields" --format=csv,noheader,nounits >"$tmp/smi" 2>"$tmp/smierr"
 		rc=$?
-		[ $rc = 0 ] && fields=$f && break
+		[ $rc = 0 ] && break
 		[ $rc = 124 ] && echo "T none nvidia-smi did not answer within ${smi_timeout}s" && return
-	done
-	if [ $rc != 0 ]; then
-		echo "T none nvidia-smi failed (exit $rc): $(cat "$tmp/smi" "$tmp/smierr" | head -n 1)"
+		bad=$(sed -n "s/.*Field \"\([^\"]*\)\" is not a valid field.*/\1/p" "$tmp/smi" "$tmp/smierr")
+		drop_field "$(echo "$bad" | head -n 1)" && continue
+		echo "T none nvidia-smi failed (exit $rc): $(cat "$tmp/smi" "$tmp/smierr" | grep . | head -n 1)"
 		return
-	fi
-	[ "$fields" = "$FIELDS" ] || echo "T nvidia-smi using fields $fields"
+	done
+	[ -n "$smi_note" ] && echo "T $smi_note"
 	echo "T nvidia-smi"
 	echo "F $fields"
 	sed "s/^/G /" "$tmp/smi"
@@ -72,6 +73,24 @@ gpus() { # F fields / G rows / A compute apps / T telemetry source and error
 		--format=csv,noheader,nounits >"$tmp/apps" 2>"$tmp/smierr" ||
 		echo "E nvidia-smi --query-compute-apps failed: $(head -n 1 "$tmp/smierr")"
 	sed "s/^/A /" "$tmp/apps"
+}
+
+drop_field() { # adapt $fields to a rejected field $1; false when nothing is left to try
+	[ -n "$1" ] || return 1
+	if [ "$1" = clocks_event_reasons.active ] && [ "$fields" != "$SAFE_FIELDS" ]; then
+		fields=$(echo "$fields" | sed s/clocks_event_reasons/clocks_throttle_reasons/) && return 0
+	fi
+	drops=$((drops + 1))
+	case ",$SAFE_FIELDS," in *",$1,"*) safe=1 ;; *) safe=0 ;; esac
+	case ",$fields," in *",$1,"*) there=1 ;; *) there=0 ;; esac
+	if [ $there = 1 ] && [ $safe = 0 ] && [ $drops -le 2 ]; then
+		fields=$(echo ",$fields," | sed "s/,$(echo "$1" | sed "s/[.]/[.]/g"),/,/; s/^,//; s/,\$//")
+	elif [ "$fields" != "$SAFE_FIELDS" ]; then
+		fields=$SAFE_FIELDS
+	else
+		return 1
+	fi
+	smi_note="nvidia-smi rejected field '$1': using $fields"
 }
 
 procs() { # S stat lines / U pid user args / N NSpid lines
@@ -88,10 +107,7 @@ run_dir() { # R key value / RC command lines / RE launch_error lines / RP earlie
 	case $root in "~" | "~/"*) root=$HOME${root#"~"} ;; esac
 	[ -n "$root" ] && [ -d "$root" ] || return 0
 	latest="" earlier=""
-	for d in "$root"/[0-9]*; do
-		n=${d##*/}
-		case $n in [0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]-[0-9][0-9][0-9][0-9][0-9][0-9]-?*) ;; *) continue ;; esac
-		case ${n#*-*-} in *[!0-9A-Za-z]*) continue ;; esac
+	for d in "$root"/$IDGLOB; do # run ids as control.sh makes them, oldest first
 		[ -d "$d" ] || continue
 		[ -n "$latest" ] && earlier="$earlier $latest"
 		latest=$d
@@ -231,14 +247,13 @@ function csv(line, n, out,   i, k) {
 	out[n] = line
 	return 1
 }
-function gpu(line,   v, i, o, key) {
+function gpu(line,   v, i, o, key, val) {
 	if (!csv(line, nf, v)) { err("nvidia-smi line malformed: " substr(line, 1, 80)); return }
+	for (i = 1; i <= nkeys; i++) val[KEYS[i]] = "null"
+	for (i = 1; i <= nf; i++) if ((key = FKEY[FLD[i]]) != "") val[key] = conv(v[i], FKIND[FLD[i]], FLD[i])
+	if (val["index"] !~ /^[0-9]+$/) { err("nvidia-smi line malformed: no GPU index in " substr(line, 1, 80)); return }
 	o = ""
-	for (i = 1; i <= nf; i++) {
-		key = FKEY[FLD[i]]; if (key == "") continue
-		o = o (o == "" ? "" : ", ") "\"" key "\": " conv(v[i], FKIND[FLD[i]], FLD[i])
-		if (key == "index" && conv(v[i], "int") == "null") { err("nvidia-smi line malformed: no GPU index"); return }
-	}
+	for (i = 1; i <= nkeys; i++) o = o (i == 1 ? "" : ", ") "\"" KEYS[i] "\": " val[KEYS[i]]
 	GPUS[++ngpu] = "{" o "}"
 }
 function app(line,   v, pid) {
@@ -295,7 +310,7 @@ function runjson(   a, n, o, e, i, INT, NUM) {
 	o = o ", \"kill_requested_at\": " runnum(RUN["kill_requested"], NUM, "kill_requested")
 	o = o ", \"log_path\": " esc(RUN["dir"] "/output.log") ", \"events_path\": " esc(RUN["dir"] "/events.jsonl")
 	e = ""
-	for (i = 1; i <= nearly; i++) e = e (e == "" ? "" : ", ") EARLY[i]
+	for (i = nearly > 50 ? nearly - 49 : 1; i <= nearly; i++) e = e (e == "" ? "" : ", ") EARLY[i]
 	return o ", \"earlier_pgids\": [" e "]}"
 }
 function logjson(i,   m, o, j, l) {
@@ -322,7 +337,10 @@ BEGIN {
 		"pstate:pstate:str clocks_event_reasons.active:throttle_reasons:hex " \
 		"clocks_throttle_reasons.active:throttle_reasons:hex " \
 		"ecc.errors.uncorrected.volatile.total:ecc_uncorrected:int name:name:str", spec, " ")
-	for (i in spec) { split(spec[i], kv, ":"); FKEY[kv[1]] = kv[2]; FKIND[kv[1]] = kv[3] }
+	for (i = 1; i in spec; i++) {
+		split(spec[i], kv, ":"); FKEY[kv[1]] = kv[2]; FKIND[kv[1]] = kv[3]
+		if (!(kv[2] in SEEN)) { SEEN[kv[2]] = 1; KEYS[++nkeys] = kv[2] }
+	}
 	pagekb = ENVIRON["DFLASH_PAGE_KB"] + 0; source = "none"; telerr = "null"; boot = "null"
 	err(ENVIRON["DFLASH_DEGRADED"])
 }

@@ -1,0 +1,160 @@
+"""The degraded shell probe (remote hosts without python3) speaks the python probe's format."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes.proberun import run_probe
+from fakes.scenario import FAKES, FakeSmi, app, box, gpu
+
+from tui.core.config import HostConfig
+from tui.core.feed import sample_once
+from tui.core.probe_loader import SHELL_PROBE, launcher
+from tui.core.snapshot import Snapshot
+from tui.core.transport import LocalTransport
+
+TOOLS = "sh awk sed cat grep ps tail head wc ls date od tr mktemp rm mkdir mv sleep timeout"
+TOOLS += " hostname getconf uname env"
+
+
+def shell_probe(*args: str, path: str | None = None) -> dict[str, Any]:
+    env = dict(os.environ, PATH=path) if path else None
+    out = subprocess.run(
+        ["sh", str(SHELL_PROBE), "-", "--once", *args], capture_output=True, env=env, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.decode().splitlines()
+    assert len(lines) == 1, out.stdout[:500]
+    return json.loads(lines[0])
+
+
+def no_python_path(where: Path, busybox: bool = False) -> str:
+    """A PATH with the usual tools (or BusyBox's) but no python3; nvidia-smi is the fake."""
+    where.mkdir()
+    tools = subprocess.run(["busybox", "--list"], capture_output=True, text=True).stdout.split()
+    for tool in tools if busybox else TOOLS.split():
+        found = "/bin/busybox" if busybox else shutil.which(tool, path="/usr/bin:/bin")
+        if found:
+            os.symlink(shutil.which("busybox") if busybox else found, where / tool)
+    python = shutil.which("python3", path="/usr/bin:/bin")
+    (where / "nvidia-smi").write_text(f'#!/bin/sh\nexec {python} {FAKES / "nvidia-smi"} "$@"\n')
+    (where / "nvidia-smi").chmod(0o755)
+    return str(where)
+
+
+@pytest.fixture
+def job(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    proc = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def run_dir(root: Path, pid: int, rid: str = "20261202-090000-abcd", start: int = 1) -> Path:
+    d = root / rid
+    d.mkdir(parents=True)
+    (d / "command").write_text('python3 train.py --name "x y"\n')
+    (d / "pid").write_text(f"{pid} {pid} {start}\n")
+    (d / "started_at").write_text("1764669600.5\n")
+    (d / "output.log").write_text('step=1 loss=2.3\nsaid "hi" \\ \x1b[31mred\x1b[0m\tTAB\n')
+    return d
+
+
+def test_same_document_as_the_python_probe(
+    fake_smi: FakeSmi, job: subprocess.Popen[bytes], tmp_path: Path
+) -> None:
+    fake_smi.write(
+        [*box(2, busy=[1]), gpu(2, fields={"power.draw": "[N/A]", "temperature.gpu": "[N/A]"})],
+        [app(job.pid, gpu=1)],
+    )
+    root = tmp_path / "runs"
+    run_dir(root, 77, "20261201-000000-0bd0")
+    run_dir(root, job.pid, start=int(Path(f"/proc/{job.pid}/stat").read_text().split()[21]))
+    log = tmp_path / "extra.log"
+    log.write_text("one\ntwo\npartial")
+    args = (f"--run-root={root}", f"--log={log}", f"--log={tmp_path}/missing.log", "--no-nvml")
+    py, sh = run_probe(*args), shell_probe(*args)
+    assert sh["probe_mode"] == "shell" and "degraded probe (shell)" in sh["errors"][0]
+    assert sh["gpus"] == py["gpus"] and sh["gpu_procs"] == py["gpu_procs"]
+    assert sh["run"] == py["run"] and sh["telemetry"]["source"] == "nvidia-smi"
+    for a, b in zip(sh["logs"], py["logs"], strict=True):
+        assert int(a.pop("mtime") or 0) == int(b.pop("mtime") or 0)
+        assert a == b
+    rows = {p["pid"]: p for p in sh["procs"]}
+    want = next(p for p in py["procs"] if p["pid"] == job.pid)
+    assert rows[job.pid] == {**want, "cpu_pct": None}
+    assert set(rows) & {p["pid"] for p in py["procs"]} >= {1, job.pid}
+    assert Snapshot.from_json(json.dumps(sh)).errors == tuple(sh["errors"])
+
+
+def test_older_drivers_and_no_driver(fake_smi: FakeSmi, tmp_path: Path) -> None:
+    fake_smi.write(box(1), rejected_fields=["clocks_event_reasons.active"])  # the old name
+    assert shell_probe()["gpus"] == run_probe("--no-nvml")["gpus"]
+    for rejected in (["memory.reserved"], ["memory.reserved", "pstate", "power.draw"]):
+        fake_smi.write(box(1), rejected_fields=rejected)  # dropped, then the few safe fields
+        out, py = shell_probe(), run_probe("--no-nvml")
+        assert out["gpus"] == py["gpus"] and out["gpus"][0]["mem_reserved_mib"] is None
+        assert out["telemetry"]["error"] == py["telemetry"]["error"]
+    out = shell_probe(path="/usr/bin:/bin")
+    assert out["telemetry"] == {"source": "none", "error": "no NVML and no nvidia-smi on PATH",
+                                "elapsed_ms": None}  # fmt: skip
+    assert out["gpus"] == [] and out["procs"]
+
+
+def test_interval_mode_tails_only_appended_lines(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("old\n" * 10)
+    cmd = ["sh", str(SHELL_PROBE), "-", "--interval=0.1", f"--log={log}", "--tail-bytes=8"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+
+    def lines() -> list[str]:
+        return json.loads(proc.stdout.readline())["logs"][0]["lines"]  # type: ignore[union-attr]
+
+    try:
+        assert lines() == ["old", "old"]  # the first sample: the last 8 bytes, whole lines
+        with log.open("a") as f:
+            f.write("new 1\nnew 2\npart")
+        time.sleep(0.3)
+        seen = [ln for _ in range(4) for ln in lines()]
+        assert seen == ["new 1", "new 2"]  # the partial line waits for its newline
+        with log.open("a") as f:
+            f.write("ial\n")
+        time.sleep(0.3)
+        assert [ln for _ in range(4) for ln in lines()] == ["partial"]
+        log.write_text("fresh\n")  # truncated: the tail starts again at 0
+        time.sleep(0.3)
+        samples = [json.loads(proc.stdout.readline())["logs"][0] for _ in range(4)]
+        assert any(s["truncated"] for s in samples)
+        assert [ln for s in samples for ln in s["lines"]] == ["fresh"]
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.skipif(not shutil.which("busybox"), reason="busybox is not installed")
+def test_busybox_only(fake_smi: FakeSmi, tmp_path: Path) -> None:
+    fake_smi.write(box(2, busy=[0]))
+    out = shell_probe(f"--run-root={tmp_path}", path=no_python_path(tmp_path / "bb", True))
+    assert [g["util"] for g in out["gpus"]] == [100, 0] and len(out["procs"]) > 2
+
+
+async def test_the_loader_picks_the_shell_probe_without_python3(
+    fake_smi: FakeSmi, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_smi.write(box(1))
+    host = HostConfig(run_root=str(tmp_path / "runs"))
+    full = await sample_once(LocalTransport(python=launcher()), host)
+    monkeypatch.setenv("PATH", no_python_path(tmp_path / "bin"))
+    degraded = await sample_once(LocalTransport(python=launcher()), host)
+    assert (full.probe_mode, degraded.probe_mode) == ("python", "shell")
+    assert degraded.gpus == full.gpus
+    assert any("python3 is not on PATH" in e for e in degraded.errors)
