@@ -8,6 +8,7 @@ import time
 
 import asyncssh
 import pytest
+from conftest import cli
 from loopback_sshd import ALIAS, LoopbackSshd
 
 from tui.core.config import HostConfig
@@ -102,3 +103,15 @@ async def test_unreachable_port_says_so(ssh_env: LoopbackSshd) -> None:
     with pytest.raises(TransportError, match="cannot connect"):
         await t.run("true")
     assert not t.connected
+
+
+def test_cli_flag_accepts_a_new_key(ssh_env: LoopbackSshd) -> None:
+    try:
+        refused = cli("status", "--json", "--host", f"{ALIAS}-unknown")
+        assert "not in known_hosts" in refused.stdout and refused.returncode == 1
+        flag = "--insecure-accept-new-host-key"
+        ok = cli("status", "--json", "--host", f"{ALIAS}-unknown", flag)
+        assert json.loads(ok.stdout)["gpus"], ok.stderr
+        assert ssh_env.empty_known_hosts.read_text() == ssh_env.host_public_line
+    finally:
+        ssh_env.empty_known_hosts.write_text("")

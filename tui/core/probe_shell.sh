@@ -1,7 +1,7 @@
 # dflash-tui degraded probe, for a machine without python3 (POSIX sh + awk; dash and BusyBox).
 # Same command line and the same JSON line per sample as tui/core/probe.py, with
 # "probe_mode": "shell" and an entry in "errors" saying what is degraded: GPU readings come
-# from nvidia-smi only (no NVML), cpu_pct is null, user names come from ps. It reaches the
+# from nvidia-smi only (no NVML), cpu_pct is null; the rest is read from /proc. It reaches the
 # machine as one quoted `sh -c` argument (tui/core/probe_loader.py), so nothing is installed.
 LC_ALL=C
 export LC_ALL
@@ -93,11 +93,11 @@ drop_field() { # adapt $fields to a rejected field $1; false when nothing is lef
 	smi_note="nvidia-smi rejected field '$1': using $fields"
 }
 
-procs() { # S stat lines / U pid user args / N NSpid lines
+procs() { # S stat / C cmdline / N Uid and NSpid lines / W passwd: all from /proc, no ps
 	cat /proc/[0-9]*/stat 2>/dev/null | sed "s/^/S /"
-	{ ps -ww -eo pid=,user=,args= 2>/dev/null || ps -eo pid=,user=,args= 2>/dev/null ||
-		ps -o pid,user,args 2>/dev/null; } | sed "s/^/U /"
-	grep NSpid /proc/[0-9]*/status 2>/dev/null | sed "s/^/N /"
+	grep -a -H -s "" /proc/[0-9]*/cmdline | tr "\000" " " | sed "s/^/C /"
+	grep -H -s -e "^Uid:" -e "^NSpid:" /proc/[0-9]*/status | sed "s/^/N /"
+	sed "s/^/W /" /etc/passwd 2>/dev/null
 }
 
 first_line() { [ -r "$1" ] && head -n 1 "$1" | tr -d "\000"; }
@@ -275,18 +275,26 @@ function stat(line,   i, j, pid, comm, f, n) {
 	ROW[pid] = "\"pid\": " pid ", \"ppid\": " f[2] ", \"pgid\": " f[3] ", \"sid\": " f[4] \
 		", \"state\": " esc(f[1]) ", \"start_ticks\": " f[20] ", \"rss_kb\": " f[22] * pagekb
 }
-function psrow(line,   pid) {
-	line = trim(line)
-	if (!match(line, /^[0-9]+ +[^ ]+/)) return
-	pid = substr(line, 1, index(line, " ") - 1)
-	USER[pid] = trim(substr(line, index(line, " ") + 1, RLENGTH - index(line, " ")))
-	ARGS[pid] = trim(substr(line, RLENGTH + 1))
+function cmdline(line,   p) {
+	if (match(line, /^\/proc\/[0-9]+\/cmdline:/)) {
+		p = substr(line, 7, RLENGTH - 15); ARGS[p] = substr(line, RLENGTH + 1); lastcmd = p
+	} else if (lastcmd != "") ARGS[lastcmd] = ARGS[lastcmd] "\n" line  # an argument with a newline
 }
-function nspid(line,   p, a, n, i, o) {
+function status(line,   p, a, n, i, o) {
 	p = line; sub(/^\/proc\//, "", p); sub(/\/.*/, "", p)
+	if (line ~ /^[^:]*:Uid:/) { sub(/^[^:]*:Uid:/, "", line); split(trim(line), a, /[ \t]+/); UID[p] = a[2]; return }
 	sub(/^[^:]*:NSpid:/, "", line); n = split(line, a, /[ \t]+/); o = ""
 	for (i = 1; i <= n; i++) if (a[i] ~ /^[0-9]+$/) o = o (o == "" ? "" : ", ") a[i]
 	NS[p] = o
+}
+function user(p,   u) {
+	if (!(p in UID)) return "?"
+	u = UID[p]
+	return (u in UNAME) ? UNAME[u] : u
+}
+function command(p,   c) {
+	c = substr(ARGS[p], 1, 8192); sub(/^[ \t\n]+/, "", c); sub(/[ \t\n]+$/, "", c)
+	return c == "" ? "[" COMM[p] "]" : c
 }
 function runnum(v, re, what) {
 	if (v == "") return "null"
@@ -350,8 +358,9 @@ tag == "F" { nf = split(rest, FLD, ","); next }
 tag == "G" { gpu(rest); next }
 tag == "A" { app(rest); next }
 tag == "S" { stat(rest); next }
-tag == "U" { psrow(rest); next }
-tag == "N" { nspid(rest); next }
+tag == "C" { cmdline(rest); next }
+tag == "N" { status(rest); next }
+tag == "W" { split(rest, a, ":"); if (a[3] ~ /^[0-9]+$/ && !(a[3] in UNAME)) UNAME[a[3]] = a[1]; next }
 tag == "B" { if (rest ~ /^[0-9]+$/) boot = rest; next }
 tag == "E" { err(rest); next }
 tag == "R" { k = $2; RUN[k] = substr(rest, length(k) + 2); next }
@@ -365,8 +374,8 @@ tag == "LL" { i = $2 + 1; l = substr(rest, length($2) + 2); sub(/\r$/, "", l); L
 END {
 	for (i = 1; i <= nproc; i++) {
 		p = PIDS[i]
-		c = (p in ARGS && ARGS[p] != "") ? ARGS[p] : "[" COMM[p] "]"
-		PROCS[i] = "{" ROW[p] ", \"cpu_pct\": null, \"user\": " esc(p in USER ? USER[p] : "?") \
+		c = command(p)
+		PROCS[i] = "{" ROW[p] ", \"cpu_pct\": null, \"user\": " esc(user(p)) \
 			", \"cmd\": " esc(c) ", \"nspid\": [" NS[p] "]}"
 	}
 	for (i = 1; i <= nlog; i++) LOGS[i] = logjson(i)
