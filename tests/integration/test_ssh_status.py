@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,7 @@ from loopback_sshd import ALIAS, LoopbackSshd
 pytestmark = pytest.mark.ssh
 
 # Legitimately different between two samples of one machine by two routes.
-VOLATILE = ("host", "time", "container")
+VOLATILE = ("host", "time")
 
 
 def comparable(doc: dict[str, Any]) -> dict[str, Any]:
@@ -38,17 +40,30 @@ def holder(ssh_env: LoopbackSshd, tmp_path: Path) -> Iterator[subprocess.Popen[b
 def test_status_over_ssh_equals_local(
     ssh_env: LoopbackSshd, holder: subprocess.Popen[bytes], tmp_path: Path
 ) -> None:
+    """A run (launched here) on GPU 0, another job on GPU 1, a watched log: same document."""
     log = tmp_path / "train.log"
     log.write_text("step=1 loss=2.0 acc=0.1 tok/s=10\n")
     common = ["--run-root", str(tmp_path / "runs"), "--log", str(log), "--topology", "0:1"]
-    local = cli("status", "--json", *common)
-    remote = cli("status", "--json", "--host", ALIAS, *common)
+    run = json.loads(cli("launch", "--json", "--command", "sleep 60", *common).stdout)
+    try:
+        apps = [app(run["pid"], gpu=0), app(holder.pid, gpu=1)]
+        write_scenario(ssh_env.root / "scenario.json", box(2, busy=[0, 1]), apps)
+        time.sleep(max(0.0, 3.2 - (time.time() - run_started(run))))  # past the start window
+        local = cli("status", "--json", *common)
+        remote = cli("status", "--json", "--host", ALIAS, *common)
+    finally:
+        os.killpg(run["pgid"], signal.SIGKILL)
     assert local.stdout and remote.stdout, local.stderr + remote.stderr
     a, b = json.loads(local.stdout), json.loads(remote.stdout)
     assert (a["host"], b["host"]) == ("local", ALIAS)
     assert comparable(a) == comparable(b)
-    procs = b["gpus"][1]["processes"]
-    assert [(p["pid"], p["owner"]) for p in procs] == [(holder.pid, "foreign")]
+    assert b["run"]["state"] == "running" and b["run"]["pgid"] == run["pgid"]
+    owners = [[(p["pid"], p["owner"]) for p in g["processes"]] for g in b["gpus"]]
+    assert owners == [[(run["pid"], "run")], [(holder.pid, "foreign")]]
+
+
+def run_started(run: dict[str, Any]) -> float:
+    return float((Path(run["dir"]) / "started_at").read_text().split()[0])
 
 
 def test_several_hosts_give_a_json_list(ssh_env: LoopbackSshd, tmp_path: Path) -> None:
