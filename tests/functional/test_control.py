@@ -18,7 +18,8 @@ import pytest
 
 from tui.core.config import HostConfig
 from tui.core.control import ControlError, kill, launch, read_run, run_script
-from tui.core.control_restart import clear_compile_cache, restart
+from tui.core.control_restart import clear_compile_cache, restart, supervise
+from tui.core.rundir import Decision, RestartPolicy
 from tui.core.transport import LocalTransport
 
 FAST = {"start_window": 0.3, "poll": 0.05}
@@ -398,7 +399,7 @@ async def test_kill_reports_gpu_memory_and_restart_waits_for_its_release(
     job = max(p.pid for p in (await read_run(t, h.run_root)).members)
     fake_smi.write(gpus(70_000), [app(job, gpu=5, used_mib=70_000)])
     # The driver still lists the process after it died (as it does for a D-state one).
-    r = await restart(t, h, grace=1, release_timeout=1.0, **FAST)
+    r = await restart(t, h, grace=1, release_timeout=0.5, **FAST)
     assert not r.ok and r.launch is None, r
     assert "GPU 5" in r.message and "70000 MiB" in r.message and "nothing was launched" in r.message
     assert len(list(runs.glob("2*"))) == 1 and not group(res.pgid or 0)
@@ -427,3 +428,46 @@ async def test_kill_reports_gpu_memory_and_restart_waits_for_its_release(
     released = [m for m in seen if "waiting for release" in m]
     assert any("pid" in m and "70000" in m for m in released)
     assert any("GPU 5 holds 30000 MiB" in m for m in released)
+
+
+async def test_auto_restart_retries_a_crashing_run_then_gives_up(
+    t: LocalTransport, runs: Path
+) -> None:
+    h = host(runs, "sleep 0.4; exit 1")
+    policy = RestartPolicy(enabled=True, retries=2, backoff_s=0.1, max_backoff_s=0.2)
+    assert (await launch(t, h, start_window=0.2, poll=0.05)).ok
+    decisions: list[Decision] = []
+    launches = []
+    final = await asyncio.wait_for(
+        supervise(
+            t, h, policy, asyncio.Event(), on_decision=decisions.append,
+            on_launch=launches.append, start_window=0.2, poll=0.05,
+        ),
+        20,
+    )  # fmt: skip
+    assert final is not None and final.action == "fatal" and "gave up after 2" in final.message
+    assert len(launches) == 2 and all(r.ok for r in launches)
+    assert [d.failures for d in decisions if d.action == "restart"] == [1, 2]
+    assert len(list(runs.glob("2*"))) == 3  # the first run and two restarts, each kept
+
+
+async def test_auto_restart_leaves_a_success_and_a_requested_stop_alone(
+    t: LocalTransport, runs: Path
+) -> None:
+    policy = RestartPolicy(enabled=True, backoff_s=0.1)
+    stop = asyncio.Event()
+
+    def until_settled(d: Decision) -> None:
+        if d.action in ("done", "stopped"):
+            stop.set()
+
+    for cmd, want in (("sleep 0.4; exit 0", "done"), ("exec sleep 30", "stopped")):
+        h = host(runs, cmd)
+        assert (await launch(t, h, start_window=0.2, poll=0.05)).ok
+        if want == "stopped":
+            assert (await kill(t, h, grace=1, poll=0.05, check_gpu=False)).ok
+        stop.clear()
+        run = supervise(t, h, policy, stop, on_decision=until_settled, start_window=0.2, poll=0.05)
+        final = await asyncio.wait_for(run, 10)
+        assert final is not None and final.action == want, final
+    assert len(list(runs.glob("2*"))) == 2  # nothing was relaunched

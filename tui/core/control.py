@@ -14,6 +14,7 @@ The app calls ``launch``/``kill``/``restart`` with a ``progress`` callback (it r
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 import shlex
 import time
@@ -33,7 +34,7 @@ from tui.core.rundir import (
 from tui.core.snapshot import Proc, Snapshot
 from tui.core.transport import Transport, TransportError
 
-SCRIPT = (Path(__file__).parent / "control.sh").read_bytes()
+SCRIPT_PATH = Path(__file__).parent / "control.sh"
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -121,12 +122,20 @@ def env_text(env: Iterable[tuple[str, str]]) -> str:
     return "".join(lines)
 
 
+@functools.cache
+def _script() -> bytes:
+    try:
+        return SCRIPT_PATH.read_bytes()
+    except OSError as exc:  # an install that left the .sh resource out
+        raise ControlError(f"{SCRIPT_PATH} is missing ({exc.strerror}): reinstall") from None
+
+
 async def run_script(
     transport: Transport, verb: str, *args: object, timeout: float = 30.0
 ) -> RunReport:
     words = (verb, *(str(a) for a in args))
     cmd = "sh -s -- " + " ".join(shlex.quote(w) for w in words)
-    res = await transport.run(cmd, SCRIPT, timeout)
+    res = await transport.run(cmd, _script(), timeout)
     rep = parse_report(res.stdout)
     if res.rc not in (0, 3) and not rep.errors:
         err = res.stderr.strip()[-400:] or "no error text"

@@ -10,8 +10,11 @@
 # POSIX sh has no local variables: each helper's names carry its own prefix (v_, pr_, lk_ ...)
 # so that a helper never overwrites its caller's, e.g. the loop variable of a loop that removes.
 
+# The C locale (glob order, ranges) and no CDPATH for this script only: the job gets the
+# caller's values back (job_env), it must not run in an environment we made up.
+[ "${LC_ALL+set}" = set ] && ORIG_LC_ALL=$LC_ALL
+[ "${CDPATH+set}" = set ] && ORIG_CDPATH=$CDPATH
 LC_ALL=C
-export LC_ALL
 unset CDPATH
 NL='
 '
@@ -26,12 +29,19 @@ now() {  # epoch seconds, with a fraction where date can give one
   printf '%s' "$t"
 }
 
+job_env() {
+  if [ "${ORIG_LC_ALL+set}" = set ]; then LC_ALL=$ORIG_LC_ALL; else unset LC_ALL; fi
+  if [ "${ORIG_CDPATH+set}" = set ]; then CDPATH=$ORIG_CDPATH && export CDPATH; fi
+}
+
 put() {  # FILE TEXT: one line, written whole (tmp + mv) so readers never see half of it
   printf '%s\n' "$2" >"$1.tmp.$$" && mv -f "$1.tmp.$$" "$1"
 }
 
 root_abs() {  # the run root: ~ is the remote user's home; absolute, no trailing /
   r=$1
+  # (some container execs set no HOME: ask the password database, as the probe's python does)
+  [ -n "${HOME:-}" ] || HOME=$(awk -F: -v u="$(id -u)" '$3 == u { print $6; exit }' /etc/passwd)
   case $r in "~") r=$HOME ;; "~/"*) r=$HOME/${r#"~/"} ;; esac
   mkdir -p "$r" 2>&1 || return 1
   (cd "$r" && pwd)
@@ -239,7 +249,7 @@ do_launch() {  # ROOT COMMAND WORKDIR ENVTEXT KEEP LOCK_MS
   printf '%s' "$4" >"$d/env"
   write_wrapper "$d/run.sh"
   if command -v setsid >/dev/null 2>&1; then
-    setsid sh "$d/run.sh" "$d" </dev/null >>"$d/output.log" 2>&1 &
+    (job_env && exec setsid sh "$d/run.sh" "$d") </dev/null >>"$d/output.log" 2>&1 &
     child=$!
     la_n=0
     # Hold the lock until the job has a pid file: a second launch must then see it alive.
