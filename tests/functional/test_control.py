@@ -315,6 +315,9 @@ async def test_input_runs_exactly_as_given_or_is_refused(
         assert not r.ok and "newline" in (r.error or ""), r
     r = await launch(t, host(runs, "true", env=(("A;B", "x"),)), **FAST)
     assert not r.ok and "not a variable name" in (r.error or "")
+    r = await launch(t, host(Path("$HOME/$(touch PWNED4)"), "true"), **FAST)
+    assert not r.ok and "only ~ and $HOME" in (r.error or "")
+    assert not list(Path.cwd().glob("PWNED*")) and not list(Path.home().glob("PWNED*"))
 
 
 async def test_retention_prunes_old_runs_but_never_a_live_one(

@@ -112,6 +112,17 @@ def check_text(name: str, value: str) -> str:
     return value
 
 
+def check_root(run_root: str) -> str:
+    """The run root as control.sh takes it: ``~`` and ``$HOME`` are the only expansions."""
+    rest = run_root
+    for home in ("~", "$HOME", "${HOME}"):
+        if rest == home or rest.startswith(home + "/"):
+            rest = rest[len(home) :]
+    if "$" in rest:
+        raise ControlError(f"run_root {run_root!r}: only ~ and $HOME are expanded, not other $")
+    return check_text("run_root", run_root)
+
+
 def env_text(env: Iterable[tuple[str, str]]) -> str:
     """The run's env file: ``export K='v'`` lines, every value quoted."""
     lines = []
@@ -147,9 +158,7 @@ async def read_run(
     transport: Transport, run_root: str, run_id: str | None = None, log_lines: int = 0
 ) -> RunReport:
     """The latest run (or ``run_id``) as its directory and /proc say now."""
-    rep = await run_script(
-        transport, "state", check_text("run_root", run_root), run_id or "", log_lines
-    )
+    rep = await run_script(transport, "state", check_root(run_root), run_id or "", log_lines)
     if rep.errors:
         raise ControlError(rep.errors[0])
     return rep
@@ -217,7 +226,7 @@ async def launch_script(
     return await run_script(
         transport,
         "launch",
-        check_text("run_root", host.run_root),
+        check_root(host.run_root),
         check_text("command", host.command),
         workdir,
         env_text(host.env),

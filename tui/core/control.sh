@@ -38,11 +38,14 @@ put() {  # FILE TEXT: one line, written whole (tmp + mv) so readers never see ha
   printf '%s\n' "$2" >"$1.tmp.$$" && mv -f "$1.tmp.$$" "$1"
 }
 
-root_abs() {  # the run root: ~ is the remote user's home; absolute, no trailing /
+root_abs() {  # the run root: ~ or $HOME is the remote user's home; absolute, no trailing /
   r=$1
   # (some container execs set no HOME: ask the password database, as the probe's python does)
   [ -n "${HOME:-}" ] || HOME=$(awk -F: -v u="$(id -u)" '$3 == u { print $6; exit }' /etc/passwd)
-  case $r in "~") r=$HOME ;; "~/"*) r=$HOME/${r#"~/"} ;; esac
+  case $r in
+    "~" | "\$HOME" | "\${HOME}") r=$HOME ;;
+    "~/"* | "\$HOME/"* | "\${HOME}/"*) r=$HOME/${r#*/} ;;
+  esac
   mkdir -p "$r" 2>&1 || return 1
   (cd "$r" && pwd)
 }
