@@ -1,0 +1,54 @@
+"""SVG snapshots of the seed-incident screen and a healthy run, in several themes.
+
+Deterministic: the app is fed fixed scenes (tui/app/scenes.py) through ScriptedSource, so no
+clock, PID or reading varies. Update after an intended change with
+``pytest tests/functional/test_snapshots.py --snapshot-update`` and look at the SVGs.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from textual.pilot import Pilot
+
+from tui.app import scenes
+from tui.app.app import DflashApp
+from tui.app.source import ScriptedSource
+from tui.core.config import Config
+
+SIZE = (120, 40)
+
+
+@pytest.fixture(autouse=True)
+def _utc(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TZ", "UTC")  # the timeline prints local clock times
+    time.tzset()
+
+
+def scene_app(name: str, theme: str) -> tuple[DflashApp, int]:
+    snaps = getattr(scenes, name)()
+    return DflashApp(Config(theme=theme), source=ScriptedSource(snaps)), len(snaps)
+
+
+def settled(app: DflashApp, n: int):  # type: ignore[no-untyped-def]
+    async def run_before(pilot: Pilot) -> None:
+        t0 = time.monotonic()
+        while app.samples < n and time.monotonic() - t0 < 20:
+            await pilot.pause(0.02)
+        await pilot.pause(0.3)  # log flush + the Log's width worker
+        await pilot.wait_for_scheduled_animations()
+
+    return run_before
+
+
+@pytest.mark.parametrize("theme", ["dflash-dark", "dflash-light", "dflash-contrast"])
+def test_seed_incident_screen(snap_compare, theme: str) -> None:  # type: ignore[no-untyped-def]
+    app, n = scene_app("seed_incident", theme)
+    assert snap_compare(app, terminal_size=SIZE, run_before=settled(app, n))
+
+
+@pytest.mark.parametrize("theme", ["dflash-dark", "dflash-light"])
+def test_healthy_run_screen(snap_compare, theme: str) -> None:  # type: ignore[no-untyped-def]
+    app, n = scene_app("healthy_run", theme)
+    assert snap_compare(app, terminal_size=SIZE, run_before=settled(app, n))

@@ -1,0 +1,1 @@
+"""The Textual app. Widgets render what tui/core computes; nothing here decides a diagnosis."""

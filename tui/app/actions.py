@@ -1,0 +1,240 @@
+"""Keys that change the world: launch, kill, restart, kill one process. Each goes through run
+control (tui/core/control.py via tui/app/control_bridge.py) in a cancellable worker; the
+confirm dialogs name exactly which PIDs and GPUs will be signalled."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual.worker import Worker, WorkerState
+
+from tui.app.control_bridge import Bridge, ControlError, StepFn
+from tui.app.messages import ControlDone, ControlStep
+from tui.app.procs.tree import ProcInfo, ProcTree
+from tui.app.screens import ConfirmScreen
+from tui.app.text import safe_label
+from tui.app.waits import WaitBar
+from tui.core.diagnose import Diagnosis
+from tui.core.findings import ACTIVE
+from tui.core.rundir import group_members
+from tui.core.snapshot import Snapshot
+from tui.core.transport import Transport
+
+if TYPE_CHECKING:
+    from tui.app.app import DflashApp
+
+    _Base = DflashApp
+else:
+    _Base = object
+
+Job = Callable[[StepFn], Awaitable[str]]
+
+
+class ControlActions(_Base):
+    def _init_control(self, control: Any | None) -> None:
+        self._bridge: Any | None = control
+        self._transport: Transport | None = None
+        self.control_steps: list[str] = []  # the latest progress texts (tests read them)
+
+    @property
+    def transport(self) -> Transport:
+        """One transport per host, shared by the feed and control (one SSH connection)."""
+        if self._transport is None:
+            from tui.core.connect import make_transport
+
+            self._transport = make_transport(self.host)
+        return self._transport
+
+    @property
+    def bridge(self) -> Any:
+        if self._bridge is None:
+            self._bridge = Bridge(self.transport, self.host)
+        return self._bridge
+
+    # -- the actions --
+
+    def action_launch(self) -> None:
+        diag = self._diag()
+        if diag is not None and diag.run_state in ACTIVE and diag.run is not None:
+            self.notify(
+                f"run {diag.run.id} is alive (PGID {diag.run.pgid}): r restarts it",
+                severity="warning",
+            )
+            return
+        self._start("launch", self.bridge.launch, "launching: starting the job …")
+
+    def action_kill(self) -> None:
+        diag, snap = self._diag(), self._snap()
+        if diag is None or snap is None or diag.run is None or diag.run_state not in ACTIVE:
+            self.notify("no live run to kill", severity="warning")
+            return
+        body = run_kill_text(snap, diag, self.bridge.grace)
+        self.push_screen(
+            ConfirmScreen(f"Kill run {diag.run.id}?", body, "Kill"),
+            lambda yes: (
+                self._start("kill", self.bridge.kill, "killing: SIGTERM …") if yes else None
+            ),
+        )
+
+    def action_restart(self) -> None:
+        diag, snap = self._diag(), self._snap()
+        body = Text()
+        if (
+            diag is not None
+            and snap is not None
+            and diag.run is not None
+            and diag.run_state in ACTIVE
+        ):
+            body = run_kill_text(snap, diag, self.bridge.grace)
+            body.append("\nThen wait until its GPU memory is released, and launch again:\n")
+        else:
+            body.append("No live run: this launches a new one:\n")
+        body.append(f"  {safe_label(self.host.command, 300)}\n", style="bold")
+        body.append("A new run id and log file are created; the old log is kept.")
+        title = f"Restart run {diag.run.id}?" if diag and diag.run else "Restart (launch) the run?"
+        self.push_screen(
+            ConfirmScreen(title, body, "Restart"),
+            lambda yes: (
+                self._start("restart", self.bridge.restart, "restarting: stopping the run …")
+                if yes
+                else None
+            ),
+        )
+
+    def action_kill_process(self) -> None:
+        tree = self.get_screen_main().query_one(ProcTree)
+        info = tree.selected()
+        if info is None:
+            self.notify("select a process in the tree first (tab to it)", severity="warning")
+            return
+        body = process_kill_text(info, self.bridge.grace)
+
+        async def job(step: StepFn) -> str:
+            return await self.bridge.kill_process(info.pid, info.start_ticks, step)
+
+        self.push_screen(
+            ConfirmScreen(f"Kill process {info.pid}?", body, "Kill process"),
+            lambda yes: (
+                self._start("kill-process", job, f"killing PID {info.pid} …") if yes else None
+            ),
+        )
+
+    def action_cancel_wait(self) -> None:
+        """Ask control to stop waiting (it reports what it already did); force after 5 s."""
+        if not self.waits_active():
+            return
+        cancel = getattr(self.bridge, "request_cancel", None)
+        if cancel is not None:
+            cancel()
+            self.get_screen_main().query_one(WaitBar).step("cancelling …")
+        self.set_timer(5.0 if cancel else 0.0, self._force_cancel)
+
+    def _force_cancel(self) -> None:
+        for w in self.workers:
+            if w.group == "control" and w.is_running:
+                w.cancel()
+
+    def waits_active(self) -> bool:
+        return any(w.group == "control" and w.is_running for w in self.workers)
+
+    # -- plumbing --
+
+    def _diag(self) -> Diagnosis | None:
+        return self.last.diagnosis if self.last else None
+
+    def _snap(self) -> Snapshot | None:
+        return self.last.snapshot if self.last else None
+
+    def _start(self, name: str, job: Job, first: str) -> None:
+        if self.read_only:  # bindings are hidden too; this is the second lock
+            self.notify("read-only mode: nothing is launched or killed", severity="error")
+            return
+        if self.waits_active():
+            self.notify("another action is still running (esc cancels it)", severity="warning")
+            return
+        self.get_screen_main().query_one(WaitBar).start(first)
+        self.run_worker(
+            self._control_job(name, job), name=name, group="control", exit_on_error=False
+        )
+
+    async def _control_job(self, name: str, job: Job) -> None:
+        def step(text: str, done: float | None = None, total: float | None = None) -> None:
+            self.post_message(ControlStep(text, done, total))
+
+        try:
+            text = await job(step)
+        except ControlError as exc:
+            self.post_message(ControlDone(name, False, str(exc)))
+            return
+        except asyncio.CancelledError:
+            self.post_message(ControlDone(name, False, f"{name} cancelled; nothing more is sent"))
+            raise
+        self.post_message(ControlDone(name, True, text))
+
+    def on_control_step(self, msg: ControlStep) -> None:
+        self.control_steps.append(msg.text)
+        del self.control_steps[:-50]
+        self.get_screen_main().query_one(WaitBar).step(msg.text, msg.done, msg.total)
+
+    def on_control_done(self, msg: ControlDone) -> None:
+        self.get_screen_main().query_one(WaitBar).stop()
+        self.notify(
+            safe_label(msg.text, 600),
+            title=msg.action,
+            severity="information" if msg.ok else "error",
+            timeout=6 if msg.ok else 12,
+        )
+        self.refresh_bindings()
+
+    def _control_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group != "control":
+            return
+        if event.state == WorkerState.ERROR:  # a bug, not a ControlError: say so, keep going
+            self.get_screen_main().query_one(WaitBar).stop()
+            self.notify(f"{event.worker.name} failed: {event.worker.error!r}", severity="error")
+        self.refresh_bindings()
+
+
+def run_kill_text(snap: Snapshot, diag: Diagnosis, grace: float) -> Text:
+    """What a kill of the run will signal: its group, each member, and the GPUs they hold."""
+    run = diag.run
+    assert run is not None
+    members = group_members(run, snap.procs)
+    pids = {p.pid for p in members}
+    gpus = sorted(
+        v.index
+        for v in diag.gpus
+        if any((p.container_pid or p.pid) in pids or p.owner == "run" for p in v.processes)
+    )
+    t = Text()
+    t.append(f"SIGTERM to process group {run.pgid} (run {run.id}), then SIGKILL after ")
+    t.append(f"{grace:.0f}s if it is still alive.\n", style="bold")
+    t.append("The group is checked against the run's recorded start time first.\n\n")
+    t.append(f"PIDs ({len(members)}):\n", style="bold")
+    for p in members[:12]:
+        t.append(f"  {p.pid:>7}  {p.state}  {safe_label(p.cmd, 60)}\n")  # one line each
+    if len(members) > 12:
+        t.append(f"  … and {len(members) - 12} more\n")
+    t.append("GPUs held: ", style="bold")
+    t.append(", ".join(f"GPU {g}" for g in gpus) if gpus else "none", style="bold")
+    t.append("\n")
+    return t
+
+
+def process_kill_text(info: ProcInfo, grace: float) -> Text:
+    t = Text()
+    t.append(f"SIGTERM to PID {info.pid}", style="bold")
+    t.append(f", then SIGKILL after {grace:.0f}s if it is still alive.\n")
+    t.append(f"  command: {safe_label(info.cmd, 200)}\n")
+    t.append(f"  user: {safe_label(info.user, 40)}   state: {info.state}   PGID: {info.pgid}\n")
+    t.append("  GPUs held: " + (", ".join(f"GPU {g}" for g in info.gpus) or "none") + "\n")
+    t.append(
+        f"Its identity is checked first (start time {info.start_ticks} ticks): if PID "
+        f"{info.pid} now belongs to another process, nothing is sent. Never by name.\n"
+    )
+    if info.in_run:
+        t.append("It is part of the run's group: k kills the whole run instead.\n", style="bold")
+    return t

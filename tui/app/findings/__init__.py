@@ -1,0 +1,1 @@
+"""What is wrong (findings) and what happened (the event timeline)."""

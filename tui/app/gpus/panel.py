@@ -1,0 +1,148 @@
+"""One GPU: role, name, utilisation and memory with history, temperature, power, the
+processes on it with their owner, and its labels as chips with how long each has held."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from rich.text import Text
+from textual.widgets import Static
+
+from tui.app.palette import LABEL_SEVERITY, Palette
+from tui.app.spark import bar, sparkline
+from tui.app.text import mib, safe_label
+from tui.app.widgets import Themed
+from tui.core.diagnose import GpuView, ProcView
+from tui.core.findings import duration
+
+HISTORY = 60  # samples of utilisation and memory kept per GPU for the sparklines
+_BAR, _SPARK = 8, 7
+_OWNER_SEVERITY = {"run": "ok", "orphan": "error", "foreign": "warning", "unknown": "info"}
+
+
+def _short_name(name: str | None) -> str:
+    return safe_label((name or "?").replace("NVIDIA ", "").replace("GeForce ", ""), 16)
+
+
+def label_severity(code: str, run_active: bool) -> str:
+    sev = LABEL_SEVERITY.get(code, "warning")
+    return "warning" if code == "idle" and run_active else sev
+
+
+class GpuPanel(Static, Themed):
+    """Renders a GpuView; keeps its own short history for the sparklines."""
+
+    DEFAULT_CSS = """
+    GpuPanel {
+        height: 7;
+        border: round $foreground 35%;
+        border-title-color: $foreground;
+        border-subtitle-color: $foreground 80%;
+        padding: 0 1;
+        &.-error { border: heavy $error; }
+        &.-warning { border: round $warning; }
+        &.-ok { border: round $success 70%; }
+    }
+    """
+
+    def __init__(self, index: int) -> None:
+        super().__init__(id=f"gpu-{index}", classes="gpu-panel")
+        self.index = index
+        self.util_hist: deque[float | None] = deque(maxlen=HISTORY)
+        self.mem_hist: deque[float | None] = deque(maxlen=HISTORY)
+        self.view: GpuView | None = None
+        self.now = 0.0
+        self.run_active = False
+        self.since: dict[str, float] = {}
+
+    def show(self, view: GpuView, now: float, run_active: bool) -> None:
+        gpu = view.gpu
+        self.util_hist.append(gpu.util if gpu else None)
+        frac = None
+        if gpu and gpu.mem_used_mib is not None and gpu.mem_total_mib:
+            frac = 100.0 * gpu.mem_used_mib / gpu.mem_total_mib
+        self.mem_hist.append(frac)
+        self.view, self.now, self.run_active = view, now, run_active
+        # The diagnosis looks back about a minute; remember since when each label has held
+        # without a break, so "idle 6m00s" stays true past that window.
+        self.since = {
+            lb.code: min(lb.since, self.since.get(lb.code, lb.since)) for lb in view.labels
+        }
+        self.redraw()
+
+    def worst(self) -> str:
+        if self.view is None:
+            return "info"
+        order = ("ok", "info", "warning", "error")
+        sevs = [label_severity(c, self.run_active) for c in self.view.codes] or ["info"]
+        return max(sevs, key=order.index)
+
+    def redraw(self) -> None:
+        view = self.view
+        if view is None:
+            return
+        gpu = view.gpu
+        name = _short_name(gpu.name if gpu else "not present")
+        self.border_title = Text(f"GPU {view.index} {view.role} {name}")
+        if gpu is not None:
+            used = f"{mib(gpu.mem_used_mib)}/{mib(gpu.mem_total_mib)}"
+            temp = f"{gpu.temp_c}°C" if gpu.temp_c is not None else "-°C"
+            power = f"{gpu.power_w:.0f}W" if gpu.power_w is not None else "-W"
+            self.border_subtitle = Text(f"{used} {temp} {power}")
+        else:
+            self.border_subtitle = None
+        for sev in ("ok", "info", "warning", "error"):
+            self.set_class(self.worst() == sev, f"-{sev}")
+        self.update(self._body(view, self.palette))
+
+    def _body(self, view: GpuView, pal: Palette) -> Text:
+        gpu = view.gpu
+        out = Text(no_wrap=False, overflow="ellipsis")
+        if gpu is None:
+            out.append("in the topology, not on this machine\n", pal.fg("error"))
+        else:
+            mem_pct = self.mem_hist[-1] if self.mem_hist else None
+            self._meter(out, "util", gpu.util, self.util_hist, pal)
+            self._meter(out, "mem ", mem_pct, self.mem_hist, pal)
+        self._chips(out, view, pal)
+        self._procs(out, view.processes, pal)
+        out.rstrip()
+        return out
+
+    def _meter(
+        self,
+        out: Text,
+        name: str,
+        pct: float | None,
+        hist: deque[float | None],
+        pal: Palette,
+    ) -> None:
+        frac = None if pct is None else pct / 100.0
+        sev = "error" if (pct or 0) >= 95 and name == "mem " else "ok"
+        out.append(f"{name} ")
+        out.append(bar(frac, _BAR), pal.fg(sev))
+        out.append(" ---% " if pct is None else f" {pct:3.0f}% ")
+        out.append(sparkline(hist, _SPARK, 0.0, 100.0), pal.fg("info"))
+        out.append("\n")
+
+    def _chips(self, out: Text, view: GpuView, pal: Palette) -> None:
+        for i, label in enumerate(view.labels):
+            held = duration(self.now - self.since.get(label.code, label.since))
+            out.append(" " if i else "")
+            out.append(
+                f" {label.code} {held} ", pal.chip(label_severity(label.code, self.run_active))
+            )
+        out.append("\n")
+
+    def _procs(self, out: Text, procs: tuple[ProcView, ...], pal: Palette) -> None:
+        if not procs:
+            out.append("no processes", pal.fg("muted"))
+            return
+        shown = procs[:2] if len(procs) <= 2 else procs[:1]
+        for p in shown:
+            pid = f"{p.pid}→{p.container_pid}" if p.container_pid is not None else str(p.pid)
+            out.append(f"{pid} {safe_label(p.name.rsplit('/', 1)[-1], 12)} {mib(p.used_mib)} ")
+            out.append(p.owner, pal.fg(_OWNER_SEVERITY.get(p.owner, "info"), bold=True))
+            out.append("\n")
+        if len(procs) > len(shown):
+            out.append(f"+{len(procs) - len(shown)} more processes", pal.fg("muted"))

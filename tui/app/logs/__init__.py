@@ -1,0 +1,1 @@
+"""Log tails: one per watched log, the run's own log first."""

@@ -1,0 +1,124 @@
+"""All log tails, the run's log first, with the shared filter and follow mode.
+
+A 20 Hz timer flushes every tail's pending lines in one batched write, so a flood of lines
+costs a bounded amount of drawing per second whatever the rate they arrive at.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Input, Static
+
+from tui.app.logs.lines import DEFAULT_FILTER, compile_filter
+from tui.app.logs.tail import LogTail
+from tui.core.diagnose import Diagnosis
+from tui.core.snapshot import LogState
+
+FLUSH_INTERVAL = 0.05  # seconds: ~20 redraws a second at most, per tail
+
+
+class LogArea(Vertical):
+    DEFAULT_CSS = """
+    LogArea {
+        height: 1fr;
+        #log-filter { display: none; height: 3; }
+        &.-filtering #log-filter { display: block; }
+        #no-logs { color: $text-muted; padding: 0 1; }
+    }
+    """
+
+    def __init__(self) -> None:
+        super().__init__(id="logs")
+        self.tails: dict[str, LogTail] = {}
+        self.filter_text = DEFAULT_FILTER
+        self.filter_on = True  # the issue's default: errors, exceptions, progress
+        self.follow = True
+        self._next_id = 0
+
+    def compose(self) -> ComposeResult:
+        yield Input(
+            value=self.filter_text, placeholder="regex (enter: apply, esc: cancel)", id="log-filter"
+        )
+        yield Static(
+            "no logs watched yet: press l to launch the run, or start with --log PATH",
+            id="no-logs",
+        )
+
+    def on_mount(self) -> None:
+        self.set_interval(FLUSH_INTERVAL, self.flush)
+
+    def flush(self) -> None:
+        for tail in self.tails.values():
+            tail.flush()
+
+    def show(self, logs: Sequence[LogState], diag: Diagnosis) -> None:
+        """Route each log's new lines to its tail; add tails for new logs, drop gone ones."""
+        ordered = sorted(logs, key=lambda x: not x.is_run_log)  # run log first, stable
+        views = {v.path: v for v in diag.logs}
+        for log in ordered:
+            tail = self.tails.get(log.path)
+            if tail is None:
+                tail = self._add_tail(log, first=log.is_run_log)
+            if log.truncated:
+                tail.add_lines(["--- the file was truncated or replaced; tail restarted ---"])
+            tail.add_lines(log.lines)
+            view = views.get(log.path)
+            if view is not None and log.is_run_log and diag.run and diag.run.started_at:
+                # The run's log should exist from launch on: missing since the launch.
+                tail.missing_from = diag.run.started_at if not view.exists else None
+            tail.set_state(view, diag.time)
+        present = {x.path for x in logs}
+        for path in [p for p in self.tails if p not in present]:
+            self.tails.pop(path).remove()
+        self.query_one("#no-logs", Static).display = not self.tails
+
+    def _add_tail(self, log: LogState, first: bool) -> LogTail:
+        self._next_id += 1
+        tail = LogTail(log.path, log.is_run_log, f"tail-{self._next_id}")
+        tail.follow = self.follow
+        self.tails[log.path] = tail
+        existing = [t for t in self.tails.values() if t is not tail and t.is_mounted]
+        if first and existing:
+            self.mount(tail, before=existing[0])
+        else:
+            self.mount(tail)
+        if self.filter_on:
+            tail.store.pattern = compile_filter(self.filter_text)
+        return tail
+
+    # -- filter and follow (keys live on the app; these do the work) --
+
+    def open_filter(self) -> None:
+        self.add_class("-filtering")
+        box = self.query_one("#log-filter", Input)
+        box.value = self.filter_text
+        box.focus()
+
+    def close_filter(self) -> None:
+        self.remove_class("-filtering")
+
+    def apply_filter(self, text: str) -> None:
+        """Raises ValueError for a bad regex; empty text turns the filter off."""
+        pattern = compile_filter(text) if text else None
+        if pattern is not None:
+            self.filter_text = text
+        self.filter_on = pattern is not None
+        for tail in self.tails.values():
+            tail.set_filter(pattern)
+
+    def toggle_filter(self) -> bool:
+        self.apply_filter("" if self.filter_on else self.filter_text)
+        return self.filter_on
+
+    def toggle_follow(self) -> bool:
+        self.follow = not self.follow
+        for tail in self.tails.values():
+            tail.set_follow(self.follow)
+        return self.follow
+
+    def current_pattern(self) -> re.Pattern[str] | None:
+        return compile_filter(self.filter_text) if self.filter_on else None

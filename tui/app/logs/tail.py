@@ -1,0 +1,165 @@
+"""One log tail: a title with the file's state, the missing-file notice, and the lines.
+
+Lines land in a LineStore at once and reach the Log widget only when the owner calls
+``flush`` (about 20 times a second), in one ``write_lines`` call: a flood costs one redraw per
+tick instead of one per line. The Log widget never parses markup; lines are sanitised first.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rich.highlighter import Highlighter
+from rich.style import Style
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Log, Static
+
+from tui.app.logs.lines import ERROR_RE, MAX_LINES, LineStore
+from tui.app.palette import Palette, palette_for
+from tui.app.text import safe_label
+from tui.core.diagnose import LogView
+from tui.core.findings import duration
+
+
+class ErrorHighlighter(Highlighter):
+    """Colours whole lines that report an error, an exception or a traceback frame."""
+
+    def __init__(self) -> None:
+        self.style = Style(color="red", bold=True)
+
+    def highlight(self, text: Text) -> None:
+        if ERROR_RE.search(text.plain):
+            text.stylize(self.style)
+
+
+class LogTail(Vertical):
+    DEFAULT_CSS = """
+    LogTail {
+        height: 1fr;
+        min-height: 4;
+        .tail-title {
+            height: 1; background: $panel; color: $text; padding: 0 1;
+            text-wrap: nowrap; text-overflow: ellipsis;
+        }
+        .tail-missing { height: auto; color: $text-warning; padding: 0 1; display: none; }
+        &.-missing .tail-missing { display: block; }
+        Log { height: 1fr; scrollbar-size-vertical: 1; }
+        &:focus-within .tail-title { background: $primary 40%; }
+    }
+    """
+
+    def __init__(self, path: str, is_run_log: bool, tail_id: str) -> None:
+        super().__init__(id=tail_id, classes="log-tail")
+        self.path = path
+        self.is_run_log = is_run_log
+        self.store = LineStore()
+        self.view: LogView | None = None
+        self.now = 0.0
+        self.missing_from: float | None = None  # our own first sighting of the file missing
+        self.follow = True
+        self.highlighter = ErrorHighlighter()
+        self.log_view = Log(max_lines=MAX_LINES, highlight=True, auto_scroll=True)
+        self.log_view.highlighter = self.highlighter
+        self.title_bar = Static(classes="tail-title")
+        self.missing_bar = Static(classes="tail-missing")
+
+    def compose(self) -> ComposeResult:
+        yield self.title_bar
+        yield self.missing_bar
+        yield self.log_view
+
+    def on_mount(self) -> None:
+        self.watch(self.app, "theme", lambda _t: self.redraw(), init=False)
+        self.redraw()
+
+    def add_lines(self, lines: tuple[str, ...] | list[str]) -> None:
+        if lines:
+            self.store.add(lines)
+
+    def set_state(self, view: LogView | None, now: float) -> None:
+        self.view, self.now = view, now
+        missing = view is not None and not view.exists
+        if missing:
+            since = view.missing_since if view and view.missing_since is not None else now
+            # The diagnosis only looks back a minute; remember the earliest sighting ourselves.
+            self.missing_from = (
+                since if self.missing_from is None else min(self.missing_from, since)
+            )
+        else:
+            self.missing_from = None
+        if self.is_mounted:
+            self.redraw()
+
+    def flush(self) -> None:
+        """Draw the lines that arrived since the last flush (one batched write)."""
+        if not self.log_view.is_mounted:
+            return  # lines wait in the store until the widget exists
+        pending = self.store.take_pending()
+        if pending:
+            self.log_view.write_lines(pending, scroll_end=self.follow)
+
+    def set_filter(self, pattern: re.Pattern[str] | None) -> None:
+        lines = self.store.set_filter(pattern)
+        self.store.pending.extend(lines)
+        if self.log_view.is_mounted:
+            self.log_view.clear()
+            self.flush()
+            self.redraw()
+
+    def set_follow(self, follow: bool) -> None:
+        self.follow = follow
+        self.log_view.auto_scroll = follow
+        if follow and self.log_view.is_mounted:
+            self.log_view.scroll_end(animate=False)
+        self.redraw()
+
+    def redraw(self) -> None:
+        if not self.is_mounted:
+            return
+        pal = palette_for(self.app.current_theme)
+        self.highlighter.style = pal.fg("error", bold=True)
+        self.log_view.refresh()
+        self.title_bar.update(self._title(pal))
+        missing = self.missing_from is not None
+        self.set_class(missing, "-missing")
+        if missing:
+            self.missing_bar.update(self._missing_text(pal))
+
+    def _title(self, pal: Palette) -> Text:
+        t = Text(no_wrap=True, overflow="ellipsis")
+        t.append("run log " if self.is_run_log else "log ", pal.fg("info", bold=True))
+        t.append(_short_path(self.path))
+        v = self.view
+        if v is not None and not v.exists:
+            t.append("  MISSING", pal.fg("error", bold=True))
+        elif v is not None and v.size is not None:
+            t.append(f"  {v.size:,} B", pal.fg("muted"))
+        st = self.store
+        if st.pattern is None:
+            t.append("  all lines", pal.fg("muted"))
+        else:  # say how much the filter hides, so an empty tail is never a mystery
+            t.append(f"  filter: {st.shown:,} of {st.received:,} lines (a: all)", pal.fg("muted"))
+        t.append(
+            "  follow" if self.follow else "  paused", pal.fg("ok" if self.follow else "warning")
+        )
+        if st.dropped:
+            t.append(f"  {st.dropped:,} skipped (flood)", pal.fg("warning"))
+        return t
+
+    def _missing_text(self, pal: Palette) -> Text:
+        since = self.missing_from if self.missing_from is not None else self.now
+        how_long = duration(self.now - since)
+        t = Text()
+        t.append(" MISSING ", pal.chip("error"))
+        t.append(f" the file does not exist (missing for {how_long})", pal.fg("error"))
+        if self.view is not None and self.view.error:
+            t.append(f": {safe_label(self.view.error)}", pal.fg("muted"))
+        return t
+
+
+def _short_path(path: str, keep: int = 48) -> str:
+    """The end of a long path is what tells runs apart: cut from the left."""
+    clean = safe_label(path, 400)
+    return clean if len(clean) <= keep else "…" + clean[-(keep - 1) :]

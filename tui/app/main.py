@@ -1,0 +1,18 @@
+"""Entry point used by tui/cli.py: run the app, then say what happened to the run."""
+
+from __future__ import annotations
+
+import argparse
+
+from tui.core.config import Config
+
+
+def main(cfg: Config, args: argparse.Namespace | None = None) -> int:
+    from tui.app.app import DflashApp  # textual is imported only when the app starts
+
+    app = DflashApp(cfg)
+    app.run()
+    note = app.quit_note()
+    if note:
+        print(note)
+    return 0

@@ -1,0 +1,58 @@
+"""Training progress: step, loss, accuracy and tok/s from the run's log, with history plots."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.text import Text
+from textual.widgets import Static
+
+from tui.app.spark import sparkline
+from tui.app.text import si
+from tui.app.widgets import Themed
+from tui.core.metrics import Metric, Progress
+
+_SPARK = 24
+
+
+class MetricsStrip(Static, Themed):
+    DEFAULT_CSS = """
+    MetricsStrip {
+        height: 2; padding: 0 1; background: $surface; text-wrap: nowrap; text-overflow: ellipsis;
+    }
+    """
+
+    def __init__(self) -> None:
+        super().__init__(id="metrics")
+        self.progress = Progress()
+        self.history: list[tuple[float, Metric]] = []
+
+    def on_mount(self) -> None:
+        self.redraw()
+
+    def show(self, progress: Progress, history: Sequence[tuple[float, Metric]]) -> None:
+        self.progress, self.history = progress, list(history)[-200:]
+        self.redraw()
+
+    def redraw(self) -> None:
+        pal = self.palette
+        p, last = self.progress, self.progress.last
+        t = Text(no_wrap=True, overflow="ellipsis")
+        if last is None:
+            t.append("metrics: no step lines yet (step=… loss=… tok/s=…)", pal.fg("muted"))
+            self.update(t)
+            return
+        t.append("step ", pal.fg("muted"))
+        t.append(f"{p.last_step if p.last_step is not None else '-'}", pal.fg("info", bold=True))
+        for name, value in (("loss", last.loss), ("acc", last.acc)):
+            t.append(f"  {name} ", pal.fg("muted"))
+            t.append("-" if value is None else f"{value:.3f}", pal.fg("info", bold=True))
+        t.append("  tok/s ", pal.fg("muted"))
+        t.append(si(last.tok_s), pal.fg("ok", bold=True))
+        toks = [m.tok_s for _, m in self.history]
+        loss = [m.loss for _, m in self.history]
+        t.append("\ntok/s ", pal.fg("muted"))
+        t.append(sparkline(toks, _SPARK, lo=0.0), pal.fg("ok"))
+        t.append("  loss ", pal.fg("muted"))
+        t.append(sparkline(loss, _SPARK, lo=None), pal.fg("warning"))
+        self.update(t)

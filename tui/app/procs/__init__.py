@@ -1,0 +1,1 @@
+"""The process tree of the supervised machine (or container)."""

@@ -1,0 +1,151 @@
+"""Fixed scenes as hand-built Snapshots: the seed incident and a healthy run.
+
+Used by the snapshot tests and the docs: every time, PID and value is fixed, so a screen
+rendered from a scene is the same on every machine (feed them through ScriptedSource).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tui.core.snapshot import Snapshot
+
+T0 = 1_764_669_600.0  # 2025-12-02 10:00:00 UTC
+SEED_LOG = "/workspace/train_stdout_flex6.log"
+H200_MIB = 143771
+
+
+def _gpu(i: int, util: int, used: int, **kw: Any) -> dict[str, Any]:
+    return {
+        "index": i,
+        "uuid": f"GPU-{i:08d}",
+        "name": "NVIDIA H200",
+        "util": util,
+        "mem_used_mib": used,
+        "mem_total_mib": H200_MIB,
+        "temp_c": kw.pop("temp", 37 if util == 0 else 58),
+        "power_w": kw.pop("power", 127.3 if util == 0 else 612.0),
+        **kw,
+    }
+
+
+def _proc(pid: int, ppid: int, pgid: int, cmd: str, **kw: Any) -> dict[str, Any]:
+    return {
+        "pid": pid,
+        "ppid": ppid,
+        "pgid": pgid,
+        "sid": kw.pop("sid", pgid),
+        "state": kw.pop("state", "S"),
+        "start_ticks": kw.pop("start", 1000 + pid),
+        "user": kw.pop("user", "root"),
+        "cmd": cmd,
+        **kw,
+    }
+
+
+_BASE_PROCS = [
+    _proc(1, 0, 1, "/sbin/init"),
+    _proc(210, 1, 210, "/usr/sbin/sshd -D"),
+    _proc(305, 210, 305, "sshd: root@pts/0"),
+    _proc(306, 305, 306, "-bash"),
+]
+
+
+def seed_incident(samples: int = 13, step: float = 30.0) -> list[Snapshot]:
+    """Six minutes after a hand launch: no log file, GPUs 2, 3, 7 busy with no memory."""
+    busy = {2, 3, 7}
+    gpus = [_gpu(i, 100 if i in busy else 0, 0) for i in range(8)]
+    out = []
+    for k in range(samples):
+        out.append(
+            Snapshot.from_dict(
+                {
+                    "time": T0 + k * step,
+                    "host": "gpu-box",
+                    "telemetry": {"source": "nvidia-smi"},
+                    "gpus": gpus,
+                    "procs": _BASE_PROCS,
+                    "logs": [{"path": SEED_LOG, "exists": False}],
+                }
+            )
+        )
+    return out
+
+
+def _run_record(rid: str, pgid: int, started: float, root: str) -> dict[str, Any]:
+    return {
+        "id": rid,
+        "dir": f"{root}/{rid}",
+        "command": "python3 -m dflash.train --target-gpus 0-4 --drafter-gpus 5-7",
+        "pid": pgid,
+        "pgid": pgid,
+        "start_ticks": 1000 + pgid,
+        "started_at": started,
+        "log_path": f"{root}/{rid}/output.log",
+        "events_path": f"{root}/{rid}/events.jsonl",
+    }
+
+
+def _step_lines(first: int, n: int) -> list[str]:
+    out = []
+    for s in range(first, first + n):
+        loss = 6.0 / (1 + s / 40)
+        out.append(
+            f"step={s} loss={loss:.3f} acc={0.2 + s / 1000:.3f} tok/s={2700 + (s * 37) % 300}"
+        )
+    return out
+
+
+def healthy_run(samples: int = 12, step: float = 5.0) -> list[Snapshot]:
+    """A run of the pipeline on 5 target + 3 drafter GPUs, logging steps, all labels ok."""
+    root = "/root/.local/state/dflash-tui/runs"
+    rid, pgid, started = "20251202-095500-1a2b", 4242, T0 - 300
+    procs = [
+        *_BASE_PROCS,
+        _proc(pgid, 1, pgid, f"sh {root}/{rid}/run.sh {root}/{rid}"),
+        _proc(4243, pgid, pgid, "python3 -m dflash.train --target-gpus 0-4 --drafter-gpus 5-7"),
+        _proc(4250, 4243, pgid, "python3 -m dflash.train (compile worker)", state="D"),
+        _proc(5000, 1, 5000, "[defunct]", state="Z"),
+    ]
+    gpus = [_gpu(i, 96 if i < 5 else 88, 61234 if i < 5 else 40960) for i in range(8)]
+    gpu_procs = [
+        {
+            "pid": 4243,
+            "gpu_uuid": f"GPU-{i:08d}",
+            "used_mib": g["mem_used_mib"] - 600,
+            "name": "python3",
+        }
+        for i, g in enumerate(gpus)
+    ]
+    head = [
+        "dflash.train: preset full, target GPUs 0-4, drafter GPUs 5-7",
+        '{"event": "model_loaded", "t": 1764669310.0}',
+        "compiled flex_attention (12 shapes) in 41.2s",
+        "warmed every shape; starting the workers",
+    ]
+    out = []
+    for k in range(samples):
+        lines = (head if k == 0 else []) + _step_lines(100 + k * 10, 10)
+        out.append(
+            Snapshot.from_dict(
+                {
+                    "time": T0 + k * step,
+                    "host": "gpu-box",
+                    "telemetry": {"source": "nvml"},
+                    "gpus": gpus,
+                    "gpu_procs": gpu_procs,
+                    "procs": procs,
+                    "run": _run_record(rid, pgid, started, root),
+                    "logs": [
+                        {
+                            "path": f"{root}/{rid}/output.log",
+                            "exists": True,
+                            "size": 81234 + k * 700,
+                            "lines": lines,
+                            "is_run_log": True,
+                        }
+                    ],
+                }
+            )
+        )
+    return out

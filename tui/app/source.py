@@ -1,0 +1,91 @@
+"""Where samples come from: a live probe through a transport, or a script (tests, replays).
+
+The app consumes any ``EventSource``; tests hand it a ScriptedSource of fixed snapshots, so
+screens are deterministic (no clock, no PIDs that vary).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterable
+from typing import Protocol
+
+from tui.core.config import HostConfig
+from tui.core.feed import Disconnected, Feed, FeedEvent, Malformed
+from tui.core.transport import Transport
+
+__all__ = ["Disconnected", "EventSource", "LiveSource", "Malformed", "ScriptedSource"]
+
+
+class EventSource(Protocol):
+    def events(self) -> AsyncIterator[FeedEvent]: ...
+
+    async def close(self) -> None: ...
+
+
+class _ExecStream(Transport):
+    """Runs the probe as the stream's own process (``exec``), not as a child of ``sh -c``.
+
+    Cancelling the stream kills the process it started; were that a shell, the probe would
+    live on holding the pipe, and the cancelled stream would wait on it for ever.
+    """
+
+    def __init__(self, inner: Transport) -> None:
+        super().__init__()
+        self.inner, self.label, self.python = inner, inner.label, inner.python
+
+    def stream(self, cmd: str, stdin: bytes | None = None) -> AsyncIterator[str]:
+        return self.inner.stream(f"exec {cmd}", stdin)
+
+    async def run(self, cmd: str, stdin: bytes | None = None, timeout: float = 30.0):  # type: ignore[no-untyped-def]
+        return await self.inner.run(cmd, stdin, timeout)
+
+    @property
+    def connected(self) -> bool:
+        return self.inner.connected
+
+
+class LiveSource:
+    """The probe streaming from the host (the same code path local and remote)."""
+
+    def __init__(self, transport: Transport, host: HostConfig, interval: float) -> None:
+        self.transport = transport
+        self.feed = Feed(_ExecStream(transport), host, interval)
+
+    def events(self) -> AsyncIterator[FeedEvent]:
+        return self.feed.events()
+
+    async def close(self) -> None:
+        await self.transport.close()
+
+
+class ScriptedSource:
+    """Yields the given events (``delay`` apart), then whatever is ``push``ed, forever."""
+
+    def __init__(self, events: Iterable[FeedEvent] = (), delay: float = 0.0) -> None:
+        self.queue: asyncio.Queue[FeedEvent] | None = None
+        self.initial = list(events)
+        self.delay = delay
+        self.sent = 0
+
+    def push(self, event: FeedEvent) -> None:
+        self._queue().put_nowait(event)
+
+    def _queue(self) -> asyncio.Queue[FeedEvent]:
+        if self.queue is None:
+            self.queue = asyncio.Queue()
+            for ev in self.initial:
+                self.queue.put_nowait(ev)
+        return self.queue
+
+    async def events(self) -> AsyncIterator[FeedEvent]:
+        q = self._queue()
+        while True:
+            ev = await q.get()
+            self.sent += 1
+            yield ev
+            if self.delay:
+                await asyncio.sleep(self.delay)
+
+    async def close(self) -> None:
+        pass

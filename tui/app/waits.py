@@ -1,0 +1,51 @@
+"""The wait bar: progress of a long control action (kill grace, GPU memory release, launch
+start window) with a cancel key. Control reports steps; this only draws them."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.widgets import ProgressBar, Static
+
+from tui.app.text import safe_label
+
+
+class WaitBar(Horizontal):
+    DEFAULT_CSS = """
+    WaitBar {
+        dock: bottom; height: 1; display: none; background: $warning 25%; padding: 0 1;
+        &.-active { display: block; }
+        #wait-text { width: 1fr; }
+        ProgressBar { width: 34; }
+        #wait-cancel { width: auto; color: $text-muted; }
+    }
+    """
+
+    def __init__(self) -> None:
+        super().__init__(id="wait")
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="wait-text")
+        yield ProgressBar(total=None, show_eta=False, id="wait-bar")
+        yield Static(" esc: cancel", id="wait-cancel")
+
+    def start(self, what: str) -> None:
+        self.add_class("-active")
+        self.query_one("#wait-text", Static).update(Text(safe_label(what, 200)))
+        self.query_one(ProgressBar).update(total=None, progress=0)
+
+    def step(self, text: str, done: float | None = None, total: float | None = None) -> None:
+        self.query_one("#wait-text", Static).update(Text(safe_label(text, 200)))
+        bar = self.query_one(ProgressBar)
+        if total:
+            bar.update(total=total, progress=min(done or 0.0, total))
+        else:
+            bar.update(total=None)
+
+    def stop(self) -> None:
+        self.remove_class("-active")
+
+    @property
+    def active(self) -> bool:
+        return self.has_class("-active")

@@ -1,0 +1,24 @@
+"""Small shared widget helpers: theme-aware re-rendering."""
+
+from __future__ import annotations
+
+from textual.widget import Widget
+
+from tui.app.palette import Palette, palette_for
+
+
+class Themed(Widget):
+    """A widget that draws Rich Text with theme colours and redraws when the theme changes."""
+
+    def on_mount(self) -> None:
+        self.watch(self.app, "theme", self._theme_changed, init=False)
+
+    def _theme_changed(self, _theme: str) -> None:
+        self.redraw()
+
+    @property
+    def palette(self) -> Palette:
+        return palette_for(self.app.current_theme)
+
+    def redraw(self) -> None:
+        """Rebuild the content from the last data shown (override)."""
