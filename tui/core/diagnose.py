@@ -8,7 +8,7 @@ sample does not flash a warning; each label carries since when it has held.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from dflash.topology import Topology
 from tui.core.findings import Finding, build_findings
@@ -223,14 +223,45 @@ def _find_log(logs: Sequence[LogState], path: str) -> LogState | None:
     return next((x for x in logs if x.path == path), None)
 
 
+def _carry(
+    gpus: Sequence[GpuView], logs: Sequence[LogView], earlier: Diagnosis | None
+) -> tuple[tuple[GpuView, ...], tuple[LogView, ...]]:
+    if earlier is None:
+        return tuple(gpus), tuple(logs)
+    was = {(g.index, lb.code): lb.since for g in earlier.gpus for lb in g.labels}
+    gone = {lg.path: lg.missing_since for lg in earlier.logs if lg.missing_since is not None}
+    carried = tuple(
+        replace(
+            v,
+            labels=tuple(
+                Label(lb.code, min(lb.since, was.get((v.index, lb.code), lb.since)))
+                for lb in v.labels
+            ),
+        )
+        for v in gpus
+    )
+    logs_out = tuple(
+        replace(lg, missing_since=min(lg.missing_since, gone[lg.path]))
+        if lg.missing_since is not None and lg.path in gone
+        else lg
+        for lg in logs
+    )
+    return carried, logs_out
+
+
 def diagnose(
     snapshots: Sequence[Snapshot],
     topology: Topology,
     th: Thresholds = DEFAULT,
     progress: Progress | None = None,
     live: bool = False,
+    earlier: Diagnosis | None = None,
 ) -> Diagnosis:
-    """Label every GPU and list what is wrong. ``snapshots`` is oldest first, at least one."""
+    """Label every GPU and list what is wrong. ``snapshots`` is oldest first, at least one.
+
+    ``earlier`` is the diagnosis of the previous sample: states that still hold keep its
+    ``since``, so durations outlive the bounded history.
+    """
     if not snapshots:
         raise ValueError("diagnose needs at least one snapshot")
     latest = snapshots[-1]
@@ -248,6 +279,7 @@ def diagnose(
         if not kept:
             kept = [Label("ok", latest.time)]
         gpus.append(GpuView(view.index, view.role, view.gpu, view.processes, tuple(kept)))
+    gpus, logs = _carry(gpus, _log_views(window), earlier)
     state = run_state(latest.run, latest.procs, latest.time, th.start_window_s)
     diag = Diagnosis(
         time=latest.time,
@@ -255,8 +287,8 @@ def diagnose(
         topology=topology,
         run_state=state,
         run=latest.run,
-        gpus=tuple(gpus),
-        logs=_log_views(window),
+        gpus=gpus,
+        logs=logs,
         telemetry_source=latest.telemetry.source,
     )
     findings = build_findings(diag, latest, th, progress)

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import os
 import shlex
+import signal
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable
@@ -67,6 +68,15 @@ class Transport(ABC):
         return True
 
 
+def _kill_session(pid: int) -> None:
+    """Kill the whole session we started (sh and the probe under it), by its own PGID.
+
+    Killing only ``sh`` would leave the probe holding the pipe, and ``wait`` would never end.
+    """
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
 class LocalTransport(Transport):
     """This machine: commands run under ``sh -c`` as subprocesses."""
 
@@ -107,8 +117,7 @@ class LocalTransport(Transport):
                 )
         finally:
             if proc.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
+                _kill_session(proc.pid)
                 await proc.wait()
 
     async def run(
@@ -126,8 +135,7 @@ class LocalTransport(Transport):
         try:
             out, err = await asyncio.wait_for(proc.communicate(stdin), timeout)
         except asyncio.TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
+            _kill_session(proc.pid)
             await proc.wait()
             raise TransportError(f"command timed out after {timeout:.0f}s") from None
         return CommandResult(

@@ -1,0 +1,50 @@
+"""The tracker: durations outlive the bounded history; step time from batched lines."""
+
+from __future__ import annotations
+
+import pytest
+
+from dflash.topology import Topology
+from tui.core.snapshot import Snapshot
+from tui.core.tracker import Tracker
+
+T0 = 1_764_669_600.0
+
+
+def snap(t: float, lines: list[str] | None = None, busy: bool = True) -> Snapshot:
+    return Snapshot.from_dict(
+        {
+            "time": t,
+            "telemetry": {"source": "nvidia-smi"},
+            "gpus": [{"index": 0, "uuid": "GPU-0", "util": 100 if busy else 0, "mem_used_mib": 0}],
+            "logs": [
+                {"path": "/w/missing.log", "exists": False},
+                {"path": "/r/output.log", "exists": True, "lines": lines or [], "is_run_log": True},
+            ],
+        }
+    )
+
+
+def test_durations_outlive_history() -> None:
+    tr = Tracker(Topology.parse("0:"), keep=10)
+    for k in range(200):  # 400 s of samples, history of 10
+        diag = tr.add(snap(T0 + 2 * k))
+    assert diag.gpus[0].labels[0].code == "busy-no-memory"
+    assert diag.gpus[0].labels[0].since == T0
+    missing = next(lg for lg in diag.logs if lg.path == "/w/missing.log")
+    assert missing.missing_since == T0
+    assert "for 6m38s" in next(f.message for f in diag.findings if f.code == "log-missing")
+    diag = tr.add(snap(T0 + 400, busy=False))  # the state breaks: the clock starts again
+    assert "busy-no-memory" not in diag.gpus[0].codes
+    diag = tr.add(snap(T0 + 402))
+    assert diag.gpus[0].labels[0].since == T0 + 402
+
+
+def test_step_time_from_batched_lines() -> None:
+    tr = Tracker(Topology.parse("0:"))
+    tr.add(snap(T0, ["step=1 loss=5.0 tok/s=100"]))
+    # 20 steps arrive in one sample, 2 s later: 0.1 s per step, not 2 s.
+    tr.add(snap(T0 + 2, [f"step={i} loss=4.0 tok/s=120" for i in range(2, 22)]))
+    assert tr.progress.last_step == 21
+    assert tr.progress.typical_interval == pytest.approx(0.1)
+    assert len(tr.metrics) == 21

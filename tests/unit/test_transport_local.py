@@ -1,0 +1,49 @@
+"""The local transport never leaves a process behind when a stream is cancelled or times out."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from tui.core.transport import LocalTransport, TransportError
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+async def test_cancelled_stream_kills_the_child_of_sh(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    # sh runs a child (not exec): cancelling must end the child too, not only sh.
+    cmd = f"sh -c 'echo $$ > {pidfile}; while :; do echo tick; sleep 0.05; done'; true"
+    t = LocalTransport()
+    agen = t.stream(cmd)
+    assert await agen.__anext__() == "tick"
+    child = int(pidfile.read_text())
+    await agen.aclose()
+    for _ in range(100):
+        if not _alive(child):
+            break
+        await asyncio.sleep(0.02)
+    assert not _alive(child)
+
+
+async def test_run_timeout_kills_everything(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    t = LocalTransport()
+    with pytest.raises(TransportError, match="timed out"):
+        await t.run(f"sh -c 'echo $$ > {pidfile}; sleep 30'; true", timeout=0.5)
+    child = int(pidfile.read_text())
+    await asyncio.sleep(0.1)
+    assert not _alive(child)
+
+
+async def test_run_passes_stdin_and_rc() -> None:
+    res = await LocalTransport().run("cat; exit 3", stdin=b"hello")
+    assert (res.rc, res.stdout) == (3, "hello")
