@@ -83,16 +83,17 @@ class Bridge:
         return _outcome(res.ok, res.message)
 
     async def kill_process(self, pid: int, start_ticks: int | None, step: StepFn) -> str:
-        from tui.core import control
+        from tui.core.control_pid import kill_process
 
-        fn = getattr(control, "kill_process", None)
-        if fn is None:
-            raise ControlError("killing a single process is not supported by this control yet")
         if start_ticks is None:
             raise ControlError(f"PID {pid}: its start time is unknown, so it cannot be verified")
         step(f"SIGTERM to PID {pid}; SIGKILL after {self.grace:.0f}s")
         res = await self._call(
-            fn, pid=pid, start_ticks=start_ticks, grace=self.grace, progress=self._progress(step)
+            lambda transport, _host, **kw: kill_process(transport, **kw),
+            pid=pid,
+            start_ticks=start_ticks,
+            grace=self.grace,
+            progress=self._progress(step),
         )
         return _outcome(res.ok, res.message)
 

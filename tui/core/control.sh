@@ -340,6 +340,22 @@ do_clear() {  # PATH ALLOWED: remove the compile cache if under /tmp or the conf
   say "cleared $p"
 }
 
+do_pid() {  # PID TICKS SIG: one process, verified by its start time, never by its name
+  case $1$2 in '' | *[!0-9]*) die "bad pid $1 or start ticks $2" ;; esac
+  case $3 in TERM | KILL | 0) ;; *) die "bad signal $3" ;; esac
+  if ! stat_of "$1" || [ "$S_STATE" = Z ]; then
+    say "pid_gone $1"
+  elif [ "$S_TICKS" != "$2" ]; then
+    say "pid_reused $1 $S_TICKS"
+  elif [ "$3" = 0 ]; then
+    say "pid_alive $1 $S_STATE"
+  elif out=$(kill -"$3" "$1" 2>&1); then
+    say "pid_signalled $3 $1"
+  else
+    say "pid_error $out"
+  fi
+}
+
 verb=$1
 shift
 case $verb in
@@ -347,5 +363,6 @@ case $verb in
   state) do_state "$@" ;;
   signal) do_signal "$@" ;;
   clear-cache) do_clear "$@" ;;
+  pid) do_pid "$@" ;;
   *) die "unknown verb $verb" ;;
 esac

@@ -1,0 +1,88 @@
+"""Kill one process chosen in the process tree, verified by PID and start time (never a name).
+
+The start time read when the user picked it must still match right before each signal, so a
+PID the kernel reused for another process is never signalled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+import time
+from dataclasses import dataclass
+
+from tui.core.control import Cancel, ProgressFn, _script, emit, is_cancelled
+from tui.core.transport import Transport
+
+
+@dataclass(frozen=True)
+class PidKillResult:
+    ok: bool
+    message: str
+    signals: tuple[str, ...] = ()
+    refused: bool = False
+
+
+async def _pid(transport: Transport, pid: int, ticks: int, sig: str) -> tuple[str, str]:
+    cmd = "sh -s -- " + " ".join(shlex.quote(w) for w in ("pid", str(pid), str(ticks), sig))
+    res = await transport.run(cmd, _script(), 30.0)
+    words = (res.stdout.strip().splitlines() or ["pid_error no answer"])[-1].split(" ", 1)
+    return words[0], words[1] if len(words) > 1 else ""
+
+
+async def _wait(
+    transport: Transport,
+    pid: int,
+    ticks: int,
+    limit: float,
+    phase: str,
+    progress: ProgressFn | None,
+    cancel: Cancel | None,
+    poll: float,
+) -> bool:
+    """True once the process is gone (or its PID belongs to another process now)."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < limit and not is_cancelled(cancel):
+        verdict, _ = await _pid(transport, pid, ticks, "0")
+        if verdict != "pid_alive":
+            return True
+        emit(progress, phase, f"SIG{phase.upper()} sent to PID {pid}: still alive", t0, limit)
+        await asyncio.sleep(poll)
+    verdict, _ = await _pid(transport, pid, ticks, "0")
+    return verdict != "pid_alive"
+
+
+async def kill_process(
+    transport: Transport,
+    *,
+    pid: int,
+    start_ticks: int,
+    grace: float = 10.0,
+    progress: ProgressFn | None = None,
+    cancel: Cancel | None = None,
+    poll: float = 0.2,
+) -> PidKillResult:
+    """SIGTERM ``pid``, wait ``grace`` s, then SIGKILL; each signal only if it is still the same."""
+    signals: list[str] = []
+    for sig, limit in (("TERM", grace), ("KILL", 3.0)):
+        verdict, detail = await _pid(transport, pid, start_ticks, sig)
+        if verdict == "pid_gone":
+            return PidKillResult(True, f"PID {pid} is gone", tuple(signals))
+        if verdict == "pid_reused":
+            return PidKillResult(
+                False,
+                f"PID {pid} now belongs to another process (start time differs): not signalled",
+                tuple(signals),
+                refused=True,
+            )
+        if verdict != "pid_signalled":
+            return PidKillResult(False, f"PID {pid}: {detail or verdict}", tuple(signals))
+        signals.append(sig)
+        if await _wait(transport, pid, start_ticks, limit, sig.lower(), progress, cancel, poll):
+            how = " then ".join(f"SIG{s}" for s in signals)
+            return PidKillResult(True, f"PID {pid} stopped ({how})", tuple(signals))
+        if is_cancelled(cancel):
+            return PidKillResult(
+                False, f"kill of PID {pid} cancelled after SIGTERM", tuple(signals)
+            )
+    return PidKillResult(False, f"PID {pid} survives SIGKILL (D state?)", tuple(signals))
