@@ -294,6 +294,7 @@ function user(p,   u) {
 }
 function command(p,   c) {
 	c = substr(ARGS[p], 1, 8192); sub(/^[ \t\n]+/, "", c); sub(/[ \t\n]+$/, "", c)
+	if (index(c, "# dflash-tui degraded probe,")) return "sh (dflash-tui shell probe)"
 	return c == "" ? "[" COMM[p] "]" : c
 }
 function runnum(v, re, what) {
