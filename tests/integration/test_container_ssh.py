@@ -12,6 +12,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,6 @@ from tui.core.config import HostConfig
 from tui.core.connect import make_transport
 from tui.core.diagnose import diagnose
 from tui.core.feed import sample_once
-from tui.core.hostmap import HostPidMapper
 from tui.core.snapshot import Snapshot
 from tui.core.ssh import SshTransport
 
@@ -98,26 +98,30 @@ def test_container_over_ssh(ssh_env: LoopbackSshd, pidns: int, tmp_path: Path) -
     host = HostConfig(
         address=ALIAS, container=template, run_root=str(root), topology=Topology.parse("0:1")
     )
-    snap, mapped = asyncio.run(_sample(host))
+    mapped = asyncio.run(_sample(host))
+    # Without the host side the PID cannot be placed: strip the mapping to see that case.
+    snap = replace(
+        mapped, gpu_procs=tuple(replace(g, container_pid=None) for g in mapped.gpu_procs)
+    )
     pids = {p.pid for p in snap.procs}
     assert 1 in pids and job["pid"] in pids and host_pid not in pids  # container PIDs
     before = diagnose([snap], host.topology).gpus[0].processes[0]
     assert (before.pid, before.owner) == (host_pid, "unknown")  # unknown, never orphan
     after = diagnose([mapped], host.topology).gpus[0].processes[0]
     assert (after.pid, after.container_pid, after.owner) == (host_pid, job["pid"], "run")
+    doc = json.loads(cli("status", *base, "--topology", "0:1").stdout)  # status maps too
+    proc = doc["gpus"][0]["processes"][0]
+    assert (proc["pid"], proc["container_pid"], proc["owner"]) == (host_pid, job["pid"], "run")
     killed = json.loads(cli("kill", *base, "--grace", "2").stdout)
     assert killed["ok"] and killed["state"] == "killed"
     assert host_pid_of(pidns, job["pid"]) is None
 
 
-async def _sample(host: HostConfig) -> tuple[Snapshot, Snapshot]:
-    """One probe sample through the container, and the same after the host-side mapping."""
+async def _sample(host: HostConfig) -> Snapshot:
+    """One probe sample through the container (sample_once maps PIDs from the host side)."""
     t = make_transport(host)
     assert isinstance(t, SshTransport)
     try:
-        snap = await sample_once(t, host)
-        mapper = HostPidMapper.for_transport(t, host.container)
-        assert mapper is not None
-        return snap, await mapper.apply(snap)
+        return await sample_once(t, host)
     finally:
         await t.close()

@@ -352,3 +352,18 @@ def test_malformed_rows_become_a_finding() -> None:
     assert len(s.gpus) == 1
     d = diagnose([s], Topology.parse("0:"))
     assert "line 3 bad" in finding(d, "telemetry-degraded").message
+
+
+def test_shell_probe_is_a_degraded_finding_not_a_malformed_one() -> None:
+    s = Snapshot.from_dict(
+        {
+            "time": T0,
+            "probe_mode": "shell",
+            "telemetry": {"source": "nvidia-smi"},
+            "gpus": [gpu(0)],
+            "errors": ["degraded probe (shell): python3 not found on box;"],
+        }
+    )
+    d = diagnose([s], Topology.parse("0:"))
+    assert "python3 not found" in finding(d, "probe-degraded").message
+    assert "telemetry-degraded" not in codes(d)

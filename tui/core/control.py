@@ -127,7 +127,7 @@ def env_text(env: Iterable[tuple[str, str]]) -> str:
     """The run's env file: ``export K='v'`` lines, every value quoted."""
     lines = []
     for k, v in env:
-        if not _ENV_KEY.match(k):
+        if not _ENV_KEY.fullmatch(k):
             raise ControlError(f"env: {k!r} is not a variable name")
         lines.append(f"export {k}={shlex.quote(check_text(f'env {k}', v))}\n")
     return "".join(lines)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tui.core.config import HostConfig
+from tui.core.hostmap import HostPidMapper
 from tui.core.snapshot import Snapshot
 from tui.core.transport import Transport, TransportError
 
@@ -59,7 +60,10 @@ def probe_command(
 
 
 async def sample_once(transport: Transport, host: HostConfig, timeout: float = 30.0) -> Snapshot:
-    """One sample of the machine; raises TransportError when the probe cannot run."""
+    """One sample of the machine; raises TransportError when the probe cannot run.
+
+    Inside a container, GPU PIDs (host PIDs) are mapped to container PIDs from the host side.
+    """
     res = await transport.run(
         probe_command(transport.python, host, once=True), probe_source(), timeout
     )
@@ -68,9 +72,11 @@ async def sample_once(transport: Transport, host: HostConfig, timeout: float = 3
         err = res.stderr.strip()[-400:] or "no error text"
         raise TransportError(f"the probe printed nothing (exit {res.rc}): {err}")
     try:
-        return Snapshot.from_json(lines[-1])
+        snap = Snapshot.from_json(lines[-1])
     except ValueError as exc:
         raise TransportError(f"the probe's output was not understood: {exc}") from None
+    mapper = HostPidMapper.for_transport(transport, host.container)
+    return await mapper.apply(snap) if mapper else snap
 
 
 class Feed:
@@ -88,6 +94,7 @@ class Feed:
         self.interval = interval
         self.max_backoff = max_backoff
         self.connected = False
+        self.mapper = HostPidMapper.for_transport(transport, host.container)
 
     async def events(self) -> AsyncIterator[FeedEvent]:
         backoff = 1.0
@@ -102,6 +109,8 @@ class Feed:
                     except ValueError as exc:
                         yield Malformed(str(exc))
                         continue
+                    if self.mapper is not None:
+                        snap = await self.mapper.apply(snap)
                     self.connected, backoff = True, 1.0
                     yield snap
                 error = "the probe stopped"

@@ -253,9 +253,20 @@ def _telemetry_findings(snap: Snapshot) -> list[Finding]:
                 "or check that the container sees the GPUs.",
             )
         )
-    problems = [e for e in snap.errors] + (
-        [tel.error] if tel.error and tel.source != "none" else []
-    )
+    if snap.probe_mode == "shell":
+        why = next((e for e in snap.errors if e.startswith("degraded probe")), "no python3")
+        out.append(
+            Finding(
+                "probe-degraded",
+                "warning",
+                (),
+                f"{why.rstrip(';')}: the host has no python3, so the shell probe (nvidia-smi, "
+                "/proc, tail) runs instead: no NVML, no CPU load per process. "
+                "Next: install python3 on the host or in the container.",
+            )
+        )
+    problems = [e for e in snap.errors if not e.startswith("degraded probe")]
+    problems += [tel.error] if tel.error and tel.source != "none" else []
     if problems:
         shown = "; ".join(problems[:3]) + (
             f" (+{len(problems) - 3} more)" if len(problems) > 3 else ""

@@ -84,9 +84,16 @@ class LocalTransport(Transport):
         super().__init__(wrap)
         self.label = "local"
         # The probe is stdlib-only. On this machine our own interpreter is known to exist (and
-        # has nvidia-ml-py when the nvml extra is installed); inside a container it may not.
-        default = "python3" if wrap else sys.executable
-        self.python = python or shlex.quote(os.environ.get("DFLASH_TUI_PYTHON", default))
+        # has nvidia-ml-py when the nvml extra is installed); inside a container python3 may
+        # be missing, so the loader falls back to the shell probe there.
+        if python or os.environ.get("DFLASH_TUI_PYTHON"):
+            self.python = python or shlex.quote(os.environ["DFLASH_TUI_PYTHON"])
+        elif wrap:
+            from tui.core.probe_loader import launcher
+
+            self.python = launcher()
+        else:
+            self.python = shlex.quote(sys.executable)
 
     async def stream(self, cmd: str, stdin: bytes | None = None) -> AsyncIterator[str]:
         proc = await asyncio.create_subprocess_exec(
