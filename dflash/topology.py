@@ -89,13 +89,14 @@ class Topology:
         return tuple(sorted(set(self.target) | set(self.drafter)))
 
     def spec(self) -> str:
-        return f"{_ranges(self.target)}:{_ranges(self.drafter)}"
+        return f"{format_indices(self.target)}:{format_indices(self.drafter)}"
 
     def to_json(self) -> dict[str, list[int]]:
         return {"target": list(self.target), "drafter": list(self.drafter)}
 
 
-def _ranges(vals: Sequence[int]) -> str:
+def format_indices(vals: Sequence[int]) -> str:
+    """(0, 1, 2, 3, 5) -> '0-3,5' (the inverse of parse_indices)."""
     parts: list[str] = []
     i = 0
     while i < len(vals):

@@ -95,8 +95,8 @@ class LocalTransport(Transport):
         else:
             self.python = shlex.quote(sys.executable)
 
-    async def stream(self, cmd: str, stdin: bytes | None = None) -> AsyncIterator[str]:
-        proc = await asyncio.create_subprocess_exec(
+    async def _spawn(self, cmd: str, stdin: bytes | None) -> asyncio.subprocess.Process:
+        return await asyncio.create_subprocess_exec(
             "sh",
             "-c",
             self.wrap(cmd),
@@ -106,6 +106,9 @@ class LocalTransport(Transport):
             limit=64 * 1024 * 1024,  # one probe line carries log tails; allow large lines
             start_new_session=True,  # a Ctrl-C in the app's terminal must not hit the probe
         )
+
+    async def stream(self, cmd: str, stdin: bytes | None = None) -> AsyncIterator[str]:
+        proc = await self._spawn(cmd, stdin)
         try:
             if stdin is not None and proc.stdin is not None:
                 proc.stdin.write(stdin)
@@ -130,15 +133,7 @@ class LocalTransport(Transport):
     async def run(
         self, cmd: str, stdin: bytes | None = None, timeout: float = 30.0
     ) -> CommandResult:
-        proc = await asyncio.create_subprocess_exec(
-            "sh",
-            "-c",
-            self.wrap(cmd),
-            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-        )
+        proc = await self._spawn(cmd, stdin)
         try:
             out, err = await asyncio.wait_for(proc.communicate(stdin), timeout)
         except asyncio.TimeoutError:

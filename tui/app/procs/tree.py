@@ -15,6 +15,7 @@ from rich.text import Text
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
+from dflash.topology import format_indices
 from tui.app.palette import Palette, palette_for
 from tui.app.text import safe_label
 from tui.core.diagnose import Diagnosis
@@ -191,13 +192,6 @@ def _label(info: ProcInfo, pal: Palette) -> Text:
 
 
 def gpu_list(gpus: tuple[int, ...]) -> str:
-    """(0, 1, 2, 3, 5) -> 'GPU 0-3,5'."""
+    """(0, 1, 2, 3, 5) -> 'GPUs 0-3,5'."""
     vals = sorted(set(gpus))
-    parts, i = [], 0
-    while i < len(vals):
-        j = i
-        while j + 1 < len(vals) and vals[j + 1] == vals[j] + 1:
-            j += 1
-        parts.append(str(vals[i]) if i == j else f"{vals[i]}-{vals[j]}")
-        i = j + 1
-    return ("GPU " if len(vals) == 1 else "GPUs ") + ",".join(parts)
+    return ("GPU " if len(vals) == 1 else "GPUs ") + format_indices(vals)
