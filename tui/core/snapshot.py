@@ -9,8 +9,10 @@ a finding, never a crash.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 PROBE_FORMAT = 1
 
@@ -41,29 +43,55 @@ def _list(v: Any) -> list[Any]:
     return v if isinstance(v, list) else []
 
 
+def _ints(v: Any) -> tuple[int, ...]:
+    return tuple(x for x in (_int(i) for i in _list(v)) if x is not None)
+
+
+def _strs(v: Any) -> tuple[str, ...]:
+    return tuple(x for x in _list(v) if isinstance(x, str))
+
+
+# Field annotations (strings: ``from __future__ import annotations``) -> tolerant converter.
+_COERCE: dict[str, Any] = {
+    "int": _int,
+    "int | None": _int,
+    "float | None": _float,
+    "str": _str,
+    "str | None": _str,
+    "bool": lambda v: v if isinstance(v, bool) else None,
+    "tuple[int, ...]": _ints,
+    "tuple[str, ...]": _strs,
+}
+
+
+def _build(cls: type[T], d: dict[str, Any], required: tuple[str, ...]) -> T | None:
+    """``cls`` from a probe dict: wrong types become the field's default; a missing or wrong
+    ``required`` field rejects the row (None)."""
+    kw: dict[str, Any] = {}
+    for f in fields(cls):  # type: ignore[arg-type]
+        value = _COERCE[str(f.type)](d.get(f.name))
+        if value is None:
+            if f.name in required:
+                return None
+            continue  # keep the dataclass default
+        kw[f.name] = value
+    return cls(**kw)
+
+
 @dataclass(frozen=True)
 class GpuProcess:
     """A compute process on a GPU, as the driver reports it (host PID inside containers)."""
 
     pid: int
-    gpu_uuid: str | None
-    used_mib: int | None
-    name: str
+    gpu_uuid: str | None = None
+    used_mib: int | None = None
+    name: str = ""
     # The PID inside the container, when a host-side probe mapped it (NSpid); None otherwise.
     container_pid: int | None = None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> GpuProcess | None:
-        pid = _int(d.get("pid"))
-        if pid is None:
-            return None
-        return cls(
-            pid,
-            _str(d.get("gpu_uuid")),
-            _int(d.get("used_mib")),
-            _str(d.get("name")) or "",
-            _int(d.get("container_pid")),
-        )
+        return _build(cls, d, ("pid",))
 
 
 @dataclass(frozen=True)
@@ -90,28 +118,8 @@ class Gpu:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Gpu | None:
-        index = _int(d.get("index"))
-        if index is None or index < 0:
-            return None
-        return cls(
-            index=index,
-            uuid=_str(d.get("uuid")),
-            name=_str(d.get("name")),
-            bus_id=_str(d.get("bus_id")),
-            util=_int(d.get("util")),
-            mem_util=_int(d.get("mem_util")),
-            mem_used_mib=_int(d.get("mem_used_mib")),
-            mem_total_mib=_int(d.get("mem_total_mib")),
-            mem_reserved_mib=_int(d.get("mem_reserved_mib")),
-            temp_c=_int(d.get("temp_c")),
-            power_w=_float(d.get("power_w")),
-            power_limit_w=_float(d.get("power_limit_w")),
-            sm_clock_mhz=_int(d.get("sm_clock_mhz")),
-            mem_clock_mhz=_int(d.get("mem_clock_mhz")),
-            pstate=_str(d.get("pstate")),
-            throttle_reasons=_int(d.get("throttle_reasons")),
-            ecc_uncorrected=_int(d.get("ecc_uncorrected")),
-        )
+        gpu = _build(cls, d, ("index",))
+        return gpu if gpu is not None and gpu.index >= 0 else None
 
 
 @dataclass(frozen=True)
@@ -120,37 +128,22 @@ class Proc:
 
     pid: int
     ppid: int
-    pgid: int
-    sid: int
-    state: str
-    start_ticks: int | None
-    rss_kb: int | None
-    cpu_pct: float | None
-    user: str
-    cmd: str
+    pgid: int = -1  # -1: not read; from_dict puts the pid there (a group/session of its own)
+    sid: int = -1
+    state: str = "?"
+    start_ticks: int | None = None
+    rss_kb: int | None = None
+    cpu_pct: float | None = None
+    user: str = "?"
+    cmd: str = ""
     nspid: tuple[int, ...] = ()
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Proc | None:
-        pid, ppid = _int(d.get("pid")), _int(d.get("ppid"))
-        if pid is None or ppid is None:
+        p = _build(cls, d, ("pid", "ppid"))
+        if p is None:
             return None
-        pgid = _int(d.get("pgid"))
-        sid = _int(d.get("sid"))
-        nspid = tuple(x for x in (_int(v) for v in _list(d.get("nspid"))) if x is not None)
-        return cls(
-            pid=pid,
-            ppid=ppid,
-            pgid=pgid if pgid is not None else pid,
-            sid=sid if sid is not None else pid,
-            state=_str(d.get("state")) or "?",
-            start_ticks=_int(d.get("start_ticks")),
-            rss_kb=_int(d.get("rss_kb")),
-            cpu_pct=_float(d.get("cpu_pct")),
-            user=_str(d.get("user")) or "?",
-            cmd=_str(d.get("cmd")) or "",
-            nspid=nspid,
-        )
+        return replace(p, pgid=p.pid if p.pgid < 0 else p.pgid, sid=p.pid if p.sid < 0 else p.sid)
 
     @property
     def container_pid(self) -> int | None:
@@ -163,7 +156,7 @@ class LogState:
     """A watched log file: whether it exists, its size, and the bytes appended since last sample."""
 
     path: str
-    exists: bool
+    exists: bool = False
     size: int | None = None
     mtime: float | None = None
     lines: tuple[str, ...] = ()
@@ -174,20 +167,7 @@ class LogState:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> LogState | None:
-        path = _str(d.get("path"))
-        if path is None:
-            return None
-        return cls(
-            path=path,
-            exists=bool(d.get("exists")),
-            size=_int(d.get("size")),
-            mtime=_float(d.get("mtime")),
-            lines=tuple(x for x in _list(d.get("lines")) if isinstance(x, str)),
-            truncated=bool(d.get("truncated")),
-            skipped_bytes=_int(d.get("skipped_bytes")) or 0,
-            error=_str(d.get("error")),
-            is_run_log=bool(d.get("is_run_log")),
-        )
+        return _build(cls, d, ("path",))
 
 
 @dataclass(frozen=True)
@@ -211,26 +191,7 @@ class RunRecord:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunRecord | None:
-        rid, rdir = _str(d.get("id")), _str(d.get("dir"))
-        if rid is None or rdir is None:
-            return None
-        earlier = tuple(x for x in (_int(v) for v in _list(d.get("earlier_pgids"))) if x)
-        return cls(
-            id=rid,
-            dir=rdir,
-            command=_str(d.get("command")),
-            pid=_int(d.get("pid")),
-            pgid=_int(d.get("pgid")),
-            start_ticks=_int(d.get("start_ticks")),
-            started_at=_float(d.get("started_at")),
-            exit_code=_int(d.get("exit_code")),
-            ended_at=_float(d.get("ended_at")),
-            launch_error=_str(d.get("launch_error")),
-            kill_requested_at=_float(d.get("kill_requested_at")),
-            log_path=_str(d.get("log_path")),
-            events_path=_str(d.get("events_path")),
-            earlier_pgids=earlier,
-        )
+        return _build(cls, d, ("id", "dir"))
 
 
 @dataclass(frozen=True)
