@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The pipeline on one GPU machine (written for the device tool's single H200), in two parts
+# that each fit one 10-minute call:
+#   train: GPU and software; the tiny and medium presets with all 8 roles (5 target + 3 drafter
+#          workers) on GPU 0 through compiled flex_attention (the "called without
+#          torch.compile" warning is an error, so a silent unfused fallback fails the run);
+#          a worker fault on the GPU.
+#   bench: bench/flex_vs_dense.py at seq 4096 (flex, dense, flex-eager), then flex again with
+#          the drafter layers checkpointed (the same kernels: Inductor's cache makes it cheap).
+#   all:   both (needs about 15 minutes).
+# Installs nothing. Each step has a time limit; at the limit the step gets SIGUSR1 first, which
+# makes dflash-train and the benchmark print every thread's stack (where a compile or a worker
+# hangs), and SIGKILL 20 s later. Results land in $OUT (8 files at most come back).
+#
+#   OUT=/tmp/out bash bench/device_pipeline.sh train
+set -u
+PART=${1:-all}
+OUT=${OUT:-/tmp/dflash-device}
+mkdir -p "$OUT"
+cd "$(dirname "$0")/.."
+export PYTHONUNBUFFERED=1
+PY=${PYTHON:-python3}
+ROLES=(--target-gpus 0 --drafter-gpus 0 --allow-shared-gpus
+  --target-workers 5 --drafter-workers 3 --attention flex --stall-timeout 120)
+T0=$(date +%s)
+SUMMARY="$OUT/summary-$PART.txt"
+
+note() { echo "[$(($(date +%s) - T0)) s] $*" | tee -a "$SUMMARY"; }
+limit() { timeout -s USR1 -k 20 "$@"; }
+
+env_info() {
+  {
+    nvidia-smi
+    $PY -c 'import sys, torch, transformers, triton
+print("python", sys.version.split()[0], "torch", torch.__version__, "transformers",
+      transformers.__version__, "triton", triton.__version__)
+print("cuda", torch.version.cuda, torch.cuda.get_device_name(0), torch.cuda.device_count(), "GPU")'
+  } >"$OUT/env.txt" 2>&1
+  note "env: $(tail -2 "$OUT/env.txt" | tr '\n' ' ')"
+}
+
+run_train() { # name seconds args... (a retry appends to the same two files)
+  local name=$1 secs=$2
+  shift 2
+  local t=$(date +%s)
+  echo "=== dflash-train $*" >>"$OUT/$name.log"
+  limit "$secs" $PY -m dflash.train "${ROLES[@]}" --out-dir "/tmp/dflash-$name" \
+    --events "$OUT/${name}_events.jsonl" "$@" >>"$OUT/$name.log" 2>&1
+  local rc=$?
+  note "$name: rc=$rc in $(($(date +%s) - t)) s; fallback warnings: $(grep -c 'without torch.compile' "$OUT/$name.log")"
+  grep -E '^(eval|dflash-train: (generated|compil|warm|done|error|warning))' "$OUT/$name.log" |
+    tail -n 12 | tee -a "$SUMMARY"
+  grep -E '^step=' "$OUT/$name.log" | sed -n '1p;$p' | tee -a "$SUMMARY"
+  return $rc
+}
+
+part_train() {
+  run_train tiny 150 --preset tiny
+  run_train medium 330 --preset medium
+  local t=$(date +%s) # a worker that raises: non-zero exit within seconds (tiny's cached kernels)
+  DFLASH_FAULT=drafter:1:step:3 limit 60 $PY -m dflash.train "${ROLES[@]}" --preset tiny \
+    --out-dir /tmp/dflash-fault --events /tmp/dflash-fault/ev.jsonl >/tmp/dflash-fault.log 2>&1
+  note "fault drafter:1:step:3: rc=$? in $(($(date +%s) - t)) s; $(grep -c Traceback /tmp/dflash-fault.log) traceback(s)"
+  tail -n 2 /tmp/dflash-fault.log | tee -a "$SUMMARY"
+}
+
+part_bench() {
+  local t=$(date +%s)
+  limit 330 $PY bench/flex_vs_dense.py --seq 4096 --anchors 512 --block 16 --runs 10 \
+    --warmup 3 --modes flex,dense,flex-eager --out "$OUT/bench.json" >"$OUT/bench.log" 2>&1
+  note "bench: rc=$? in $(($(date +%s) - t)) s"
+  t=$(date +%s)
+  limit 150 $PY bench/flex_vs_dense.py --seq 4096 --anchors 512 --block 16 --runs 5 \
+    --warmup 2 --modes flex --grad-checkpoint >>"$OUT/bench.log" 2>&1
+  note "bench --grad-checkpoint: rc=$? in $(($(date +%s) - t)) s"
+  grep -E '^(\||\{|flex|dense)' "$OUT/bench.log" | tee -a "$SUMMARY"
+}
+
+env_info
+case "$PART" in
+  train) part_train ;;
+  bench) part_bench ;;
+  *) part_train; part_bench ;;
+esac
+note "total $(($(date +%s) - T0)) s"

@@ -1,0 +1,273 @@
+"""Everything the main thread does before the workers start: models, data, compile, warm-up.
+
+Compile and warm-up happen here, in the main thread, for every (drafter device x shape
+bucket), with a forward and a backward each: Dynamo/Inductor are not thread-safe (pytorch
+#118260, #136833, #168042), so the worker threads must only ever hit compiled code that is
+already cached (../shared/research/dflash.md "Threads, torch.compile, checkpointing").
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from dflash import checkpoint as ckpt
+from dflash.cli import Settings
+from dflash.data import BatchStream, Sample, collate, from_records, generate, keep_trainable
+from dflash.events import EventLog, log
+from dflash.loss import LossSpec, forward_loss
+from dflash.mask import CompileFlags, compile_stats, flex_block_mask, forbid_flex_fallback
+from dflash.model import Drafter, DrafterConfig
+from dflash.optim import make_optimizer
+from dflash.pipeline import Replica, amp_context, sync
+from dflash.presets import gamma_for_block
+from dflash.target import (
+    Target,
+    drafter_config,
+    embed_and_head,
+    load_pretrained,
+    random_qwen3,
+    replicate,
+)
+
+
+@dataclass
+class Built:
+    targets: list[Target]
+    replicas: list[Replica]
+    cfg: DrafterConfig
+    stream: BatchStream
+    spec: LossSpec
+    amp: torch.dtype | None
+    start_step: int
+
+
+def _mask_id(s: Settings, tokenizer: Any, vocab: int) -> int:
+    if s.preset.mask_token_id is not None:
+        return s.preset.mask_token_id
+    tok_id = getattr(tokenizer, "mask_token_id", None) if tokenizer is not None else None
+    if isinstance(tok_id, int):
+        return tok_id
+    log(f"dflash-train: no mask token given; using the last vocabulary id {vocab - 1}")
+    return vocab - 1
+
+
+def _load_target(s: Settings, dtype: torch.dtype) -> tuple[torch.nn.Module, Any]:
+    if s.target_model is not None:
+        return load_pretrained(s.target_model, dtype)
+    assert s.preset.target_config is not None
+    return random_qwen3(s.preset.target_config, s.preset.seed), None
+
+
+def _samples(s: Settings, target: Target, tokenizer: Any, mask_id: int) -> list[Sample]:
+    p = s.preset
+    if s.data is not None:
+        samples = from_records(s.data, tokenizer, p.seq_len)
+    else:
+        t0 = time.perf_counter()
+        prompt = min(p.gen_prompt_len, p.seq_len // 2)  # a --seq-len override keeps a response
+        samples = generate(target.model, p.gen_samples, prompt, p.seq_len, mask_id, p.seed)
+        log(
+            f"dflash-train: generated {len(samples)} samples of {p.seq_len} tokens with the "
+            f"target (greedy) in {time.perf_counter() - t0:.1f} s"
+        )
+    kept = keep_trainable(samples, p.block_size)
+    if not kept:
+        raise ValueError(f"no sample has 2 blocks ({2 * p.block_size}) of supervised tokens")
+    return kept
+
+
+def _replicas(s: Settings, cfg: DrafterConfig, model: torch.nn.Module) -> list[Replica]:
+    """Identical drafters (one seed) on every drafter device, each with its own AdamW."""
+    embed, head = embed_and_head(model)
+    torch.manual_seed(s.preset.seed + 1)
+    base = Drafter(cfg, embed, head)
+    base.grad_checkpoint = s.preset.grad_checkpoint
+    out = []
+    for dev in s.drafter_devices():
+        m = copy.deepcopy(base).to(dev)
+        out.append(
+            Replica(
+                m,
+                make_optimizer(m.trainable(), s.preset.lr, s.preset.weight_decay),
+                torch.device(dev),
+            )
+        )
+    return out
+
+
+def _resume(s: Settings, cfg: DrafterConfig, replicas: list[Replica], events: EventLog) -> int:
+    path = ckpt.resolve_resume(s.resume, s.out_dir)
+    if path is None:
+        return 0
+    state = ckpt.load(path)
+    if DrafterConfig.from_json(state["drafter_config"]) != cfg:
+        raise ValueError(f"--resume {path}: its drafter config differs from this run's")
+    step = 0
+    for rep in replicas:
+        step = ckpt.restore(state, rep.model, rep.optimizer)
+    log(f"dflash-train: resumed from {path} at step {step}")
+    events.emit("checkpoint", action="resumed", path=str(path), step=step)
+    return step
+
+
+def build(s: Settings, events: EventLog) -> Built:
+    cuda = s.device == "cuda"
+    dtype = torch.bfloat16 if cuda else torch.float32
+    t0 = time.perf_counter()
+    model, tokenizer = _load_target(s, dtype)
+    vocab = model.get_input_embeddings().weight.shape[0]
+    mask_id = _mask_id(s, tokenizer, vocab)
+    p = s.preset
+    cfg = drafter_config(model, p.drafter_layers, p.block_size, mask_id)
+    targets = replicate(model, s.target_devices(), dtype, cfg.target_layer_ids)
+    replicas = _replicas(s, cfg, targets[0].model)
+    n_target = sum(x.numel() for x in model.parameters())
+    n_drafter = sum(x.numel() for x in replicas[0].params())
+    log(
+        f"dflash-train: target {n_target / 1e6:.1f}M params (layers tapped "
+        f"{list(cfg.target_layer_ids)}), drafter {n_drafter / 1e6:.2f}M params x{len(replicas)}"
+    )
+    events.emit(
+        "model_loaded",
+        target=str(s.target_model or f"random:{p.name}"),
+        target_params=n_target,
+        drafter_params=n_drafter,
+        target_layer_ids=list(cfg.target_layer_ids),
+        mask_token_id=mask_id,
+        target_devices=s.target_devices(),
+        drafter_devices=s.drafter_devices(),
+        seconds=round(time.perf_counter() - t0, 2),
+    )
+    samples = _samples(s, targets[0], tokenizer, mask_id)
+    stream = BatchStream(samples, p.batch_size, p.bucket, p.seq_len, p.seed)
+    spec = LossSpec(
+        p.block_size,
+        p.num_anchors,
+        p.loss_gamma or gamma_for_block(p.block_size),
+        mask_id,
+        s.attention,
+        p.loss_chunk_blocks,
+    )
+    start = _resume(s, cfg, replicas, events)
+    return Built(targets, replicas, cfg, stream, spec, torch.bfloat16 if cuda else None, start)
+
+
+def warm(b: Built, events: EventLog) -> None:
+    """Compile and run forward+backward for every (drafter device x shape) in this thread."""
+    flex = b.spec.attention == "flex"
+    if flex:
+        forbid_flex_fallback()
+        _probe_block_mask(b, events)
+    t0 = time.perf_counter()
+    seen: set[str] = set()
+    shapes = b.stream.shapes
+    first = True
+    for rep in b.replicas:
+        key = str(rep.device)
+        if key in seen:
+            continue  # compiled code is per device, not per replica
+        seen.add(key)
+        for bsz, length in shapes:
+            _warm_one(b, rep, bsz, length)
+            if first:
+                first = False
+                events.emit(
+                    "compiled",
+                    attention=b.spec.attention,
+                    device=key,
+                    shape=[bsz, length],
+                    seconds=round(time.perf_counter() - t0, 2),
+                    **compile_stats(),
+                )
+                log(
+                    f"dflash-train: compiled ({b.spec.attention}) on {key} in "
+                    f"{time.perf_counter() - t0:.1f} s"
+                )
+    stats = compile_stats()
+    log(
+        f"dflash-train: warmed {len(seen)} device(s) x {len(shapes)} shape(s) {shapes} in "
+        f"{time.perf_counter() - t0:.1f} s"
+    )
+    events.emit(
+        "warmed",
+        devices=sorted(seen),
+        shapes=[list(x) for x in shapes],
+        seconds=round(time.perf_counter() - t0, 2),
+        **stats,
+    )
+
+
+def _probe_block_mask(b: Built, events: EventLog) -> None:
+    """Compile create_block_mask once; if Inductor cannot build it, use the eager one."""
+    rep = b.replicas[0]
+    n = b.spec.num_anchors
+    anchors = torch.zeros(b.stream.batch_size, n, dtype=torch.long, device=rep.device)
+    keep = torch.ones_like(anchors, dtype=torch.bool)
+    length = min(b.stream.buckets)
+    t0 = time.perf_counter()
+    log("dflash-train: compiling create_block_mask")
+    try:
+        flex_block_mask(anchors, keep, length, b.spec.block, compiled=True)
+        sync(rep.device)
+        log(f"dflash-train: create_block_mask compiled in {time.perf_counter() - t0:.1f} s")
+    except Exception as exc:  # an Inductor build error: eager mask creation still works
+        CompileFlags.block_mask = False
+        msg = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+        log(f"dflash-train: warning: compiled create_block_mask failed ({msg}); using eager")
+        events.emit("warning", what="create_block_mask compile failed; eager", message=msg)
+
+
+def _warm_one(b: Built, rep: Replica, bsz: int, length: int) -> None:
+    """One forward and backward; each phase logged with its time, so a slow compile shows."""
+    t0 = time.perf_counter()
+    where = f"{rep.device} shape ({bsz}, {length})"
+    items = b.stream.buckets[length][:bsz]
+    batch = collate((items * bsz)[:bsz], length)
+    feats = b.targets[0].features(batch.input_ids)
+    compiles = " (compiles flex_attention)" if b.spec.attention == "flex" else ""
+    log(f"dflash-train: warm {where}: forward{compiles}")
+    with amp_context(rep.device, b.amp):
+        loss, _ = forward_loss(
+            rep.model,
+            batch.input_ids.to(rep.device),
+            batch.loss_mask.to(rep.device),
+            feats.to(rep.device),
+            b.spec,
+        )
+    sync(rep.device)
+    log(f"dflash-train: warm {where}: backward after {time.perf_counter() - t0:.1f} s")
+    loss.backward()
+    sync(rep.device)
+    rep.model.zero_grad(set_to_none=True)
+    log(f"dflash-train: warm {where}: done in {time.perf_counter() - t0:.1f} s")
+
+
+def evaluate(b: Built, seed: int) -> dict[str, float]:
+    """Loss on one fixed batch with fixed anchors (the same before and after training).
+
+    Runs with grad enabled, forward only, so it hits the graphs compiled for training instead
+    of compiling a no_grad variant.
+    """
+    rep = b.replicas[0]
+    batch = b.stream.first()
+    feats = b.targets[0].features(batch.input_ids).to(rep.device)
+    gen = torch.Generator().manual_seed(seed)
+    with amp_context(rep.device, b.amp):
+        loss, m = forward_loss(
+            rep.model,
+            batch.input_ids.to(rep.device),
+            batch.loss_mask.to(rep.device),
+            feats,
+            b.spec,
+            gen,
+        )
+    return {
+        "loss": float(loss.detach()),
+        "acc": float(m["acc"]),
+        "accept_len": float(m["accept_len"]),
+    }

@@ -1,0 +1,73 @@
+"""Periodic drafter checkpoints and ``--resume`` (replica 0 is saved; all replicas are equal).
+
+A checkpoint holds the drafter's own weights (not the target's borrowed embedding/LM head),
+its config, the optimiser state and the step. Written to a temporary name and renamed, so a
+killed run never leaves a torn file behind.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from dflash.model import DrafterConfig
+
+_NAME = re.compile(r"^step_(\d+)\.pt$")
+
+
+def checkpoint_dir(out_dir: Path) -> Path:
+    return out_dir / "checkpoints"
+
+
+def save(
+    out_dir: Path, step: int, model: nn.Module, cfg: DrafterConfig, optimizer: torch.optim.Optimizer
+) -> Path:
+    folder = checkpoint_dir(out_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"step_{step:08d}.pt"
+    tmp = path.with_suffix(".pt.tmp")
+    state = {
+        "step": step,
+        "drafter_config": cfg.to_json(),
+        "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+        "optimizer": optimizer.state_dict(),
+    }
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+    return path
+
+
+def latest(out_dir: Path) -> Path | None:
+    folder = checkpoint_dir(out_dir)
+    if not folder.is_dir():
+        return None
+    found = [(int(m.group(1)), p) for p in folder.iterdir() if (m := _NAME.match(p.name))]
+    return max(found)[1] if found else None
+
+
+def resolve_resume(spec: str | None, out_dir: Path) -> Path | None:
+    """``auto``: the latest checkpoint in the out dir, or none (a fresh start)."""
+    if spec is None:
+        return None
+    if spec == "auto":
+        return latest(out_dir)
+    path = Path(spec)
+    if not path.is_file():
+        raise FileNotFoundError(f"--resume {spec}: no such checkpoint file")
+    return path
+
+
+def load(path: Path) -> dict[str, Any]:
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def restore(state: dict[str, Any], model: nn.Module, optimizer: torch.optim.Optimizer) -> int:
+    """Load weights and optimiser state into one replica; returns the step to continue from."""
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    return int(state["step"])

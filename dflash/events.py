@@ -1,0 +1,141 @@
+"""The pipeline's two outputs: human log lines on stdout and a JSON-lines event stream.
+
+Stdlib only, so ``dflash.train`` can write its first line and the ``started`` event before
+torch is imported (a missing log then always means the process never started).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+# Event names the supervisor's timeline knows; others may be added, never renamed.
+EVENT_NAMES = (
+    "started",
+    "model_loaded",
+    "compiled",
+    "warmed",
+    "eval",
+    "step",
+    "checkpoint",
+    "warning",
+    "error",
+    "done",
+    "exit",
+)
+
+_print_lock = threading.Lock()
+
+
+def log(line: str, stream: TextIO | None = None) -> None:
+    """Print one line and flush at once: the supervisor tails this through a file."""
+    out = stream if stream is not None else sys.stdout
+    with _print_lock:  # worker threads log too; keep lines whole
+        out.write(line.rstrip("\n") + "\n")
+        out.flush()
+
+
+def format_step(
+    step: int,
+    loss: float,
+    acc: float,
+    tok_s: float,
+    lr: float,
+    tq: int,
+    dq: int,
+    accept_len: float | None = None,
+    drafter_tok_s: Sequence[float] = (),
+) -> str:
+    """``step=120 loss=2.3100 acc=0.410 tok/s=2810 lr=6.00e-04 tq=2 dq=1 ...`` (regex-friendly).
+
+    The first six fields keep this order and shape (tui.core.metrics parses them); extra
+    fields go after ``dq``.
+    """
+    line = (
+        f"step={step} loss={loss:.4f} acc={acc:.3f} tok/s={tok_s:.0f} lr={lr:.2e} tq={tq} dq={dq}"
+    )
+    if accept_len is not None:
+        line += f" al={accept_len:.2f}"
+    if drafter_tok_s:
+        line += " d_tok/s=" + ",".join(f"{v:.0f}" for v in drafter_tok_s)
+    return line
+
+
+def default_events_path(out_dir: str | None, environ: dict[str, str] | None = None) -> Path:
+    """Where the event stream goes: $DFLASH_EVENTS, else <out dir>/events.jsonl.
+
+    The out dir defaults to $DFLASH_RUN_DIR (the supervisor's run directory), else ./dflash-out.
+    """
+    env = os.environ if environ is None else environ
+    if env.get("DFLASH_EVENTS"):
+        return Path(env["DFLASH_EVENTS"])
+    return Path(out_dir or default_out_dir(env)) / "events.jsonl"
+
+
+def default_out_dir(environ: dict[str, str] | None = None) -> str:
+    env = os.environ if environ is None else environ
+    return env.get("DFLASH_RUN_DIR") or "dflash-out"
+
+
+class EventLog:
+    """Append-only JSON lines, one object per event, flushed per line, safe across threads.
+
+    A stream that cannot be written is reported once on stderr and then ignored: losing the
+    timeline must never stop training.
+    """
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._fh: TextIO | None = None
+        self._broken = path is None
+        self.counts: dict[str, int] = {}
+
+    def _open(self) -> TextIO | None:
+        if self._fh is None and not self._broken and self.path is not None:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._fh = self.path.open("a", encoding="utf-8")
+            except OSError as exc:
+                self._broken = True
+                log(f"dflash-train: warning: cannot write events to {self.path}: {exc}", sys.stderr)
+        return self._fh
+
+    def emit(self, event: str, **fields: Any) -> dict[str, Any]:
+        record: dict[str, Any] = {"event": event, "time": round(time.time(), 3), **fields}
+        line = json.dumps(record, default=str, separators=(",", ":"))
+        with self._lock:
+            self.counts[event] = self.counts.get(event, 0) + 1
+            fh = self._open()
+            if fh is not None:
+                try:
+                    fh.write(line + "\n")
+                    fh.flush()
+                except OSError:
+                    self._broken = True
+        return record
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fh is not None:
+                self._fh.close()
+                self._fh = None
+
+
+def read_events(path: Path) -> list[dict[str, Any]]:
+    """Parse an event stream, skipping a torn last line (for tests and tools)."""
+    out: list[dict[str, Any]] = []
+    if not path.exists():
+        return out
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out

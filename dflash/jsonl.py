@@ -1,0 +1,107 @@
+"""Training data as JSON lines, checked before anything heavy is imported (stdlib only).
+
+One sample per line, blank lines skipped. Accepted shapes:
+- ``[12, 7, 99]``: token ids, every token supervised;
+- ``{"input_ids": [...], "loss_mask": [0, 1, ...]}`` (loss_mask optional, same length);
+- ``{"text": "..."}``: tokenized with the target's tokenizer, every token supervised;
+- ``{"prompt": "...", "response": "..."}``: loss on the response only.
+Text needs a tokenizer, so it needs ``--target-model``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+class DataError(ValueError):
+    """Bad training data, with the file and line number in the message."""
+
+
+@dataclass(frozen=True)
+class Record:
+    line: int = 0
+    ids: tuple[int, ...] | None = None
+    mask: tuple[int, ...] | None = None
+    text: str | None = None
+    prompt: str | None = None
+    response: str | None = None
+
+    @property
+    def needs_tokenizer(self) -> bool:
+        return self.ids is None
+
+
+def _ids(value: Any, where: str, key: str) -> tuple[int, ...]:
+    if not isinstance(value, list) or not value:
+        raise DataError(f"{where}: {key} must be a non-empty list of token ids")
+    for v in value:
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise DataError(f"{where}: {key} holds {v!r}, not a non-negative token id")
+    return tuple(value)
+
+
+def _record(obj: Any, where: str, line: int) -> Record:
+    if isinstance(obj, list):
+        return Record(line, ids=_ids(obj, where, "the list"))
+    if not isinstance(obj, dict):
+        raise DataError(f"{where}: expected a list of token ids or an object, got {obj!r:.40}")
+    if "input_ids" in obj:
+        ids = _ids(obj["input_ids"], where, "input_ids")
+        mask = obj.get("loss_mask")
+        if mask is None:
+            return Record(line, ids=ids)
+        if (
+            not isinstance(mask, list)
+            or len(mask) != len(ids)
+            or any(m not in (0, 1) for m in mask)
+        ):
+            raise DataError(f"{where}: loss_mask must be 0/1 values, one per input id")
+        return Record(line, ids=ids, mask=tuple(int(m) for m in mask))
+    if isinstance(obj.get("text"), str):
+        return Record(line, text=obj["text"])
+    if isinstance(obj.get("prompt"), str) and isinstance(obj.get("response"), str):
+        return Record(line, prompt=obj["prompt"], response=obj["response"])
+    raise DataError(
+        f"{where}: an object needs input_ids, text, or prompt and response (keys: {sorted(obj)})"
+    )
+
+
+def read_jsonl(path: Path, have_tokenizer: bool) -> list[Record]:
+    """Every sample of the file, or a DataError naming the first bad line."""
+    if not path.is_file():
+        raise DataError(f"data file {path} does not exist")
+    records: list[Record] = []
+    with path.open(encoding="utf-8", errors="strict") as fh:
+        try:
+            for lineno, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                where = f"{path} line {lineno}"
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise DataError(
+                        f"{where}: not valid JSON ({exc.msg} at column {exc.colno})"
+                    ) from None
+                rec = _record(obj, where, lineno)
+                if rec.needs_tokenizer and not have_tokenizer:
+                    raise DataError(f"{where}: text samples need --target-model (its tokenizer)")
+                records.append(rec)
+        except UnicodeDecodeError as exc:
+            raise DataError(f"{path}: not UTF-8 text ({exc.reason})") from None
+    if not records:
+        raise DataError(f"data file {path} holds no samples")
+    return records
+
+
+def check_vocab(records: list[Record], path: Path, vocab_size: int) -> None:
+    """Token ids must index the target's embedding."""
+    for rec in records:
+        if rec.ids is not None and max(rec.ids) >= vocab_size:
+            raise DataError(
+                f"{path} line {rec.line}: token id {max(rec.ids)} is outside the target's "
+                f"vocabulary of {vocab_size}"
+            )

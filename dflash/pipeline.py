@@ -1,0 +1,314 @@
+"""Worker threads: a loader, one target worker per target device, one drafter per drafter device.
+
+loader -> [batches queue] -> target workers (no_grad features) -> [features queue] -> drafters.
+Both queues are bounded and every blocking call has a timeout and checks one shared stop
+event, so a failure anywhere stops everything within a fraction of a second: the failing
+thread records its traceback, sets the stop event and aborts the step barrier that the drafter
+replicas meet at to average their gradients. Nothing waits forever.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from dflash.cli import Fault
+from dflash.data import Batch
+from dflash.events import EventLog, format_step, log
+from dflash.loss import LossSpec, forward_loss
+from dflash.mask import forbid_flex_fallback
+from dflash.model import Drafter
+from dflash.optim import average_grads, lr_at
+from dflash.target import Target
+
+POLL_S = 0.1  # how often a blocked thread looks at the stop event
+
+
+class Stopped(Exception):
+    """Raised inside a worker when the pipeline is stopping; not an error."""
+
+
+@dataclass
+class Replica:
+    model: Drafter
+    optimizer: torch.optim.Optimizer
+    device: torch.device
+
+    def params(self) -> list[torch.nn.Parameter]:
+        return self.model.trainable()
+
+
+@dataclass
+class Features:
+    input_ids: Tensor
+    loss_mask: Tensor
+    features: Tensor
+
+
+@dataclass
+class Report:
+    loss: float
+    acc: float
+    accept_len: float
+    tokens: int
+    seconds: float
+
+
+@dataclass
+class Plan:
+    total_steps: int
+    start_step: int
+    lr: float
+    warmup_ratio: float
+    grad_clip: float
+    log_every: int
+    checkpoint_every: int
+    spec: LossSpec
+    amp: torch.dtype | None  # autocast dtype on GPU, None on the CPU
+    fault: Fault | None
+    stall_timeout: float
+    queue_size: int
+
+
+@dataclass
+class Shared:
+    stop: threading.Event = field(default_factory=threading.Event)
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    last_progress: float = field(default_factory=time.monotonic)
+    signal: int | None = None
+
+    def fail(self, who: str, tb: str, barrier: threading.Barrier | None) -> None:
+        with self.lock:
+            self.errors.append((who, tb))
+        self.stop.set()
+        if barrier is not None:
+            barrier.abort()
+
+
+def q_put(q: queue.Queue, item: object, stop: threading.Event) -> None:
+    while not stop.is_set():
+        try:
+            q.put(item, timeout=POLL_S)
+            return
+        except queue.Full:
+            continue
+    raise Stopped
+
+
+def q_get(q: queue.Queue, stop: threading.Event) -> object:
+    while True:
+        try:
+            return q.get(timeout=POLL_S)
+        except queue.Empty:
+            if stop.is_set():
+                raise Stopped from None
+
+
+def maybe_fault(fault: Fault | None, role: str, index: int, step: int) -> None:
+    """The test-only fault hook (--fault / $DFLASH_FAULT), e.g. drafter:1:step:3."""
+    if fault is not None and (fault.role, fault.index, fault.step) == (role, index, step):
+        raise RuntimeError(f"injected fault: {role} worker {index} at step {step} (DFLASH_FAULT)")
+
+
+def thread_setup(device: torch.device, flex: bool) -> None:
+    """Per-thread state: the current CUDA device and dynamo's config (per thread from 2.12)."""
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    if flex:
+        forbid_flex_fallback()
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def amp_context(device: torch.device, amp: torch.dtype | None) -> torch.autocast:
+    return torch.autocast(device.type, dtype=amp or torch.float32, enabled=amp is not None)
+
+
+class Pipeline:
+    """Owns the queues, the threads and the per-step bookkeeping of one training run."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        targets: list[Target],
+        replicas: list[Replica],
+        batches: Iterator[Batch],
+        events: EventLog,
+        on_checkpoint: Callable[[int], None],
+    ) -> None:
+        self.plan, self.targets, self.replicas = plan, targets, replicas
+        self.batches, self.events, self.on_checkpoint = batches, events, on_checkpoint
+        self.shared = Shared()
+        self.batch_q: queue.Queue = queue.Queue(maxsize=plan.queue_size)
+        self.feat_q: queue.Queue = queue.Queue(maxsize=plan.queue_size)
+        self.barrier = threading.Barrier(len(replicas), action=self._guarded_action)
+        self.reports: list[Report | None] = [None] * len(replicas)
+        self.step = plan.start_step  # completed optimiser steps
+        self.last_step_at = time.perf_counter()
+        self.flex = plan.spec.attention == "flex"
+
+    # ---- threads -------------------------------------------------------------------------
+
+    def _loader(self) -> None:
+        for n, batch in enumerate(self.batches):
+            maybe_fault(self.plan.fault, "loader", 0, n)
+            q_put(self.batch_q, batch, self.shared.stop)
+
+    def _target(self, j: int) -> None:
+        tgt = self.targets[j]
+        thread_setup(tgt.device, flex=False)
+        n = 0
+        while True:
+            batch = q_get(self.batch_q, self.shared.stop)
+            assert isinstance(batch, Batch)
+            maybe_fault(self.plan.fault, "target", j, n)
+            feats = tgt.features(batch.input_ids)
+            sync(tgt.device)  # finished before another device's thread copies it
+            q_put(self.feat_q, Features(batch.input_ids, batch.loss_mask, feats), self.shared.stop)
+            n += 1
+
+    def _drafter(self, i: int) -> None:
+        rep, plan = self.replicas[i], self.plan
+        thread_setup(rep.device, self.flex)
+        for step in range(plan.start_step, plan.total_steps):
+            item = q_get(self.feat_q, self.shared.stop)
+            assert isinstance(item, Features)
+            t0 = time.perf_counter()
+            maybe_fault(plan.fault, "drafter", i, step)
+            self.reports[i] = self._forward_backward(rep, item)
+            self.reports[i].seconds = time.perf_counter() - t0
+            self.barrier.wait()  # the last to arrive averages the gradients and logs
+            self._optimizer_step(rep, step)
+            if i == 0 and self._checkpoint_due(step + 1):
+                self.on_checkpoint(step + 1)
+
+    def _checkpoint_due(self, done: int) -> bool:
+        """Periodic saves by drafter 0; the final one is saved by the main thread."""
+        every = self.plan.checkpoint_every
+        return bool(every) and done % every == 0 and done < self.plan.total_steps
+
+    def _forward_backward(self, rep: Replica, item: Features) -> Report:
+        dev = rep.device
+        ids = item.input_ids.to(dev, non_blocking=True)
+        lm = item.loss_mask.to(dev, non_blocking=True)
+        feats = item.features.to(dev, non_blocking=True)
+        with amp_context(dev, self.plan.amp):
+            loss, m = forward_loss(rep.model, ids, lm, feats, self.plan.spec)
+        loss.backward()
+        sync(dev)  # gradients complete before another thread reads them
+        return Report(
+            float(loss.detach()), float(m["acc"]), float(m["accept_len"]), ids.numel(), 0.0
+        )
+
+    def _optimizer_step(self, rep: Replica, step: int) -> None:
+        plan = self.plan
+        lr = lr_at(step, plan.total_steps, plan.lr, plan.warmup_ratio)
+        for group in rep.optimizer.param_groups:
+            group["lr"] = lr
+        if plan.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(rep.params(), plan.grad_clip)
+        rep.optimizer.step()
+        rep.optimizer.zero_grad(set_to_none=True)
+
+    # ---- the step barrier's action (runs in the last drafter thread to arrive) -----------
+
+    def _guarded_action(self) -> None:
+        try:
+            self._on_step()
+        except BaseException:
+            # Record first: the barrier breaks when this raises and wakes the others.
+            self.shared.fail(threading.current_thread().name, traceback.format_exc(), None)
+            raise
+
+    def _on_step(self) -> None:
+        average_grads([r.params() for r in self.replicas])
+        reports = [r for r in self.reports if r is not None]
+        now = time.perf_counter()
+        elapsed, self.last_step_at = now - self.last_step_at, now
+        self.step += 1
+        self.shared.last_progress = time.monotonic()
+        n = len(reports)
+        loss = sum(r.loss for r in reports) / n
+        acc = sum(r.acc for r in reports) / n
+        accept = sum(r.accept_len for r in reports) / n
+        tok_s = sum(r.tokens for r in reports) / max(elapsed, 1e-9)
+        per = [r.tokens / max(r.seconds, 1e-9) for r in reports]
+        lr = lr_at(self.step - 1, self.plan.total_steps, self.plan.lr, self.plan.warmup_ratio)
+        last = self.step == self.plan.total_steps
+        if self.step % self.plan.log_every == 0 or last or self.step == self.plan.start_step + 1:
+            tq, dq = self.batch_q.qsize(), self.feat_q.qsize()
+            log(format_step(self.step, loss, acc, tok_s, lr, tq, dq, accept, per))
+            self.events.emit(
+                "step",
+                step=self.step,
+                loss=round(loss, 5),
+                acc=round(acc, 4),
+                accept_len=round(accept, 3),
+                tok_s=round(tok_s, 1),
+                drafter_tok_s=[round(v, 1) for v in per],
+                lr=lr,
+                tq=tq,
+                dq=dq,
+            )
+
+    # ---- the main thread -----------------------------------------------------------------
+
+    def _thread(self, name: str, fn: Callable[[], None]) -> threading.Thread:
+        def run() -> None:
+            try:
+                fn()
+            except Stopped:
+                pass
+            except threading.BrokenBarrierError:
+                if not self.shared.stop.is_set():
+                    self.shared.fail(name, traceback.format_exc(), self.barrier)
+            except BaseException:
+                self.shared.fail(name, traceback.format_exc(), self.barrier)
+
+        # daemon: a thread stuck inside a C call must not keep a failed process alive
+        return threading.Thread(target=run, name=name, daemon=True)
+
+    def run(self) -> None:
+        """Start every thread, watch them, stop them all; errors land in ``self.shared``."""
+        drafters = [
+            self._thread(f"drafter-{i}", lambda i=i: self._drafter(i))
+            for i in range(len(self.replicas))
+        ]
+        others = [self._thread("loader", self._loader)]
+        others += [
+            self._thread(f"target-{j}", lambda j=j: self._target(j))
+            for j in range(len(self.targets))
+        ]
+        self.shared.last_progress = time.monotonic()
+        self.last_step_at = time.perf_counter()
+        for t in others + drafters:
+            t.start()
+        self._watch(drafters)
+        self.stop()
+        deadline = time.monotonic() + 10.0
+        for t in drafters + others:
+            t.join(timeout=max(0.0, deadline - time.monotonic()))
+
+    def _watch(self, drafters: list[threading.Thread]) -> None:
+        while not self.shared.stop.wait(POLL_S):
+            if not any(t.is_alive() for t in drafters):
+                return  # every drafter finished its steps
+            idle = time.monotonic() - self.shared.last_progress
+            if idle > self.plan.stall_timeout:
+                msg = f"no training step for {idle:.0f} s (--stall-timeout); stopping"
+                self.shared.fail("watchdog", msg, self.barrier)
+
+    def stop(self) -> None:
+        self.shared.stop.set()
+        self.barrier.abort()

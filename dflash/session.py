@@ -1,0 +1,128 @@
+"""One training run from built models to the exit event (imports torch; the main thread's side)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from types import FrameType
+
+import torch
+
+from dflash import checkpoint as ckpt
+from dflash.build import Built, build, evaluate, warm
+from dflash.cli import Settings
+from dflash.events import EventLog, log
+from dflash.mask import compile_stats
+from dflash.optim import max_replica_diff
+from dflash.pipeline import Pipeline, Plan
+
+
+def _plan(s: Settings, b: Built) -> Plan:
+    p = s.preset
+    return Plan(
+        total_steps=p.steps,
+        start_step=b.start_step,
+        lr=p.lr,
+        warmup_ratio=p.warmup_ratio,
+        grad_clip=p.grad_clip,
+        log_every=p.log_every,
+        checkpoint_every=p.checkpoint_every,
+        spec=b.spec,
+        amp=b.amp,
+        fault=s.fault,
+        stall_timeout=s.stall_timeout,
+        queue_size=s.queue_size,
+    )
+
+
+def _eval(b: Built, s: Settings, events: EventLog, phase: str) -> None:
+    if s.preset.eval_batches <= 0:
+        return
+    r = evaluate(b, s.preset.seed + 7)
+    log(f"eval {phase}: loss={r['loss']:.4f} acc={r['acc']:.3f} al={r['accept_len']:.2f}")
+    events.emit("eval", phase=phase, **{k: round(v, 5) for k, v in r.items()})
+
+
+def _install_signals(pipe: Pipeline) -> None:
+    """SIGTERM/SIGINT stop the workers cleanly; the exit code then says which signal."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        pipe.shared.signal = signum
+        pipe.stop()
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, handler)
+        signal.signal(signal.SIGINT, handler)
+
+
+def _save(s: Settings, b: Built, events: EventLog, step: int) -> None:
+    rep = b.replicas[0]
+    path = ckpt.save(s.out_dir, step, rep.model, b.cfg, rep.optimizer)
+    log(f"dflash-train: checkpoint step={step} -> {path}")
+    events.emit("checkpoint", action="saved", path=str(path), step=step)
+
+
+def _worker_failed(pipe: Pipeline, events: EventLog) -> int:
+    for who, tb in pipe.shared.errors:
+        log(f"dflash-train: worker {who} failed:\n{tb.rstrip()}", sys.stderr)
+        events.emit(
+            "error", kind="worker", worker=who, message=tb.strip().splitlines()[-1], traceback=tb
+        )
+    who = pipe.shared.errors[0][0]
+    log(f"dflash-train: error: worker {who} failed; pipeline stopped", sys.stderr)
+    return 1
+
+
+def train(s: Settings, events: EventLog, t0: float) -> int:
+    if s.threads:
+        torch.set_num_threads(s.threads)
+    torch.manual_seed(s.preset.seed)
+    b = build(s, events)
+    warm(b, events)
+    _eval(b, s, events, "before")
+    pipe = Pipeline(
+        _plan(s, b),
+        b.targets,
+        b.replicas,
+        iter(b.stream),
+        events,
+        lambda step: _save(s, b, events, step),
+    )
+    _install_signals(pipe)
+    graphs_before = compile_stats()["unique_graphs"]
+    log(
+        f"dflash-train: training steps {b.start_step}..{s.preset.steps} with "
+        f"{len(b.targets)} target + {len(b.replicas)} drafter workers ({s.attention} attention)"
+    )
+    pipe.run()
+    alive = [t.name for t in threading.enumerate() if t.name.startswith(("drafter", "target"))]
+    code = _finish(s, b, pipe, events, graphs_before)
+    events.emit("exit", code=code, seconds=round(time.monotonic() - t0, 2))
+    if alive:  # a worker stuck in a C call: do not let interpreter shutdown wait on it
+        log(f"dflash-train: threads still running at exit: {alive}", sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        events.close()
+        os._exit(code)
+    return code
+
+
+def _finish(s: Settings, b: Built, pipe: Pipeline, events: EventLog, graphs_before: int) -> int:
+    if pipe.shared.errors:
+        return _worker_failed(pipe, events)
+    if pipe.shared.signal is not None:
+        log(f"dflash-train: stopped by signal {pipe.shared.signal} at step {pipe.step}")
+        return 128 + pipe.shared.signal
+    recompiles = compile_stats()["unique_graphs"] - graphs_before
+    diff = max_replica_diff([r.params() for r in b.replicas])
+    log(
+        f"dflash-train: done {pipe.step} steps; replicas max diff {diff:.3g}; "
+        f"graphs compiled after warm-up: {recompiles}"
+    )
+    _eval(b, s, events, "after")
+    _save(s, b, events, pipe.step)
+    events.emit("done", steps=pipe.step, max_replica_diff=diff, graphs_after_warmup=recompiles)
+    return 0

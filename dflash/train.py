@@ -1,0 +1,137 @@
+"""``dflash-train``: the DFlash drafter-training pipeline (also ``python -m dflash.train``).
+
+Order matters here. The first log line is written before anything else (so a missing log
+always means the process never started), then the ``started`` event, then every check that
+needs no torch, and only then is torch imported. Exit status: 0 done, 1 a worker or the
+setup failed (traceback in the log and the ``error`` event), 2 bad input, 128+n on signal n.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import shlex
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from dflash.cli import Settings, UsageError, resolve
+from dflash.events import EventLog, default_events_path, log
+from dflash.topology import TopologyError
+
+
+def _stack_dumps() -> None:
+    """``kill -USR1 PID`` prints every thread's Python stack to the log, without stopping
+    the run: where a stuck compile or worker waits (bench/device_pipeline.sh's timeouts send
+    it before killing)."""
+    if hasattr(signal, "SIGUSR1"):
+        faulthandler.register(signal.SIGUSR1, all_threads=True, chain=False)
+
+
+def _fail_usage(events: EventLog, message: str) -> int:
+    log(f"dflash-train: error: {message}", sys.stderr)
+    events.emit("error", kind="usage", message=message, traceback=None)
+    events.emit("exit", code=2)
+    return 2
+
+
+def _flag_value(argv: list[str], name: str) -> str | None:
+    value = None
+    for i, a in enumerate(argv):
+        if a == name and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif a.startswith(name + "="):
+            value = a.split("=", 1)[1]
+    return value
+
+
+def _events_for(argv: list[str]) -> EventLog:
+    """The event stream, found before the arguments are known to be valid."""
+    explicit = _flag_value(argv, "--events")
+    if explicit:
+        return EventLog(Path(explicit))
+    return EventLog(default_events_path(_flag_value(argv, "--out-dir")))
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    log(f"dflash-train starting pid={os.getpid()} argv={shlex.join(argv)}")
+    _stack_dumps()
+    events = _events_for(argv)
+    events.emit("started", pid=os.getpid(), argv=argv, cwd=os.getcwd())
+    try:
+        settings = resolve(argv)
+    except SystemExit as exc:  # argparse: usage already printed
+        code = exc.code if isinstance(exc.code, int) else 2
+        if code:
+            events.emit("error", kind="usage", message="bad command line", traceback=None)
+        events.emit("exit", code=code)
+        return code
+    except (UsageError, TopologyError) as exc:
+        return _fail_usage(events, str(exc))
+    log(f"dflash-train: events -> {events.path}")
+    try:
+        return _run(settings, events)
+    finally:
+        events.close()
+
+
+def _check_devices(s: Settings) -> Settings:
+    """After importing torch, before any heavy work: every listed GPU must exist.
+
+    ``--device auto`` (the default) takes CUDA when torch sees it, else the CPU, but only when
+    no GPU list was given: an explicit GPU list on a machine without CUDA is an error.
+    """
+    import torch
+
+    if s.device == "cpu":
+        return s
+    if not torch.cuda.is_available():
+        if s.device == "auto" and not s.gpus_given:
+            log("dflash-train: no CUDA device visible: every worker runs on the CPU")
+            return s.on("cpu")
+        raise UsageError(
+            f"no CUDA device is visible to torch {torch.__version__}; use --device cpu"
+        )
+    count = torch.cuda.device_count()
+    missing = [i for i in s.topology.indices if i >= count]
+    if missing:
+        raise UsageError(
+            f"GPU index {missing[0]} does not exist: {count} CUDA device(s) visible "
+            f"(0-{count - 1}); check --target-gpus/--drafter-gpus or CUDA_VISIBLE_DEVICES"
+        )
+    return s.on("cuda")
+
+
+def _run(s: Settings, events: EventLog) -> int:
+    t0 = time.monotonic()
+    try:
+        s = _check_devices(s)
+    except UsageError as exc:
+        return _fail_usage(events, str(exc))
+    if s.attention == "flex" and s.device == "cpu":
+        return _fail_usage(events, "--attention flex needs CUDA: no flex backward on the CPU")
+    try:
+        from dflash.session import train
+
+        return train(s, events, t0)
+    except KeyboardInterrupt:
+        events.emit("exit", code=130)
+        return 130
+    except Exception as exc:  # setup failed in the main thread (a worker's error returns 1)
+        tb = traceback.format_exc()
+        log(tb.rstrip(), sys.stderr)
+        log(f"dflash-train: error: {type(exc).__name__}: {exc}", sys.stderr)
+        events.emit("error", kind="setup", worker="main", message=str(exc), traceback=tb)
+        events.emit("exit", code=1)
+        return 1
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Daemon threads stuck in a C call must not delay the exit of a failed run.
+    os._exit(code)

@@ -1,0 +1,116 @@
+"""dflash-train end to end on the CPU: the tiny preset with 5 target + 3 drafter workers."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dflash.events import read_events
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+ROOT = Path(__file__).resolve().parents[2]
+STEP = re.compile(
+    r"^step=(\d+) loss=(\d+\.\d{4}) acc=(\d\.\d{3}) tok/s=(\d+) lr=\S+ tq=(\d+) dq=(\d+)"
+)
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DFLASH_")}
+    return {**env, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1", **extra}
+
+
+def _train(out: Path, *args: str, **env: str) -> tuple[subprocess.CompletedProcess, float]:
+    cmd = [sys.executable, "-m", "dflash.train", "--preset", "tiny", "--device", "cpu",
+           "--out-dir", str(out), *args]  # fmt: skip
+    t0 = time.monotonic()
+    res = subprocess.run(cmd, capture_output=True, text=True, env=_env(**env), timeout=120)
+    return res, time.monotonic() - t0
+
+
+@pytest.mark.slow
+def test_tiny_trains_with_5_target_and_3_drafter_workers(tmp_path: Path) -> None:
+    res, took = _train(tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert took < 30, f"the tiny preset took {took:.1f} s"
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith("dflash-train starting pid=")
+    assert any("with 5 target + 3 drafter workers" in ln for ln in lines)
+    steps = [m for ln in lines if (m := STEP.match(ln))]
+    assert [int(m.group(1)) for m in steps] == list(range(1, 61))
+    events = read_events(tmp_path / "events.jsonl")  # the default: <out dir>/events.jsonl
+    kinds = [e["event"] for e in events]
+    assert kinds[:4] == ["started", "model_loaded", "compiled", "warmed"]
+    assert kinds[-3:] == ["checkpoint", "done", "exit"] and events[-1]["code"] == 0
+    assert kinds.count("step") == 60
+    evals = {e["phase"]: e for e in events if e["event"] == "eval"}
+    assert evals["after"]["loss"] < evals["before"]["loss"] - 0.2, evals
+    assert evals["after"]["acc"] > evals["before"]["acc"]
+    step_events = [e for e in events if e["event"] == "step"]
+    assert len(step_events[-1]["drafter_tok_s"]) == 3
+    assert sum(e["loss"] for e in step_events[-10:]) < sum(e["loss"] for e in step_events[:10])
+    done = next(e for e in events if e["event"] == "done")
+    assert done["max_replica_diff"] == 0.0  # averaged gradients keep the replicas identical
+    assert (tmp_path / "checkpoints" / "step_00000060.pt").is_file()
+
+
+@pytest.mark.parametrize("fault", ["drafter:1:step:3", "target:4:step:2"])
+def test_a_worker_that_raises_stops_everything(tmp_path: Path, fault: str) -> None:
+    events_path = tmp_path / "ev.jsonl"
+    res, took = _train(tmp_path, DFLASH_FAULT=fault, DFLASH_EVENTS=str(events_path))
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "Traceback (most recent call last)" in res.stderr
+    assert "RuntimeError: injected fault" in res.stderr
+    events = read_events(events_path)
+    err = next(e for e in events if e["event"] == "error")
+    assert "injected fault" in err["traceback"] and err["worker"].startswith(fault.split(":")[0])
+    assert events[-1] == {**events[-1], "event": "exit", "code": 1}
+    assert events[-1]["time"] - err["time"] < 3.0  # stopped within seconds, no hang
+    assert took < 30
+
+
+def test_sigusr1_dumps_stacks_and_sigterm_stops_cleanly(tmp_path: Path) -> None:
+    cmd = [sys.executable, "-m", "dflash.train", "--preset", "tiny", "--device", "cpu",
+           "--out-dir", str(tmp_path), "--steps", "100000"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=_env())  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("step=2 "):
+                break
+        proc.send_signal(signal.SIGUSR1)  # every thread's stack, and training goes on
+        for line in proc.stdout:
+            if line.startswith("step="):
+                break
+        proc.send_signal(signal.SIGTERM)
+        t0 = time.monotonic()
+        code = proc.wait(timeout=20)
+        assert time.monotonic() - t0 < 5
+        stderr = proc.stderr.read() if proc.stderr else ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert code == 128 + signal.SIGTERM
+    assert stderr.count("Thread 0x") >= 8, stderr[-2000:]  # loader, 5 targets, 3 drafters
+    assert read_events(tmp_path / "events.jsonl")[-1]["code"] == 143
+
+
+def test_resume_continues_from_the_checkpoint(tmp_path: Path) -> None:
+    first, _ = _train(tmp_path, "--steps", "4", "--checkpoint-every", "2", "--eval-batches", "0")
+    assert first.returncode == 0, first.stderr
+    saved = sorted(p.name for p in (tmp_path / "checkpoints").iterdir())
+    assert saved == ["step_00000002.pt", "step_00000004.pt"]
+    again, _ = _train(tmp_path, "--steps", "6", "--resume", "auto", "--eval-batches", "0")
+    assert again.returncode == 0, again.stderr
+    assert "resumed from" in again.stdout and "at step 4" in again.stdout
+    steps = [int(m.group(1)) for ln in again.stdout.splitlines() if (m := STEP.match(ln))]
+    assert steps == [5, 6]
