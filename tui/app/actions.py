@@ -1,6 +1,7 @@
 """Keys that change the world: launch, kill, restart, kill one process. Each goes through run
 control (tui/core/control.py via tui/app/control_bridge.py) in a cancellable worker; the
-confirm dialogs name exactly which PIDs and GPUs will be signalled."""
+confirm dialogs name the host and exactly which PIDs and GPUs will be signalled. Every key
+acts on the host shown in detail only; one action runs at a time."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 from textual.worker import Worker, WorkerState
 
-from tui.app.control_bridge import Bridge, ControlError, StepFn
+from tui.app.control_bridge import ControlError, StepFn
 from tui.app.messages import ControlDone, ControlStep
 from tui.app.procs.tree import ProcInfo, ProcTree
 from tui.app.screens import ConfirmScreen
@@ -25,6 +26,7 @@ from tui.core.transport import Transport
 
 if TYPE_CHECKING:
     from tui.app.app import DflashApp
+    from tui.app.hosts import HostState
 
     _Base = DflashApp
 else:
@@ -34,99 +36,96 @@ Job = Callable[[StepFn], Awaitable[str]]
 
 
 class ControlActions(_Base):
-    def _init_control(self, control: Any | None) -> None:
-        self._bridge: Any | None = control
-        self._transport: Transport | None = None
+    """Every action acts on the host shown in detail (``self.current``), and names it."""
+
+    def _init_control(self) -> None:
         self.control_steps: list[str] = []  # the latest progress texts (tests read them)
+        self._control_host: HostState | None = None  # the host of the running action
 
     @property
     def transport(self) -> Transport:
-        """One transport per host, shared by the feed and control (one SSH connection)."""
-        if self._transport is None:
-            from tui.core.connect import make_transport
-
-            self._transport = make_transport(self.host)
-        return self._transport
+        """One transport per host, shared by its feed and control (one SSH connection)."""
+        return self.current.transport
 
     @property
     def bridge(self) -> Any:
-        if self._bridge is None:
-            self._bridge = Bridge(self.transport, self.host)
-        return self._bridge
+        return self.current.bridge
 
     # -- the actions --
 
     def action_launch(self) -> None:
-        diag = self._diag()
+        state = self.current
+        diag = state.diagnosis
         if diag is not None and diag.run_state in ACTIVE and diag.run is not None:
             self.notify(
-                f"run {diag.run.id} is alive (PGID {diag.run.pgid}): r restarts it",
+                f"run {diag.run.id} is alive on {state.key} (PGID {diag.run.pgid}): r restarts it",
                 severity="warning",
             )
             return
-        self._start("launch", self.bridge.launch, "launching: starting the job …")
+        self._start(state, "launch", state.bridge.launch, f"launching on {state.key} …")
 
     def action_kill(self) -> None:
-        diag, snap = self._diag(), self._snap()
+        state = self.current
+        diag, snap = state.diagnosis, state.last.snapshot if state.last else None
         if diag is None or snap is None or diag.run is None or diag.run_state not in ACTIVE:
-            self.notify("no live run to kill", severity="warning")
+            self.notify(f"no live run to kill on {state.key}", severity="warning")
             return
-        body = run_kill_text(snap, diag, self.bridge.grace)
+        body = run_kill_text(snap, diag, state.bridge.grace)
         self.push_screen(
-            ConfirmScreen(f"Kill run {diag.run.id}?", body, "Kill"),
+            ConfirmScreen(f"Kill run {diag.run.id} on {state.key}?", body, "Kill"),
             lambda yes: (
-                self._start("kill", self.bridge.kill, "killing: SIGTERM …") if yes else None
+                self._start(state, "kill", state.bridge.kill, f"killing on {state.key}: SIGTERM …")
+                if yes
+                else None
             ),
         )
 
     def action_restart(self) -> None:
-        diag, snap = self._diag(), self._snap()
+        state = self.current
+        diag, snap = state.diagnosis, state.last.snapshot if state.last else None
         body = Text()
-        if (
-            diag is not None
-            and snap is not None
-            and diag.run is not None
-            and diag.run_state in ACTIVE
-        ):
-            body = run_kill_text(snap, diag, self.bridge.grace)
+        if diag and snap and diag.run and diag.run_state in ACTIVE:
+            body = run_kill_text(snap, diag, state.bridge.grace)
             body.append("\nThen wait until its GPU memory is released, and launch again:\n")
         else:
             body.append("No live run: this launches a new one:\n")
-        body.append(f"  {safe_label(self.host.command, 300)}\n", style="bold")
+        body.append(f"  {safe_label(state.cfg.command, 300)}\n", style="bold")
         body.append("A new run id and log file are created; the old log is kept.")
-        title = f"Restart run {diag.run.id}?" if diag and diag.run else "Restart (launch) the run?"
+        what = f"run {diag.run.id}" if diag and diag.run else "(launch) the run"
         self.push_screen(
-            ConfirmScreen(title, body, "Restart"),
+            ConfirmScreen(f"Restart {what} on {state.key}?", body, "Restart"),
             lambda yes: (
-                self._start("restart", self.bridge.restart, "restarting: stopping the run …")
+                self._start(state, "restart", state.bridge.restart, f"restarting on {state.key} …")
                 if yes
                 else None
             ),
         )
 
     def action_kill_process(self) -> None:
-        tree = self.get_screen_main().query_one(ProcTree)
-        info = tree.selected()
+        state = self.current
+        info = self.detail().query_one(ProcTree).selected()
         if info is None:
             self.notify("select a process in the tree first (tab to it)", severity="warning")
             return
-        body = process_kill_text(info, self.bridge.grace)
+        body = process_kill_text(info, state.bridge.grace)
 
         async def job(step: StepFn) -> str:
-            return await self.bridge.kill_process(info.pid, info.start_ticks, step)
+            return await state.bridge.kill_process(info.pid, info.start_ticks, step)
 
         self.push_screen(
-            ConfirmScreen(f"Kill process {info.pid}?", body, "Kill process"),
+            ConfirmScreen(f"Kill process {info.pid} on {state.key}?", body, "Kill process"),
             lambda yes: (
-                self._start("kill-process", job, f"killing PID {info.pid} …") if yes else None
+                self._start(state, "kill-process", job, f"killing PID {info.pid} …")
+                if yes
+                else None
             ),
         )
 
     def action_cancel_wait(self) -> None:
         """Ask control to stop waiting (it reports what it already did); force after 5 s."""
-        if not self.waits_active():
+        if not self.waits_active() or self._control_host is None:
             return
-        cancel = getattr(self.bridge, "request_cancel", None)
+        cancel = getattr(self._control_host.bridge, "request_cancel", None)
         if cancel is not None:
             cancel()
             self.get_screen_main().query_one(WaitBar).step("cancelling …")
@@ -138,52 +137,54 @@ class ControlActions(_Base):
                 w.cancel()
 
     def waits_active(self) -> bool:
+        """One control action at a time, whichever host it acts on."""
         return any(w.group == "control" and w.is_running for w in self.workers)
 
     # -- plumbing --
 
-    def _diag(self) -> Diagnosis | None:
-        return self.last.diagnosis if self.last else None
-
-    def _snap(self) -> Snapshot | None:
-        return self.last.snapshot if self.last else None
-
-    def _start(self, name: str, job: Job, first: str) -> None:
+    def _start(self, state: HostState, name: str, job: Job, first: str) -> None:
         if self.read_only:  # bindings are hidden too; this is the second lock
             self.notify("read-only mode: nothing is launched or killed", severity="error")
             return
         if self.waits_active():
             self.notify("another action is still running (esc cancels it)", severity="warning")
             return
+        self._control_host = state
         self.get_screen_main().query_one(WaitBar).start(first)
         self.run_worker(
-            self._control_job(name, job), name=name, group="control", exit_on_error=False
+            self._control_job(state.key, name, job),
+            name=name,
+            group="control",
+            exit_on_error=False,
         )
 
-    async def _control_job(self, name: str, job: Job) -> None:
+    async def _control_job(self, host: str, name: str, job: Job) -> None:
         def step(text: str, done: float | None = None, total: float | None = None) -> None:
-            self.post_message(ControlStep(text, done, total))
+            self.post_message(ControlStep(host, text, done, total))
 
         try:
             text = await job(step)
         except ControlError as exc:
-            self.post_message(ControlDone(name, False, str(exc)))
+            self.post_message(ControlDone(host, name, False, str(exc)))
             return
         except asyncio.CancelledError:
-            self.post_message(ControlDone(name, False, f"{name} cancelled; nothing more is sent"))
+            self.post_message(
+                ControlDone(host, name, False, f"{name} cancelled; nothing more is sent")
+            )
             raise
-        self.post_message(ControlDone(name, True, text))
+        self.post_message(ControlDone(host, name, True, text))
 
     def on_control_step(self, msg: ControlStep) -> None:
         self.control_steps.append(msg.text)
         del self.control_steps[:-50]
-        self.get_screen_main().query_one(WaitBar).step(msg.text, msg.done, msg.total)
+        text = f"{msg.host}: {msg.text}" if len(self.host_states) > 1 else msg.text
+        self.get_screen_main().query_one(WaitBar).step(text, msg.done, msg.total)
 
     def on_control_done(self, msg: ControlDone) -> None:
         self.get_screen_main().query_one(WaitBar).stop()
         self.notify(
             safe_label(msg.text, 600),
-            title=msg.action,
+            title=self.host_title(self.state_of(msg.host), msg.action),
             severity="information" if msg.ok else "error",
             timeout=6 if msg.ok else 12,
         )

@@ -13,7 +13,7 @@ from tui.core.diagnose import Diagnosis
 from tui.core.findings import duration
 from tui.core.rundir import exit_meaning
 
-_STATE_SEVERITY = {
+STATE_SEVERITY = {
     "none": "info",
     "starting": "warning",
     "running": "ok",
@@ -80,7 +80,7 @@ class RunHeader(Static, Themed):
             t.append("?", pal.fg("muted"))
             return
         run, state = d.run, d.run_state
-        t.append(f" {state.upper()} ", pal.chip(_STATE_SEVERITY.get(state, "info")))
+        t.append(f" {state.upper()} ", pal.chip(STATE_SEVERITY.get(state, "info")))
         if run is None:
             t.append("  no run launched from here yet", pal.fg("muted"))
             return

@@ -1,22 +1,30 @@
 """The main screen: header, GPU grid, metrics + logs on the left, findings and the
 process tree / timeline on the right, the wait bar and the footer. Keys live here so the
-footer shows them (and ``tab``, which Textual's Screen binds hidden by default)."""
+footer shows them (and ``tab``, which Textual's Screen binds hidden by default).
+
+With two or more hosts, the host overview comes first and every host gets its own set of
+detail widgets (a pane each, in a ContentSwitcher): switching host shows another pane, so no
+host's logs, sparklines, tree or timeline are ever lost. One host: the same screen as before.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Input, TabbedContent, TabPane
+from textual.widget import Widget
+from textual.widgets import ContentSwitcher, Footer, Input, TabbedContent, TabPane
 
 from tui.app.findings.panel import FindingsList, TimelineList
 from tui.app.gpus.grid import GpuGrid
 from tui.app.header import RunHeader
 from tui.app.logs.area import LogArea
 from tui.app.metrics import MetricsStrip
+from tui.app.overview import HostOverview
 from tui.app.procs.tree import ProcTree
 from tui.app.waits import WaitBar
 
@@ -40,23 +48,48 @@ HIDDEN = frozenset(
     {"toggle_filter", "other_tab"}
 )  # in the help and the palette; the footer is full
 KEY_NAMES = {"slash": "/", "question_mark": "?"}
+# Host keys: only with two or more hosts (check_action hides them otherwise).
+HOST_ACTIONS = frozenset({"next_host", "prev_host", "show_host"})
+HOST_HELP: tuple[tuple[str, str], ...] = (
+    ("[ / ]", "show the previous / next host (the overview highlights it)"),
+    ("1-9", "show host n (its row in the overview); l, k, r, K act on the shown host only"),
+)
 
 
 class MainScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
+        # First, so the footer shows it (only with several hosts: check_action hides it).
+        Binding("right_square_bracket", "app.next_host", "Host", key_display="[ ]"),
         *(
             Binding(key, f"app.{action}", text, show=action not in HIDDEN)
             for key, action, text, _ in KEYS
         ),
         Binding("escape", "app.escape", "Cancel", show=False),
+        Binding("left_square_bracket", "app.prev_host", "Previous host", show=False),
+        *(
+            Binding(str(n), f"app.show_host({n - 1})", f"Host {n}", show=False)
+            for n in range(1, 10)
+        ),
     ]
 
-    def __init__(self, host: str, read_only: bool) -> None:
+    def __init__(self, hosts: Sequence[str], read_only: bool) -> None:
         super().__init__(id="main")
-        self.host, self.read_only = host, read_only
+        self.hosts, self.read_only = tuple(hosts), read_only
 
     def compose(self) -> ComposeResult:
-        yield RunHeader(self.host, self.read_only)
+        if len(self.hosts) == 1:
+            yield from self._details(self.hosts[0])
+        else:
+            yield HostOverview()
+            with ContentSwitcher(id="hosts", initial="host-0"):
+                for i, host in enumerate(self.hosts):
+                    with Vertical(id=f"host-{i}", classes="host-pane"):
+                        yield from self._details(host)
+        yield WaitBar()
+        yield Footer(compact=len(self.hosts) > 1)  # one more key to fit in 120 columns
+
+    def _details(self, host: str) -> ComposeResult:
+        yield RunHeader(host, self.read_only)
         yield GpuGrid()
         with Horizontal(id="lower"):
             with Vertical(id="left"):
@@ -69,13 +102,21 @@ class MainScreen(Screen[None]):
                         yield ProcTree()
                     with TabPane("Timeline", id="tab-timeline"):
                         yield TimelineList()
-        yield WaitBar()
-        yield Footer()
+
+    def pane(self, index: int) -> Widget | Screen[None]:
+        """Where the detail widgets of host ``index`` live (the screen itself with one host)."""
+        if len(self.hosts) == 1:
+            return self
+        return self.query_one(f"#host-{index}", Vertical)
+
+    def show_pane(self, index: int) -> None:
+        if len(self.hosts) > 1:
+            self.query_one("#hosts", ContentSwitcher).current = f"host-{index}"
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         # Lines added while the timeline was hidden could not scroll it; show the newest now.
         if event.pane.id == "tab-timeline":
-            timeline = self.query_one(TimelineList)
+            timeline = event.tabbed_content.query_one(TimelineList)
             self.call_after_refresh(timeline.scroll_end, animate=False)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:

@@ -1,4 +1,5 @@
-"""Typed messages from the feed worker and the control actions to the screen."""
+"""Typed messages from the feed workers and the control actions to the screen. Each carries
+the key of the host it is about (tui/app/hosts.py), so every host is drawn in its own view."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ from tui.core.snapshot import Snapshot
 
 @dataclass
 class SampleReady(Message):
-    """A sample arrived and was diagnosed (the heavy work ran off the UI thread)."""
+    """A sample of host ``host`` arrived and was diagnosed (the heavy work ran off the UI
+    thread)."""
 
+    host: str
     snapshot: Snapshot
     diagnosis: Diagnosis
     progress: Progress
@@ -25,23 +28,27 @@ class SampleReady(Message):
 
 @dataclass
 class LinkDown(Message):
-    """The probe stream broke; the feed retries in ``retry_in`` seconds."""
+    """The probe stream of ``host`` broke; its feed retries in ``retry_in`` seconds."""
 
+    host: str
     error: str
     retry_in: float
 
 
 @dataclass
 class SampleMalformed(Message):
-    """A probe line that could not be parsed."""
+    """A probe line of ``host`` that could not be parsed."""
 
+    host: str
     error: str
 
 
 @dataclass
 class ControlStep(Message):
-    """Progress of a long control action (kill grace, memory release, start window)."""
+    """Progress of a long control action on ``host`` (kill grace, memory release, start
+    window)."""
 
+    host: str
     text: str
     done: float | None = None
     total: float | None = None
@@ -49,8 +56,9 @@ class ControlStep(Message):
 
 @dataclass
 class ControlDone(Message):
-    """A control action ended: ``ok`` False means it failed or was cancelled."""
+    """A control action on ``host`` ended: ``ok`` False means it failed or was cancelled."""
 
+    host: str
     action: str
     ok: bool
     text: str

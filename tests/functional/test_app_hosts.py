@@ -1,0 +1,259 @@
+"""Several hosts in one app: the overview, switching the detailed view, a host that is down, and
+keys acting on the shown host only.
+
+Scripted hosts (no probe, no clock): host A plays the seed incident, host B a healthy run
+(tui/app/scenes.py). The launch test runs two real local hosts with their own run roots.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+
+from tui.app import scenes
+from tui.app.app import DflashApp
+from tui.app.gpus.grid import GpuGrid
+from tui.app.header import RunHeader
+from tui.app.logs.tail import LogTail
+from tui.app.overview import HostOverview
+from tui.app.screens import ConfirmScreen, HelpScreen
+from tui.app.source import Disconnected, ScriptedSource
+from tui.core import control
+from tui.core.config import Config, HostConfig
+from tui.core.connect import make_transport
+from tui.core.snapshot import Snapshot
+
+SIZE = (120, 40)
+A, B = "gpu-a", "gpu-b"
+
+
+async def until(pilot: Pilot, cond: Callable[[], bool], timeout: float = 20.0) -> None:
+    t0 = time.monotonic()
+    while not cond():
+        if time.monotonic() - t0 > timeout:
+            raise AssertionError("condition not met in time")
+        await pilot.pause(0.02)
+
+
+def two_hosts(
+    a: list[Snapshot], b: list[Snapshot], **kw: object
+) -> tuple[DflashApp, ScriptedSource, ScriptedSource]:
+    cfg = Config(hosts=(HostConfig(address=A), HostConfig(address=B)), **kw)  # type: ignore[arg-type]
+    sa, sb = ScriptedSource(a), ScriptedSource(b)
+    return DflashApp(cfg, sources=[sa, sb]), sa, sb
+
+
+async def settle(pilot: Pilot, app: DflashApp, na: int, nb: int) -> None:
+    a, b = app.host_states
+    await until(pilot, lambda: a.samples >= na and b.samples >= nb)
+    await pilot.pause(0.15)  # one flush of the log tails
+
+
+def row(app: DflashApp, i: int) -> str:
+    return app.screen.query_one(HostOverview).row_text(i)
+
+
+def pane_text(app: DflashApp, i: int, widget: type) -> str:
+    return str(app.screen.query_one(f"#host-{i}").query_one(widget).render())
+
+
+def shown(app: DflashApp) -> int:
+    panes = [p for p in app.screen.query(".host-pane") if p.display]
+    assert len(panes) == 1
+    return int(str(panes[0].id).removeprefix("host-"))
+
+
+def labels(app: DflashApp, i: int) -> dict[int, tuple[str, ...]]:
+    grid = app.screen.query_one(f"#host-{i}").query_one(GpuGrid)
+    return {k: p.view.codes for k, p in grid.panels.items() if p.view}
+
+
+async def test_overview_lists_every_host_with_its_summary() -> None:
+    seed, healthy = scenes.seed_incident(), scenes.healthy_run()
+    app, _, _ = two_hosts(seed, healthy)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, len(seed), len(healthy))
+        ra, rb = app.screen.query_one(HostOverview).rows
+        da, db = (s.diagnosis for s in app.host_states)
+        assert da is not None and db is not None
+        assert (ra.key, ra.link, ra.run_state, ra.run_id) == (A, "connected", "none", None)
+        assert (ra.target, ra.drafter) == ((0, 5), (0, 3))
+        assert ra.worst == da.worst() == "warning" and ra.findings == len(da.findings)
+        assert ra.worst_count == sum(f.severity == "warning" for f in da.findings) == 3
+        assert (rb.key, rb.run_state, rb.run_id) == (B, "running", "20251202-095500-1a2b")
+        assert (rb.target, rb.drafter, rb.worst, rb.findings) == ((5, 5), (3, 3), None, 0)
+        text_a, text_b = row(app, 0), row(app, 1)
+        assert text_a.startswith("▶ 1 gpu-a") and not text_b.startswith("▶")
+        assert "NONE" in text_a and "target 0/5" in text_a and "drafter 0/3" in text_a
+        assert f"WARN ×{ra.worst_count}  of 4 findings" in text_a
+        assert "RUNNING" in text_b and "20251202-095500-1a2b" in text_b
+        assert "target 5/5" in text_b and "drafter 3/3" in text_b and "no findings" in text_b
+
+
+async def test_switching_shows_each_host_and_keeps_its_state() -> None:
+    seed, healthy = scenes.seed_incident(), scenes.healthy_run()
+    app, _, _ = two_hosts(seed, healthy)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, len(seed), len(healthy))
+        assert shown(app) == 0 and set(labels(app, 0)[2]) == {"busy-no-memory"}
+        tail_b = app.screen.query_one("#host-1").query_one(LogTail)
+        received, events_b = tail_b.store.received, len(app.host_states[1].timeline.events)
+        await pilot.press("right_square_bracket")
+        assert app.selected == 1 and shown(app) == 1 and app.host.address == B
+        assert all(codes == ("ok",) for codes in labels(app, 1).values())
+        header = pane_text(app, 1, RunHeader)
+        assert "gpu-b" in header and "RUNNING" in header
+        assert row(app, 1).startswith("▶ 2 gpu-b") and not row(app, 0).startswith("▶")
+        await pilot.press("left_square_bracket")
+        assert shown(app) == 0 and "gpu-a" in pane_text(app, 0, RunHeader)
+        assert {i for i, c in labels(app, 0).items() if c == ("idle",)} == {0, 1, 4, 5, 6}
+        await pilot.press("2")
+        assert shown(app) == 1 and app.last is app.host_states[1].last
+        await pilot.press("1")
+        assert shown(app) == 0
+        await pilot.click(HostOverview, offset=(6, 1))  # a click on B's row
+        await until(pilot, lambda: shown(app) == 1)
+        await pilot.press("1")
+        # Nothing of either host was lost or redrawn from scratch by the switches.
+        assert tail_b.store.received == received and tail_b.is_attached
+        assert len(app.host_states[1].timeline.events) == events_b > 0
+        tail_a = app.screen.query_one("#host-0").query_one(LogTail)
+        assert tail_a.has_class("-missing")
+
+
+async def test_a_host_that_is_down_shows_on_its_row_while_the_other_updates() -> None:
+    seed = scenes.seed_incident(samples=16)
+    healthy = scenes.healthy_run(samples=4)
+    app, sa, sb = two_hosts(seed[:10], healthy[:2])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, 10, 2)
+        sb.push(Disconnected("ssh: connection to gpu-b lost", 4.0))
+        await until(pilot, lambda: app.host_states[1].link == "down")
+        text_b = row(app, 1)
+        assert "DOWN" in text_b and "retry" in text_b
+        assert "RUNNING" in text_b  # the last known run is still shown, marked down
+        header_b = pane_text(app, 1, RunHeader)
+        assert "DISCONNECTED" in header_b and "connection to gpu-b lost" in header_b
+        for snap in seed[10:]:  # host A keeps updating meanwhile
+            sa.push(snap)
+        await until(pilot, lambda: app.host_states[0].samples == 16)
+        assert "connected" in row(app, 0) and "DOWN" in row(app, 1)
+        sb.push(healthy[2])  # B reconnects
+        await until(pilot, lambda: app.host_states[1].link == "connected")
+        assert "DOWN" not in row(app, 1) and "connected" in row(app, 1)
+        assert "DISCONNECTED" not in pane_text(app, 1, RunHeader)
+
+
+async def test_a_silent_host_never_stalls_the_others() -> None:
+    seed = scenes.seed_incident()
+    app, _, _ = two_hosts(seed, [])  # host B never answers (a hanging connect)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, len(seed), 0)
+        assert "connecting" in row(app, 1) and "?/?" in row(app, 1)
+        await pilot.press("2")
+        assert "connecting" in pane_text(app, 1, RunHeader)
+        await pilot.press("k")  # nothing known about B's run: nothing to kill
+        assert not isinstance(app.screen, ConfirmScreen)
+
+
+async def test_host_keys_in_footer_help_and_palette() -> None:
+    app, _, _ = two_hosts(scenes.seed_incident(samples=1), scenes.healthy_run(samples=1))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, 1, 1)
+        active = {b.binding.action: b.binding for b in app.screen.active_bindings.values()}
+        assert active["app.next_host"].show and active["app.next_host"].key_display == "[ ]"
+        assert {"app.prev_host", "app.show_host(0)", "app.show_host(8)"} <= set(active)
+        titles = {c.title for c in app.get_system_commands(app.screen)}
+        assert {"Next host", "Previous host", f"Show host {A}", f"Show host {B}"} <= titles
+        await pilot.press("question_mark")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        help_text = str(app.screen.query_one("#help-body").render())
+        assert "[ / ]" in help_text and "1-9" in help_text
+
+
+async def test_one_host_has_no_host_keys() -> None:
+    app = DflashApp(Config(), source=ScriptedSource(scenes.seed_incident(samples=1)))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.samples >= 1)
+        assert not app.screen.query(HostOverview)
+        assert app.check_action("next_host", ()) is False
+        active = {b.binding.action for b in app.screen.active_bindings.values()}
+        assert "app.next_host" not in active and "app.show_host(1)" not in active
+        titles = {c.title for c in app.get_system_commands(app.screen)}
+        assert "Next host" not in titles
+
+
+# -- two real local hosts: keys act on the shown host only --
+
+JOB = 'i=0; while :; do i=$((i+1)); echo "step=$i loss=2.$i tok/s=28$i"; sleep 0.1; done'
+
+
+@pytest.fixture
+async def local_hosts(tmp_path: Path) -> AsyncIterator[tuple[HostConfig, HostConfig]]:
+    hosts = tuple(HostConfig(command=JOB, run_root=str(tmp_path / n / "runs")) for n in "ab")
+    yield hosts  # type: ignore[misc]
+    for h in hosts:  # whatever a test left alive goes, through control
+        transport = make_transport(h)
+        try:
+            await control.kill(transport, h, grace=2.0, check_gpu=False)
+        finally:
+            await transport.close()
+
+
+def run_dirs(h: HostConfig) -> list[str]:
+    root = Path(h.run_root)
+    return (
+        sorted(p.name for p in root.iterdir() if not p.name.startswith("."))
+        if root.exists()
+        else []
+    )
+
+
+async def test_launch_and_kill_act_on_the_shown_host_only(
+    local_hosts: tuple[HostConfig, HostConfig],
+) -> None:
+    ha, hb = local_hosts
+    app = DflashApp(Config(hosts=(ha, hb), interval=0.5))
+    a, b = app.host_states
+    assert (a.key, b.key) == ("local", "local#2")
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: a.samples >= 1 and b.samples >= 1)
+        await pilot.press("2")
+        await pilot.press("l")
+        running = lambda: b.diagnosis is not None and b.diagnosis.run_state == "running"  # noqa: E731
+        await until(pilot, running)
+        assert len(run_dirs(hb)) == 1 and run_dirs(ha) == []
+        assert a.diagnosis is not None and a.diagnosis.run_state == "none"
+        assert "RUNNING" in row(app, 1) and "NONE" in row(app, 0)
+        await pilot.press("k")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        assert app.screen.title_text.endswith("on local#2?")  # type: ignore[attr-defined]
+        await pilot.press("y")
+        await until(pilot, lambda: b.diagnosis is not None and b.diagnosis.run_state == "killed")
+        assert run_dirs(ha) == []
+
+
+# -- the two-host screen --
+
+
+@pytest.fixture
+def _utc(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TZ", "UTC")  # the timeline prints local clock times
+    time.tzset()
+
+
+@pytest.mark.usefixtures("_utc")
+def test_two_host_screen(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    seed, healthy = scenes.seed_incident(), scenes.healthy_run()
+    app, _, _ = two_hosts(seed, healthy, theme="dflash-dark")
+
+    async def run_before(pilot: Pilot) -> None:
+        await settle(pilot, app, len(seed), len(healthy))
+        await pilot.pause(0.3)  # log flush + the Log's width worker
+        await pilot.wait_for_scheduled_animations()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

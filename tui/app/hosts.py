@@ -1,0 +1,177 @@
+"""Per-host state: one feed, one Tracker, one Timeline and one transport (shared by the feed and
+control, so one SSH connection per host) for every host of the config.
+
+The app keeps one ``HostState`` per host for its whole life; switching the detailed view to
+another host never drops a host's samples, logs or timeline (each host also has its own
+widgets, see tui/app/layout.py), and a host whose link is down never holds up the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tui.app.control_bridge import Bridge
+from tui.app.findings.timeline import Timeline
+from tui.app.messages import SampleReady
+from tui.app.source import EventSource
+from tui.core.config import Config, HostConfig
+from tui.core.diagnose import Diagnosis
+from tui.core.snapshot import Snapshot
+from tui.core.tracker import Tracker
+from tui.core.transport import Transport
+
+SEVERITY_ORDER = ("error", "warning", "info")
+
+
+class HostState:
+    """Everything the app knows about one host; the widgets only draw what is kept here."""
+
+    def __init__(
+        self,
+        index: int,
+        key: str,
+        cfg: HostConfig,
+        source: EventSource | None = None,
+        bridge: Any | None = None,
+    ) -> None:
+        self.index, self.key, self.cfg = index, key, cfg
+        self.source = source
+        self.tracker = Tracker(cfg.topology)
+        self.timeline = Timeline()
+        self.last: SampleReady | None = None
+        self.samples = 0  # samples drawn for this host
+        self.link = "connecting"  # connecting | connected | down
+        self.link_error: str | None = None  # the error alone, without the countdown
+        self.retry_at: float | None = None  # monotonic time of the feed's next attempt
+        self.drawn = asyncio.Event()  # backpressure: set once the last sample is drawn
+        self._transport: Transport | None = None
+        self._bridge = bridge
+
+    @property
+    def transport(self) -> Transport:
+        if self._transport is None:
+            from tui.core.connect import make_transport
+
+            self._transport = make_transport(self.cfg)
+        return self._transport
+
+    @property
+    def bridge(self) -> Any:
+        if self._bridge is None:
+            self._bridge = Bridge(self.transport, self.cfg)
+        return self._bridge
+
+    def live_source(self, interval: float) -> EventSource:
+        from tui.app.source import LiveSource
+
+        return LiveSource(self.transport, self.cfg, interval)
+
+    @property
+    def diagnosis(self) -> Diagnosis | None:
+        return self.last.diagnosis if self.last else None
+
+    def fold(self, snap: Snapshot) -> SampleReady:
+        """Tracker + Timeline (runs in a thread: a big sample must not block drawing)."""
+        diag = self.tracker.add(snap)
+        events = tuple(self.timeline.fold(snap, diag))
+        metrics = tuple(self.tracker.metrics)[-200:]
+        return SampleReady(self.key, snap, diag, self.tracker.progress, metrics, events)
+
+    # -- the link --
+
+    def link_up(self) -> None:
+        self.link, self.link_error, self.retry_at = "connected", None, None
+
+    def link_down(self, error: str, retry_in: float, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        self.link, self.link_error, self.retry_at = "down", error, now + retry_in
+
+    def retry_text(self, now: float | None = None, short: bool = False) -> str:
+        """``retrying in 4s`` (counting down), ``retrying now`` once the wait is over;
+        ``retry 4s`` / ``retry now`` when ``short``."""
+        if self.retry_at is None:
+            return ""
+        left = self.retry_at - (time.monotonic() if now is None else now)
+        word = "retry" if short else "retrying"
+        if left < 0.5:
+            return f"{word} now"
+        return f"{word} {left:.0f}s" if short else f"{word} in {left:.0f}s"
+
+    def link_text(self) -> str | None:
+        """The link error with the countdown, None while the link is up."""
+        if self.link != "down":
+            return None
+        return f"{self.link_error} ({self.retry_text()})"
+
+    async def close(self) -> None:
+        """Stop the probe and drop the connection (the run itself is never touched)."""
+        if self.source is not None:
+            await self.source.close()
+        if self._transport is not None:
+            await self._transport.close()
+
+
+@dataclass(frozen=True)
+class HostSummary:
+    """One row of the overview."""
+
+    key: str
+    link: str
+    link_note: str
+    run_state: str
+    run_id: str | None
+    target: tuple[int, int] | None
+    drafter: tuple[int, int] | None
+    worst: str | None  # error | warning | info | None (no findings)
+    worst_count: int
+    findings: int
+
+
+def summarize(state: HostState) -> HostSummary:
+    diag = state.diagnosis
+    note = state.retry_text(short=True) if state.link == "down" else ""
+    if diag is None:
+        return HostSummary(state.key, state.link, note, "?", None, None, None, None, 0, 0)
+    counts = Counter(f.severity for f in diag.findings)
+    worst = next((s for s in SEVERITY_ORDER if counts[s]), None)
+    return HostSummary(
+        key=state.key,
+        link=state.link,
+        link_note=note,
+        run_state=diag.run_state,
+        run_id=diag.run.id if diag.run else None,
+        target=diag.healthy("target"),
+        drafter=diag.healthy("drafter"),
+        worst=worst,
+        worst_count=counts[worst] if worst else 0,
+        findings=len(diag.findings),
+    )
+
+
+def unique_keys(hosts: Sequence[HostConfig]) -> list[str]:
+    """Host labels, made unique (``local``, ``local#2``): two hosts may share an address."""
+    seen: Counter[str] = Counter()
+    keys = []
+    for h in hosts:
+        seen[h.label] += 1
+        keys.append(h.label if seen[h.label] == 1 else f"{h.label}#{seen[h.label]}")
+    return keys
+
+
+def make_hosts(
+    cfg: Config,
+    sources: Sequence[EventSource | None] = (),
+    control: Any | None = None,
+) -> list[HostState]:
+    """One state per configured host; ``sources`` (tests, replays) and ``control`` (a stand-in
+    bridge) replace the live ones, the first host's ``control`` only."""
+    states = []
+    for i, (key, h) in enumerate(zip(unique_keys(cfg.hosts), cfg.hosts, strict=True)):
+        source = sources[i] if i < len(sources) else None
+        states.append(HostState(i, key, h, source, control if i == 0 else None))
+    return states

@@ -1,0 +1,106 @@
+"""The host overview (shown with two or more hosts): one row per host with its link, run state
+and id, healthy target x/N and drafter y/M, and its worst finding with how many; the host whose
+details are shown is highlighted. A click on a row shows that host."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.style import Style
+from rich.text import Text
+from textual.events import Click
+from textual.widgets import Static
+
+from tui.app.header import STATE_SEVERITY
+from tui.app.hosts import HostSummary
+from tui.app.palette import Palette
+from tui.app.text import safe_label
+from tui.app.widgets import Themed
+
+LABEL_WIDTH = 18  # at most; the column is as wide as the longest host label
+STATE_WIDTH = 15  # " LAUNCH-FAILED " fits
+BADGE = {"error": "ERROR", "warning": "WARN", "info": "INFO"}
+
+
+class HostOverview(Static, Themed):
+    DEFAULT_CSS = """
+    HostOverview {
+        height: auto; max-height: 9; background: $boost; padding: 0 1;
+        text-wrap: nowrap; text-overflow: ellipsis; overflow-y: auto;
+    }
+    """
+
+    def __init__(self) -> None:
+        super().__init__(id="overview")
+        self.rows: tuple[HostSummary, ...] = ()
+        self.selected = 0
+
+    def on_mount(self) -> None:
+        self.redraw()
+
+    def show(self, rows: Sequence[HostSummary], selected: int) -> None:
+        self.rows, self.selected = tuple(rows), selected
+        self.redraw()
+
+    def redraw(self) -> None:
+        pal = self.palette
+        t = Text(no_wrap=True, overflow="ellipsis")
+        width = min(LABEL_WIDTH, max((len(r.key) for r in self.rows), default=1))
+        for i, row in enumerate(self.rows):
+            if i:
+                t.append("\n")
+            _row(t, i, row, i == self.selected, pal, width)
+        self.update(t)
+
+    def row_text(self, index: int) -> str:
+        """The plain text of one row (tests read it)."""
+        lines = str(self.render()).split("\n")
+        return lines[index] if index < len(lines) else ""
+
+    def on_click(self, event: Click) -> None:
+        row = event.y + int(self.scroll_y)
+        if 0 <= row < len(self.rows):
+            self.app.call_later(self.app.select_host, row)  # type: ignore[attr-defined]
+
+
+def _row(t: Text, i: int, row: HostSummary, selected: bool, pal: Palette, width: int) -> None:
+    mark = Style(reverse=True, bold=True) if selected else Style(bold=True)
+    t.append("▶ " if selected else "  ", pal.fg("info", bold=True))
+    t.append(f"{i + 1} {safe_label(row.key, width):<{width}}", mark)
+    t.append(" ")
+    _link(t, row, pal)
+    state = f" {row.run_state.upper()} "
+    t.append(state, pal.chip(STATE_SEVERITY.get(row.run_state, "info")))
+    t.append(" " * max(1, STATE_WIDTH + 1 - len(state)))
+    t.append(f"{safe_label(row.run_id or '-', 22):<20} ", pal.fg("muted"))
+    for role, health in (("target", row.target), ("drafter", row.drafter)):
+        t.append(f"{role} ")
+        if health is None:
+            t.append("?/? ", pal.fg("muted"))
+        else:
+            ok, want = health
+            t.append(f"{ok}/{want}", pal.fg("ok" if ok == want else "error", bold=True))
+            t.append(" ")
+    _findings(t, row, pal)
+
+
+def _link(t: Text, row: HostSummary, pal: Palette) -> None:
+    """16 columns: ``● connected``, ``○ connecting …``, ``● DOWN retry 4s``."""
+    if row.link == "connected":
+        t.append(f"{'● connected':<17}", pal.fg("ok", bold=True))
+    elif row.link == "down":
+        t.append("● DOWN", pal.fg("error", bold=True))
+        t.append(f" {row.link_note:<10}", pal.fg("error"))
+    else:
+        t.append(f"{'○ connecting …':<17}", pal.fg("warning"))
+
+
+def _findings(t: Text, row: HostSummary, pal: Palette) -> None:
+    if row.target is None:
+        return  # no sample yet: nothing known
+    if row.worst is None:
+        t.append(" OK ", pal.chip("ok"))
+        t.append(" no findings", pal.fg("muted"))
+        return
+    t.append(f" {BADGE.get(row.worst, row.worst)} ×{row.worst_count} ", pal.chip(row.worst))
+    t.append(f" of {row.findings} finding{'s' if row.findings != 1 else ''}", pal.fg("muted"))
