@@ -8,10 +8,11 @@ Scripted hosts (no probe, no clock): host A plays the seed incident, host B a he
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from support import until
 from textual.pilot import Pilot
 
 from tui.app import scenes
@@ -29,14 +30,6 @@ from tui.core.snapshot import Snapshot
 
 SIZE = (120, 40)
 A, B = "gpu-a", "gpu-b"
-
-
-async def until(pilot: Pilot, cond: Callable[[], bool], timeout: float = 20.0) -> None:
-    t0 = time.monotonic()
-    while not cond():
-        if time.monotonic() - t0 > timeout:
-            raise AssertionError("condition not met in time")
-        await pilot.pause(0.02)
 
 
 def two_hosts(

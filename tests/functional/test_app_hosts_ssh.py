@@ -8,30 +8,21 @@ from __future__ import annotations
 
 import os
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from textual.pilot import Pilot
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 
 from loopback_sshd import ALIAS, LoopbackSshd, sshd_unavailable
+from support import until
 
 from tui.app.app import DflashApp
 from tui.app.overview import HostOverview
 from tui.core.config import Config, HostConfig
 
 pytestmark = [pytest.mark.ssh, pytest.mark.slow]
-
-
-async def until(pilot: Pilot, cond: Callable[[], bool], timeout: float = 30.0) -> None:
-    t0 = time.monotonic()
-    while not cond():
-        if time.monotonic() - t0 > timeout:
-            raise AssertionError("condition not met in time")
-        await pilot.pause(0.05)
 
 
 @pytest.fixture
@@ -61,12 +52,12 @@ async def test_ssh_host_down_and_back_while_the_local_host_updates(
         overview = app.screen.query_one(HostOverview)
         assert f"2 {ALIAS}" in overview.row_text(1) and "connected" in overview.row_text(1)
         server.stop()
-        await until(pilot, lambda: b.link == "down")
+        await until(pilot, lambda: b.link == "down", timeout=30)
         seen = a.samples
         await until(pilot, lambda: a.samples >= seen + 3)  # the local host never stalls
         assert b.link == "down" and "DOWN" in overview.row_text(1)
         assert "connected" in overview.row_text(0)
         drawn_b = b.samples
         server.start()
-        await until(pilot, lambda: b.link == "connected" and b.samples > drawn_b)
+        await until(pilot, lambda: b.link == "connected" and b.samples > drawn_b, timeout=30)
         assert "DOWN" not in overview.row_text(1)

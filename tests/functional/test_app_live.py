@@ -10,11 +10,11 @@ import asyncio
 import os
 import signal
 import subprocess
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from support import until
 from textual.pilot import Pilot
 
 from tui.app.app import DflashApp
@@ -34,14 +34,6 @@ JOB = (
     'i=0; while :; do i=$((i+1)); echo "step=$i loss=2.$i acc=0.4 tok/s=28$i"; '
     'echo "noise $i"; sleep 0.1; done'
 )
-
-
-async def until(pilot: Pilot, cond: Callable[[], bool], timeout: float = 20.0) -> None:
-    t0 = time.monotonic()
-    while not cond():
-        if time.monotonic() - t0 > timeout:
-            raise AssertionError("condition not met in time")
-        await pilot.pause(0.05)
 
 
 @pytest.fixture

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from support import until
 from textual import events
 from textual.pilot import Pilot
 
@@ -26,14 +26,6 @@ from tui.core.config import Config
 from tui.core.snapshot import Snapshot
 
 SIZE = (120, 40)
-
-
-async def until(pilot: Pilot, cond: Callable[[], bool], timeout: float = 10.0) -> None:
-    t0 = time.monotonic()
-    while not cond():
-        if time.monotonic() - t0 > timeout:
-            raise AssertionError("condition not met in time")
-        await pilot.pause(0.02)
 
 
 def make_app(snaps: list[Snapshot], **cfg: object) -> tuple[DflashApp, ScriptedSource]:

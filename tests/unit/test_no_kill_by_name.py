@@ -12,6 +12,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", "node_modules", "__snapshots__", "build"}
+# Recorded real machine output (process tables of the device harness): data, not our code.
+RECORDINGS = Path("tests") / "fixtures"
 TEXT = {".py", ".sh", ".toml", ".cfg", ".ini", ".yml", ".yaml", ".md", ".txt", ".json", ""}
 BY_NAME = re.compile(
     r"\b(pkill|killall|pgrep|pidof)\b"  # the tools that pick processes by name
@@ -26,6 +28,8 @@ def project_files() -> list[Path]:
     for path in ROOT.rglob("*"):
         rel = path.relative_to(ROOT)
         if any(part in SKIP_DIRS or part.endswith(".egg-info") for part in rel.parts):
+            continue
+        if rel.is_relative_to(RECORDINGS):
             continue
         if path.is_file() and path.suffix in TEXT and path != Path(__file__).resolve():
             out.append(path)
