@@ -23,7 +23,10 @@ else:  # pragma: no cover
 
 DEFAULT_RUN_ROOT = "~/.local/state/dflash-tui/runs"
 # The bundled tiny pipeline, on the CPU: what a new user sees launched.
-DEFAULT_COMMAND = f"{shlex.quote(sys.executable)} -m dflash.train --preset tiny --device cpu"
+# Long enough to watch, kill and restart (60 steps take ~10 s on 2 cores).
+DEFAULT_COMMAND = (
+    f"{shlex.quote(sys.executable)} -m dflash.train --preset tiny --device cpu --steps 3000"
+)
 
 # No part may start with "-": an address must never read as an ssh option.
 _HOST_RE = re.compile(

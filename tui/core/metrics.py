@@ -46,6 +46,8 @@ def parse_line(line: str) -> Metric | None:
     step = int(step_m.group(1)) if step_m else None
     if step is None and toks is None:
         return None  # a lone "loss" word is too weak a signal
+    if loss is None and toks is None:
+        return None  # "checkpoint step=60": names a step, reports no training figure
     return Metric(step=step, loss=loss, acc=_num(_ACC.search(line)), tok_s=toks)
 
 
