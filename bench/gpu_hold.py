@@ -1,6 +1,6 @@
 """Hold GPU memory and keep the GPU busy: a stand-in training job for device checks.
 
-    python3 bench/gpu_hold.py --gib 20 --busy
+python3 bench/gpu_hold.py --gib 20 --busy
 """
 
 from __future__ import annotations

@@ -52,4 +52,3 @@ def test_recorded_load_is_owned_by_the_run_that_launched_it() -> None:
     # Without the record the same process is someone else's job on our GPU.
     d = diagnose([snap], Topology.parse("0:"))
     assert d.gpus[0].codes == ("foreign-process",)
-
