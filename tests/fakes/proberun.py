@@ -11,8 +11,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from tui.core.feed import PROBE_PARTS, probe_source
+
 PROBE = Path(__file__).resolve().parents[2] / "tui" / "core" / "probe.py"
-SOURCE = PROBE.read_bytes()
+PROBE_FILES = (PROBE, *(PROBE.with_name(p) for p in PROBE_PARTS))
+SOURCE = probe_source()  # what the transports send: the parts, then probe.py
 
 
 @functools.cache

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fakes.proberun import PROBE, SOURCE, ProbeStream, python3, run_probe
+from fakes.proberun import PROBE, PROBE_FILES, SOURCE, ProbeStream, python3, run_probe
 from fakes.scenario import FAKES, H200, SEED_CSV, app, box, build_bundled, gpu, load
 
 from tui.core import probe
@@ -355,7 +355,7 @@ def test_nvml_unknown_process_memory_and_hang(fake_smi) -> None:
 
 
 @pytest.mark.parametrize(
-    "path", [PROBE, FAKE_SMI, FAKES / "nvml" / "pynvml.py"], ids=lambda p: p.name
+    "path", [*PROBE_FILES, FAKE_SMI, FAKES / "nvml" / "pynvml.py"], ids=lambda p: p.name
 )
 def test_sources_parse_as_python_3_8(path: Path) -> None:
     ast.parse(path.read_text(), feature_version=(3, 8))
@@ -390,7 +390,20 @@ def test_probe_runs_on_old_python(fake_smi, tmp_path: Path, py: str) -> None:
 
 
 def test_source_is_what_the_transports_send() -> None:
-    assert PROBE.read_bytes() == SOURCE and python3()
+    from tui.core.feed import probe_source
+
+    assert probe_source() == SOURCE and python3()
+    assert SOURCE.count(b"# >>> parts") == 0  # the import block of the parts is dropped
+    ast.parse(SOURCE, feature_version=(3, 8))
+
+
+def test_probe_runs_as_a_file(fake_smi) -> None:
+    """python3 tui/core/probe.py (how a person runs it) imports its parts from its folder."""
+    res = subprocess.run(
+        [python3(), str(PROBE), "--once", "--no-nvml"], capture_output=True, timeout=60
+    )
+    assert res.returncode == 0, res.stderr
+    assert [g["util"] for g in json.loads(res.stdout)["gpus"]] == [0, 0, 100, 100, 0, 0, 0, 100]
 
 
 def test_real_h200_readings_agree_across_sources() -> None:

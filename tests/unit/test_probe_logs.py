@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from fakes.proberun import ProbeStream, log_lines, run_probe
 
-from tui.core import probe
+from tui.core import probe, probe_files
 from tui.core.probe import LogTail
 from tui.core.snapshot import Snapshot
 
@@ -123,7 +123,7 @@ def test_missing_file_is_a_state_not_an_error(tmp_path: Path) -> None:
 
 
 def test_flood_is_capped_and_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(probe, "LOG_CAP", 1000)
+    monkeypatch.setattr(probe_files, "LOG_CAP", 1000)  # where LogTail reads it
     log = tmp_path / "a.log"
     log.write_bytes(b"")
     t = tail(log)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import re
 import shlex
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -18,11 +19,22 @@ from tui.core.hostmap import HostPidMapper
 from tui.core.snapshot import Snapshot
 from tui.core.transport import Transport, TransportError
 
+PROBE_PARTS = ("probe_gpu.py", "probe_files.py")  # sent ahead of probe.py, in this order
+_PARTS_BLOCK = re.compile(rb"^# >>> parts.*?^# <<< parts\n", re.MULTILINE | re.DOTALL)
+
 
 @functools.cache
 def probe_source() -> bytes:
-    """The probe program, sent over stdin so nothing is installed where it runs."""
-    return (Path(__file__).parent / "probe.py").read_bytes()
+    """The probe as one program, sent over stdin so nothing is installed where it runs.
+
+    probe.py imports its parts when run as a file or a module; over stdin the parts' code
+    goes first and that import block is dropped.
+    """
+    here = Path(__file__).parent
+    main, n = _PARTS_BLOCK.subn(b"", (here / "probe.py").read_bytes())
+    if n != 1:
+        raise RuntimeError("probe.py lost its '# >>> parts' block")
+    return b"\n".join((here / p).read_bytes() for p in PROBE_PARTS) + b"\n" + main
 
 
 @dataclass(frozen=True)
