@@ -20,39 +20,11 @@ import time
 
 # >>> parts: tui/core/feed.py probe_source() sends the parts' code ahead and drops this block
 try:  # imported as tui.core.probe
-    from tui.core.probe_files import (
-        MIB,
-        PARTIAL_CAP,
-        LogTail,
-        RunFiles,
-        decode_line,
-        read_bytes,
-        read_run,
-    )
-    from tui.core.probe_gpu import (
-        GPU_FIELDS,
-        NO_TOOLS,
-        SAFE_FIELDS,
-        Nvml,
-        Smi,
-        app_rows,
-        comm,
-        conv,
-        gpu_rows,
-    )
+    from tui.core.probe_files import *
+    from tui.core.probe_gpu import *
 except ImportError:  # run as a file: python3 tui/core/probe.py
-    from probe_files import MIB, PARTIAL_CAP, LogTail, RunFiles, decode_line, read_bytes, read_run  # noqa: F401
-    from probe_gpu import (  # noqa: F401
-        GPU_FIELDS,
-        NO_TOOLS,
-        SAFE_FIELDS,
-        Nvml,
-        Smi,
-        app_rows,
-        comm,
-        conv,
-        gpu_rows,
-    )
+    from probe_files import *
+    from probe_gpu import *
 # <<< parts
 
 FORMAT = 1
