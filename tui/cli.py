@@ -27,6 +27,15 @@ def _common(p: argparse.ArgumentParser, suppress: bool) -> None:
     p.add_argument("--command", default=d, metavar="CMD", help="the run command")
     p.add_argument("--interval", type=float, default=d, help="seconds between samples")
     p.add_argument(
+        "--auto-restart",
+        action="store_true",
+        default=d,
+        help="relaunch the run after a crash, as the config's [restart] table says",
+    )
+    p.add_argument(
+        "--keep-runs", type=int, default=d, metavar="N", help="prune older run dirs (0: keep all)"
+    )
+    p.add_argument(
         "--insecure-accept-new-host-key",
         action="store_true",
         default=d,
@@ -55,9 +64,6 @@ def build_parser() -> argparse.ArgumentParser:
         if name in ("launch", "restart"):
             c.add_argument("--clear-cache", action="store_true", help="clear the compile cache")
             c.add_argument(
-                "--keep-runs", type=int, default=0, help="prune older run dirs (0: keep all)"
-            )
-            c.add_argument(
                 "--release-timeout", type=float, default=60.0, help="seconds to wait for the GPUs"
             )
         if name == "launch":
@@ -72,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"dflash-tui: {exc}", file=sys.stderr)
         return 2
+    if getattr(args, "keep_runs", None) is None:  # not given: the config's [restart] keep_runs
+        args.keep_runs = cfg.host.keep_runs
     if args.subcommand == "status":
         from tui.core.status_cmd import main as status_main
 

@@ -14,6 +14,7 @@ from textual.widgets import TabbedContent
 from textual.worker import Worker
 
 from tui.app.actions import ControlActions
+from tui.app.autorestart import AutoRestarts
 from tui.app.feeds import HostFeeds
 from tui.app.findings.timeline import Timeline
 from tui.app.hosts import HostState, make_hosts
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 QUIT_NOTE = "q quits the app only: the run keeps running, and dflash-tui re-attaches to it."
 
 
-class DflashApp(HostFeeds, ControlActions, App[None]):
+class DflashApp(HostFeeds, ControlActions, AutoRestarts, App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "dflash-tui"
 
@@ -101,14 +102,17 @@ class DflashApp(HostFeeds, ControlActions, App[None]):
         self._apply_start_theme()
         # After the first refresh every composed widget (tab panes too) is mounted.
         self.call_after_refresh(self._start_feeds)
+        self.call_after_refresh(self._start_autorestarts)
         self.call_after_refresh(self.refresh_overview)
 
     async def on_unmount(self) -> None:
+        await self._stop_autorestarts()  # first: they use the transports the feeds close
         await self._stop_feeds()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         self._feed_state_changed(event)
         self._control_state_changed(event)
+        self._auto_state_changed(event)
 
     # -- the host shown in detail (keys and control act on it) --
 
@@ -216,7 +220,9 @@ class DflashApp(HostFeeds, ControlActions, App[None]):
         keys.append(("ctrl+p", "command palette: every action by name"))
         notes = [QUIT_NOTE]
         if self.read_only:
-            notes.append("Read-only mode: launch, kill, restart and kill-process are disabled.")
+            notes.append(
+                "Read-only mode: launch, kill, restart, kill-process and auto-restart are disabled."
+            )
         self.push_screen(HelpScreen(keys, notes))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -225,7 +231,7 @@ class DflashApp(HostFeeds, ControlActions, App[None]):
         if action in DESTRUCTIVE:
             if self.read_only:
                 return False  # hidden from the footer, the help and the palette
-            if self.waits_active():
+            if self.waits_active() and action != "auto_restart":  # A stays usable mid-kill
                 return None  # shown greyed out while another action runs
         return True
 

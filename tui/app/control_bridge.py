@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tui.core.config import HostConfig
+from tui.core.rundir import Decision, RestartPolicy
 from tui.core.transport import Transport, TransportError
 
 StepFn = Callable[..., None]  # step(text, done=None, total=None)
@@ -27,6 +28,7 @@ class Bridge:
     grace = 10.0  # seconds between SIGTERM and SIGKILL
     start_window = 3.0  # a job must stay up this long to count as started
     release_timeout = 60.0  # seconds to wait for the old run's GPU memory on restart
+    supervise_poll = 2.0  # seconds between auto-restart's looks at the run (tests: less)
 
     def __init__(self, transport: Transport, host: HostConfig) -> None:
         self.transport, self.host = transport, host
@@ -56,7 +58,10 @@ class Bridge:
 
         step(f"launching: {self.host.command}")
         res = await self._call(
-            control.launch, start_window=self.start_window, progress=self._progress(step)
+            control.launch,
+            start_window=self.start_window,
+            keep=self.host.keep_runs,
+            progress=self._progress(step),
         )
         return _outcome(res.ok, res.message, res.log_tail)
 
@@ -78,9 +83,33 @@ class Bridge:
             grace=self.grace,
             start_window=self.start_window,
             release_timeout=self.release_timeout,
+            keep=self.host.keep_runs,
             progress=self._progress(step),
         )
         return _outcome(res.ok, res.message)
+
+    async def supervise(
+        self,
+        policy: RestartPolicy,
+        stop: asyncio.Event,
+        on_decision: Callable[[Decision], None],
+        on_launch: Callable[[Any], None],
+    ) -> Decision | None:
+        """Auto-restart: watch the run and relaunch it after a crash until ``stop`` is set or
+        the policy gives up (the FATAL decision is returned)."""
+        from tui.core.control_restart import supervise
+
+        return await supervise(
+            self.transport,
+            self.host,
+            policy,
+            stop,
+            on_decision=on_decision,
+            on_launch=on_launch,
+            start_window=self.start_window,
+            keep=self.host.keep_runs,
+            poll=self.supervise_poll,
+        )
 
     async def kill_process(self, pid: int, start_ticks: int | None, step: StepFn) -> str:
         from tui.core.control_pid import kill_process

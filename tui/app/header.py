@@ -37,6 +37,7 @@ class RunHeader(Static, Themed):
         self.link = "connecting"  # connecting | connected | down
         self.link_detail = ""
         self.diag: Diagnosis | None = None
+        self.auto = "off"  # auto-restart: off | on | fatal (nothing drawn while off)
 
     def on_mount(self) -> None:
         self.redraw()
@@ -49,12 +50,17 @@ class RunHeader(Static, Themed):
         self.link, self.link_detail = state, detail
         self.redraw()
 
+    def show_auto(self, auto: str) -> None:
+        self.auto = auto
+        self.redraw()
+
     def redraw(self) -> None:
         pal = self.palette
         t = Text(no_wrap=True, overflow="ellipsis")
         t.append("dflash-tui ", pal.fg("info", bold=True))
         t.append(f"{safe_label(self.host, 60)} ")
         self._link(t, pal)
+        self._auto(t, pal)
         self._run(t, pal)
         t.append("\n")
         self._topology(t, pal)
@@ -72,6 +78,15 @@ class RunHeader(Static, Themed):
             t.append(safe_label(self.link_detail, 80), pal.fg("error"))
         else:
             t.append("○ connecting …", pal.fg("warning"))
+
+    def _auto(self, t: Text, pal: Palette) -> None:
+        # Before the run, so a long run line cannot push it out of sight.
+        if self.auto == "on":
+            t.append("  │ ", pal.fg("muted"))
+            t.append("auto-restart on", pal.fg("ok"))
+        elif self.auto == "fatal":
+            t.append("  │ auto-restart ", pal.fg("muted"))
+            t.append(" FATAL ", pal.chip("error"))
 
     def _run(self, t: Text, pal: Palette) -> None:
         d = self.diag

@@ -49,6 +49,8 @@ class HostState:
         self.link_error: str | None = None  # the error alone, without the countdown
         self.retry_at: float | None = None  # monotonic time of the feed's next attempt
         self.drawn = asyncio.Event()  # backpressure: set once the last sample is drawn
+        self.auto = "off"  # auto-restart (tui/app/autorestart.py): off | on | fatal
+        self.auto_stop: asyncio.Event | None = None  # set to stop this host's supervisor
         self._transport: Transport | None = None
         self._bridge = bridge
 

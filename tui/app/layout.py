@@ -34,6 +34,7 @@ KEYS: tuple[tuple[str, str, str, str], ...] = (
     ("k", "kill", "Kill", "kill the run's process group (confirm names PIDs and GPUs)"),
     ("r", "restart", "Restart", "kill, wait for GPU memory release, launch again (confirm)"),
     ("K", "kill_process", "Kill PID", "kill the process selected in the tree (confirm)"),
+    ("A", "auto_restart", "Auto-restart", "auto-restart after a crash on/off (config [restart])"),
     ("slash", "filter", "Filter", "edit the log filter (regex; enter applies, empty = off)"),
     ("a", "toggle_filter", "All/filter", "show all log lines / only the filtered ones"),
     ("f", "follow", "Follow", "follow the end of the logs on/off"),
@@ -43,9 +44,9 @@ KEYS: tuple[tuple[str, str, str, str], ...] = (
     ("question_mark", "help", "Help", "this help"),
     ("q", "quit", "Quit (run stays)", "quit the app; the run keeps running"),
 )
-DESTRUCTIVE = frozenset({"launch", "kill", "restart", "kill_process"})
+DESTRUCTIVE = frozenset({"launch", "kill", "restart", "kill_process", "auto_restart"})
 HIDDEN = frozenset(
-    {"toggle_filter", "other_tab"}
+    {"toggle_filter", "other_tab", "auto_restart"}
 )  # in the help and the palette; the footer is full
 KEY_NAMES = {"slash": "/", "question_mark": "?"}
 # Host keys: only with two or more hosts (check_action hides them otherwise).

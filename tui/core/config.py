@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from dflash.topology import Topology, TopologyError
+from tui.core.rundir import RestartPolicy
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -54,6 +55,8 @@ class HostConfig:
     run_root: str = DEFAULT_RUN_ROOT
     compile_cache: str | None = None
     insecure_accept_new_host_key: bool = False
+    restart: RestartPolicy = field(default_factory=RestartPolicy)  # auto-restart (opt-in)
+    keep_runs: int = 0  # retention: prune older run directories beyond this many (0 keeps all)
 
     @property
     def label(self) -> str:
@@ -133,8 +136,76 @@ def _typed(table: dict[str, Any], key: str, kind: type, where: str) -> Any:
     return v
 
 
+RESTART_KEYS = (
+    "auto",
+    "success_codes",
+    "retries",
+    "backoff_s",
+    "max_backoff_s",
+    "stable_s",
+    "keep_runs",
+)
+
+
+def _number(table: dict[str, Any], key: str, default: float, where: str) -> float:
+    v = table.get(key, default)
+    # bool is an int in Python: `retries = true` is a mistake, not 1.
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ConfigError(f"{where}.{key} must be a number, not {type(v).__name__}")
+    if v < 0 or v != v or v == float("inf"):
+        raise ConfigError(f"{where}.{key} must be a finite number >= 0, not {v}")
+    return float(v)
+
+
+def _count(table: dict[str, Any], key: str, default: int, where: str) -> int:
+    v = table.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ConfigError(f"{where}.{key} must be a whole number, not {type(v).__name__}")
+    if not 0 <= v <= 10_000:
+        raise ConfigError(f"{where}.{key} must be between 0 and 10000, not {v}")
+    return v
+
+
+def _codes(table: dict[str, Any], where: str) -> frozenset[int]:
+    codes = table.get("success_codes", [0])
+    if not isinstance(codes, list) or not all(
+        isinstance(c, int) and not isinstance(c, bool) and 0 <= c <= 255 for c in codes
+    ):
+        raise ConfigError(f"{where}.success_codes must be a list of exit codes 0-255, e.g. [0]")
+    return frozenset(codes)
+
+
+def restart_from_table(table: Any, where: str = "restart") -> tuple[RestartPolicy, int]:
+    """The ``[restart]`` table: the auto-restart policy and the run-directory retention."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where} must be a table")
+    unknown = sorted(set(table) - set(RESTART_KEYS))
+    if unknown:  # a typo (`retry = 5`) must not silently leave the default in force
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(RESTART_KEYS)})")
+    auto = table.get("auto", False)
+    if not isinstance(auto, bool):
+        raise ConfigError(f"{where}.auto must be true or false, not {type(auto).__name__}")
+    backoff = _number(table, "backoff_s", 2.0, where)
+    most = _number(table, "max_backoff_s", 60.0, where)
+    if most < backoff:
+        raise ConfigError(f"{where}.max_backoff_s ({most:g}) is below backoff_s ({backoff:g})")
+    policy = RestartPolicy(
+        enabled=auto,
+        success_codes=_codes(table, where),
+        retries=_count(table, "retries", 3, where),
+        backoff_s=backoff,
+        max_backoff_s=most,
+        stable_s=_number(table, "stable_s", 60.0, where),
+    )
+    return policy, _count(table, "keep_runs", 0, where)
+
+
 def _host_from_table(doc: dict[str, Any], host: dict[str, Any], where: str) -> HostConfig:
     h = HostConfig()
+    # A host's own [hosts.restart] replaces the top-level [restart] as a whole, like `run`.
+    in_host = "restart" in host
+    restart_t = host["restart"] if in_host else doc.get("restart", {})
+    policy, keep_runs = restart_from_table(restart_t, f"{where}.restart" if in_host else "restart")
     address = _typed(host, "address", str, where)
     container = _typed(host, "container", str, where)
     topo_t = host.get("topology", doc.get("topology"))
@@ -169,6 +240,8 @@ def _host_from_table(doc: dict[str, Any], host: dict[str, Any], where: str) -> H
         logs=tuple(logs),
         run_root=_no_newline("run.run_root", _typed(run, "run_root", str, "run") or h.run_root),
         compile_cache=_one_line("run.compile_cache", _typed(run, "compile_cache", str, "run")),
+        restart=policy,
+        keep_runs=keep_runs,
     )
 
 
@@ -213,11 +286,18 @@ def apply_flags(cfg: Config, flags: dict[str, Any]) -> Config:
         changes["run_root"] = _no_newline("--run-root", flags["run_root"])
     if flags.get("insecure_accept_new_host_key"):
         changes["insecure_accept_new_host_key"] = True
+    if flags.get("keep_runs") is not None:
+        keep = flags["keep_runs"]
+        if not isinstance(keep, int) or keep < 0:
+            raise ConfigError(f"--keep-runs must be a whole number >= 0 (0 keeps all), not {keep}")
+        changes["keep_runs"] = keep
     hosts = cfg.hosts
     if changes:
         # A --host flag names one machine: it replaces a multi-host config with that one.
         base = hosts[0] if "address" in changes else None
         hosts = (replace(base, **changes),) if base else tuple(replace(h, **changes) for h in hosts)
+    if flags.get("auto_restart"):  # keeps each host's other [restart] settings
+        hosts = tuple(replace(h, restart=replace(h.restart, enabled=True)) for h in hosts)
     top: dict[str, Any] = {"hosts": hosts}
     if flags.get("interval"):
         top["interval"] = float(flags["interval"])

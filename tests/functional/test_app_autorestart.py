@@ -1,0 +1,133 @@
+"""Auto-restart in the app, against real processes under a temporary run root: a crash loop
+ends in FATAL after the configured retries; ``A`` toggles the supervisor; a manual kill is not
+undone; read-only mode never supervises. Short timings: the supervisor polls every 0.1 s."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from support import until
+from textual.pilot import Pilot
+
+from tui.app.app import DflashApp
+from tui.app.autorestart import AUTO_GROUP
+from tui.app.header import RunHeader
+from tui.app.screens import ConfirmScreen
+from tui.core import control
+from tui.core.config import Config, HostConfig
+from tui.core.connect import make_transport
+from tui.core.rundir import RestartPolicy
+
+SIZE = (120, 40)
+CRASH = "echo step=1 loss=1 tok/s=1; exit 3"
+LOOP = 'i=0; while :; do i=$((i+1)); echo "step=$i loss=2.$i tok/s=28$i"; sleep 0.1; done'
+POLICY = RestartPolicy(enabled=True, retries=2, backoff_s=0.2, max_backoff_s=1.0)
+
+
+@pytest.fixture
+async def root(tmp_path: Path) -> AsyncIterator[Path]:
+    yield tmp_path / "runs"
+    h = HostConfig(run_root=str(tmp_path / "runs"))
+    transport = make_transport(h)  # whatever a test left alive goes, through control
+    try:
+        await control.kill(transport, h, grace=2.0, check_gpu=False)
+    finally:
+        await transport.close()
+
+
+def app_for(host: HostConfig, read_only: bool = False) -> DflashApp:
+    app = DflashApp(Config(hosts=(host,), interval=0.3, read_only=read_only))
+    bridge = app.host_states[0].bridge
+    bridge.supervise_poll, bridge.start_window = 0.1, 0.5  # the test hook: no 2 s polls
+    return app
+
+
+def run_dirs(root: Path) -> list[Path]:
+    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def header(app: DflashApp) -> str:
+    return str(app.screen.query_one(RunHeader).render())
+
+
+def supervisors(app: DflashApp) -> int:
+    return sum(1 for w in app.workers if w.group.startswith(AUTO_GROUP) and w.is_running)
+
+
+def run_state(app: DflashApp) -> str:
+    return app.last.diagnosis.run_state if app.last else "?"
+
+
+async def started(pilot: Pilot, app: DflashApp) -> None:
+    await until(pilot, lambda: app.samples >= 1)
+
+
+async def test_crash_loop_restarts_then_goes_fatal(root: Path) -> None:
+    app = app_for(HostConfig(command=CRASH, run_root=str(root), restart=POLICY))
+    async with app.run_test(size=SIZE) as pilot:
+        await started(pilot, app)
+        assert supervisors(app) == 1 and "auto-restart on" in header(app)
+        await pilot.press("l")
+        await until(pilot, lambda: app.current.auto == "fatal", timeout=15)
+        events = list(app.timeline.events)
+        assert sum(e.kind == "restarted" for e in events) == 2
+        fatal = [e for e in events if e.kind == "FATAL"]
+        assert len(fatal) == 1 and "exit 3" in fatal[0].text and "after 2 restarts" in fatal[0].text
+        notes = [(n.severity, str(n.message)) for n in app._notifications]
+        assert sum(sev == "warning" and "launched run" in m for sev, m in notes) == 2
+        assert any(sev == "error" and m.startswith("FATAL") for sev, m in notes)
+        await pilot.pause(0.1)
+        assert "FATAL" in header(app) and "auto-restart on" not in header(app)
+        assert supervisors(app) == 0
+        await pilot.pause(0.5)  # nothing more is launched after FATAL
+        assert len(run_dirs(root)) == 3
+
+
+async def test_toggle_and_a_manual_kill_is_not_undone(root: Path) -> None:
+    app = app_for(HostConfig(command=LOOP, run_root=str(root)))  # [restart] auto = false
+    async with app.run_test(size=SIZE) as pilot:
+        await started(pilot, app)
+        assert supervisors(app) == 0 and "auto-restart" not in header(app)
+        assert "Auto restart" in [c.title for c in app.get_system_commands(app.screen)]
+        await pilot.press("A")
+        await until(pilot, lambda: supervisors(app) == 1)
+        assert app.current.auto == "on" and "auto-restart on" in header(app)
+        await pilot.press("A")
+        await until(pilot, lambda: supervisors(app) == 0)
+        assert app.current.auto == "off" and "auto-restart" not in header(app)
+        await pilot.press("A")
+        await until(pilot, lambda: supervisors(app) == 1)
+        await pilot.press("l")
+        await until(pilot, lambda: run_state(app) == "running")
+        await pilot.press("k")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await until(pilot, lambda: run_state(app) == "killed")
+        # The supervisor's own word (the sample timeline says "stopped on request" too).
+        await until(
+            pilot,
+            lambda: any(
+                e.kind == "auto-restart" and "stopped on request: not restarted" in e.text
+                for e in app.timeline.events
+            ),
+        )
+        await pilot.pause(1.0)  # ten supervisor polls: nothing is relaunched
+        assert len(run_dirs(root)) == 1 and run_state(app) == "killed"
+        assert supervisors(app) == 1 and app.current.auto == "on"
+        assert not any(e.kind == "restarted" for e in app.timeline.events)
+
+
+async def test_read_only_never_supervises(root: Path) -> None:
+    app = app_for(HostConfig(command=CRASH, run_root=str(root), restart=POLICY), read_only=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(pilot, app)
+        await pilot.press("A")
+        await pilot.pause(0.3)
+        assert supervisors(app) == 0 and app.current.auto == "off"
+        assert app.check_action("auto_restart", ()) is False
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Auto restart" not in titles and "Kill" not in titles
+        assert "auto-restart" not in header(app)
+        assert not root.exists() or not run_dirs(root)
