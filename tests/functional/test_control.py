@@ -467,10 +467,32 @@ async def test_auto_restart_leaves_a_success_and_a_requested_stop_alone(
     for cmd, want in (("sleep 0.4; exit 0", "done"), ("exec sleep 30", "stopped")):
         h = host(runs, cmd)
         assert (await launch(t, h, start_window=0.2, poll=0.05)).ok
-        if want == "stopped":
-            assert (await kill(t, h, grace=1, poll=0.05, check_gpu=False)).ok
         stop.clear()
-        run = supervise(t, h, policy, stop, on_decision=until_settled, start_window=0.2, poll=0.05)
+        run = asyncio.ensure_future(
+            supervise(t, h, policy, stop, on_decision=until_settled, start_window=0.2, poll=0.05)
+        )
+        if want == "stopped":  # killed while the supervisor watches
+            await asyncio.sleep(0.3)
+            assert (await kill(t, h, grace=1, poll=0.05, check_gpu=False)).ok
         final = await asyncio.wait_for(run, 10)
         assert final is not None and final.action == want, final
     assert len(list(runs.glob("2*"))) == 2  # nothing was relaunched
+
+
+async def test_auto_restart_never_relaunches_a_crash_from_before_it_started(
+    t: LocalTransport, runs: Path
+) -> None:
+    h = host(runs, "exit 3")
+    await launch(t, h, start_window=0.2, poll=0.05)
+    await asyncio.sleep(1.1)  # the crash is in the past (second-resolution clocks)
+    stop = asyncio.Event()
+    seen: list[Decision] = []
+    policy = RestartPolicy(enabled=True, backoff_s=0.1)
+    task = asyncio.ensure_future(
+        supervise(t, h, policy, stop, on_decision=seen.append, start_window=0.2, poll=0.05)
+    )
+    await asyncio.sleep(1.0)
+    stop.set()
+    await asyncio.wait_for(task, 5)
+    assert [d.action for d in seen] == ["watch"] and "before auto-restart" in seen[0].message
+    assert len(list(runs.glob("2*"))) == 1

@@ -243,11 +243,14 @@ class AutoRestart:
         self._handled: str | None = None
         self._pending: Decision | None = None
         self._fatal: Decision | None = None
+        self.since: float | None = None  # first observation, on the run's clock
 
     def observe(self, run: RunRecord | None, state: str, now: float) -> Decision:
         p = self.policy
         if not p.enabled:
             return Decision("off", "auto-restart is off")
+        if self.since is None:
+            self.since = now
         if self._fatal is not None:
             return self._fatal
         if run is None or state not in ("exited", "killed", "launch-failed"):
@@ -263,12 +266,21 @@ class AutoRestart:
 
     def _judge(self, run: RunRecord, state: str, now: float) -> Decision:
         p = self.policy
+        if self._before_us(run):
+            # Turning auto-restart on (or opening the app) must not relaunch an old crash.
+            return Decision("watch", f"run {run.id} ended before auto-restart was on: left as is")
         if run.kill_requested_at is not None:
             return Decision("stopped", f"run {run.id} was stopped on request: not restarted")
         if state == "exited" and run.exit_code in p.success_codes:
             return Decision("done", f"run {run.id} exited {run.exit_code}: success")
         why = run.launch_error or f"exit {run.exit_code}: {exit_meaning(run.exit_code)}"
         return self._crash(f"run {run.id} {state} ({why})", run.started_at, run.ended_at, now)
+
+    def _before_us(self, run: RunRecord) -> bool:
+        since = self.since
+        if since is None or run.started_at is None or run.started_at >= since:
+            return False
+        return run.ended_at is None or run.ended_at < since
 
     def _crash(self, what: str, started: float | None, ended: float | None, now: float) -> Decision:
         p = self.policy
