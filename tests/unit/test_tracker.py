@@ -48,3 +48,10 @@ def test_step_time_from_batched_lines() -> None:
     assert tr.progress.last_step == 21
     assert tr.progress.typical_interval == pytest.approx(0.1)
     assert len(tr.metrics) == 21
+
+
+def test_history_keeps_no_log_text() -> None:
+    tr = Tracker(Topology.parse("0:"))
+    tr.add(snap(T0, ["x" * 1000] * 5000))
+    assert all(lg.lines == () for s in tr.history for lg in s.logs)
+    assert tr.history[-1].logs[1].exists  # the rest of the log state is kept

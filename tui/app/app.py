@@ -6,7 +6,7 @@ them all and ``[``, ``]``, ``1``-``9`` switch the detailed view (tui/app/hosts.p
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual.app import App, SystemCommand
 from textual.screen import Screen
@@ -61,6 +61,11 @@ class DflashApp(HostFeeds, ControlActions, AutoRestarts, App[None]):
         self.theme_names: list[str] = []
         self._init_control()
         self._register_themes()
+
+    def notify(self, message: str, *, markup: bool = False, **kw: Any) -> None:  # type: ignore[override]
+        """Every toast is plain text: messages carry log lines, launcher errors and paths,
+        and one stray ``[/x]`` parsed as markup would crash the app."""
+        super().notify(message, markup=markup, **kw)
 
     # -- themes --
 

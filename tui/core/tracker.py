@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import replace
 
 from dflash.topology import Topology
 from tui.core.diagnose import Diagnosis, diagnose
@@ -34,8 +35,10 @@ class Tracker:
         run_id = snap.run.id if snap.run else None
         if run_id != self._run_id:  # a new run: its step count starts again
             self._run_id, self.progress = run_id, Progress()
-        self.history.append(snap)
         self._fold_metrics(snap)
+        # The history feeds the diagnosis, which never reads log text: keep it without the
+        # lines, or 120 samples of a flooding log would hold hundreds of MiB.
+        self.history.append(replace(snap, logs=tuple(replace(lg, lines=()) for lg in snap.logs)))
         self._last = self.diagnose()
         return self._last
 
