@@ -86,6 +86,7 @@ def test_several_hosts_give_a_json_list(ssh_env: LoopbackSshd, tmp_path: Path) -
     # One unreachable host does not hide the others; it says why.
     assert docs[2]["findings"][0]["code"] == "host-unreachable"
     assert "not in known_hosts" in docs[2]["findings"][0]["message"]
+    assert docs[2]["run"]["state"] == "unknown" and docs[2]["time"] and docs[2]["schema"] == 1
     assert res.returncode == 1
 
 

@@ -17,7 +17,7 @@ from tui.core.sanitize import printable
 SCHEMA = 1
 
 
-def _iso(t: float | None) -> str | None:
+def iso_time(t: float | None) -> str | None:
     if t is None:
         return None
     return dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -29,7 +29,7 @@ def to_json(diag: Diagnosis, host: HostConfig) -> dict[str, Any]:
         "schema": SCHEMA,
         "host": host.label,
         "container": host.container,
-        "time": _iso(diag.time),
+        "time": iso_time(diag.time),
         "topology": diag.topology.to_json(),
         "telemetry": diag.telemetry_source,
         "run": {
@@ -41,7 +41,7 @@ def to_json(diag: Diagnosis, host: HostConfig) -> dict[str, Any]:
             "exit_meaning": exit_meaning(run.exit_code)
             if run and run.exit_code is not None
             else None,
-            "started_at": _iso(run.started_at) if run else None,
+            "started_at": iso_time(run.started_at) if run else None,
             "dir": run.dir if run else None,
             "logs": [
                 {"path": lg.path, "exists": lg.exists, "size": lg.size, "run_log": lg.is_run_log}

@@ -6,12 +6,13 @@ import argparse
 import asyncio
 import json
 import sys
+import time
 from typing import Any
 
 from tui.core.config import Config, HostConfig
 from tui.core.connect import make_transport
 from tui.core.feed import sample_once
-from tui.core.status import render, to_json
+from tui.core.status import iso_time, render, to_json
 from tui.core.tracker import Tracker
 from tui.core.transport import TransportError
 
@@ -33,9 +34,20 @@ def _unreachable(host: HostConfig, error: str) -> dict[str, Any]:
         "schema": 1,
         "host": host.label,
         "container": host.container,
+        "time": iso_time(time.time()),
         "error": error,
         "topology": host.topology.to_json(),
-        "run": None,
+        "telemetry": "none",
+        # The run's state cannot be read: same shape as a reachable host's, all unknown.
+        "run": {
+            "state": "unknown",
+            "id": None,
+            "pid": None,
+            "pgid": None,
+            "exit_code": None,
+            "started_at": None,
+            "logs": [],
+        },
         "gpus": [],
         "findings": [
             {"code": "host-unreachable", "severity": "error", "gpus": [], "message": error}
