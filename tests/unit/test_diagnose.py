@@ -367,3 +367,10 @@ def test_shell_probe_is_a_degraded_finding_not_a_malformed_one() -> None:
     d = diagnose([s], Topology.parse("0:"))
     assert "python3 not found" in finding(d, "probe-degraded").message
     assert "telemetry-degraded" not in codes(d)
+
+
+def test_a_slow_start_reported_failed_but_alive_is_running() -> None:
+    run = running_run(launch_error="the job did not start: ")
+    procs = [proc(1, 0), proc(500, 1, 500)]
+    d = diagnose([snap([gpu(0)], procs=procs, run=run)], Topology.parse("0:"))
+    assert d.run_state == "running" and "launch-failed" not in codes(d)

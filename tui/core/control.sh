@@ -217,6 +217,8 @@ case $w in '' | -* | *[!A-Za-z0-9_./+-]*) ;; *)
     fail "${err:-$w: not found}"
   fi ;;
 esac
+# The launcher gave up waiting (a very slow start) and reported a failure: keep its word.
+[ -e "$d/launch_error" ] && exit 1
 put pid "$$ $3 ${20}"
 put started_at "$(now)"
 sh -c "$cmd"

@@ -125,7 +125,11 @@ def read_run(root, errors: list):
     """The latest run directory under `root` (greatest run-id name) as the contract's dict."""
     if not root:
         return None
-    root = os.path.expanduser(os.path.expandvars(root))
+    # ~ and $HOME only, as control.sh expands them: both must read the same directory.
+    home = os.path.expanduser("~")
+    for var in ("${HOME}", "$HOME"):
+        root = root.replace(var, home)
+    root = os.path.expanduser(root)
     try:
         names = sorted(n for n in os.listdir(root) if RUN_ID.match(n))
     except (FileNotFoundError, NotADirectoryError):

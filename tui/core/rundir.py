@@ -56,9 +56,10 @@ def run_state(
 ) -> str:
     if run is None:
         return "none"
-    if run.launch_error:
+    alive = bool(group_members(run, procs))
+    if run.launch_error and not alive:  # a job alive despite a reported failure is running
         return "launch-failed"
-    if group_members(run, procs):
+    if alive:
         if run.started_at is not None and now - run.started_at < start_window:
             return "starting"
         return "running"
