@@ -374,3 +374,12 @@ def test_a_slow_start_reported_failed_but_alive_is_running() -> None:
     procs = [proc(1, 0), proc(500, 1, 500)]
     d = diagnose([snap([gpu(0)], procs=procs, run=run)], Topology.parse("0:"))
     assert d.run_state == "running" and "launch-failed" not in codes(d)
+
+
+def test_loaded_gpus_with_hidden_processes_are_not_idle() -> None:
+    # Inside an LXC container nvidia-smi often lists no process although the run is there.
+    d = diagnose([snap([gpu(i, 70000, 100) for i in range(8)])], Topology())
+    assert all(v.codes == ("ok",) for v in d.gpus)
+    f = finding(d, "processes-not-visible")
+    assert f.gpus == tuple(range(8)) and f.severity == "info"
+    assert "idle" not in codes(d) and "topology-mismatch" not in codes(d)

@@ -147,8 +147,8 @@ def _gpu_labels(gpu: Gpu, role: str, procs: Sequence[ProcView], th: Thresholds) 
     active = bool(procs) or (util or 0) >= th.activity_util_pct or not quiet_mem
     if role == "unassigned" and active and "busy-no-memory" not in labels:
         labels.add("unexpected-activity")
-    if role != "unassigned" and not procs and "busy-no-memory" not in labels:
-        labels.add("idle")
+    if role != "unassigned" and not active:
+        labels.add("idle")  # loaded with no visible process is not idle (see findings)
     if used is not None and gpu.mem_total_mib and used / gpu.mem_total_mib >= th.near_oom_fraction:
         labels.add("near-oom")
     if gpu.ecc_uncorrected:

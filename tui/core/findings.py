@@ -139,6 +139,25 @@ def _label_findings(diag: Diagnosis) -> list[Finding]:
     return out
 
 
+def _hidden_processes_finding(diag: Diagnosis, th: Thresholds) -> Finding | None:
+    """Memory in use with no process listed: the driver's PIDs are not visible here."""
+    ids = tuple(
+        v.index
+        for v in diag.gpus
+        if v.gpu is not None and not v.processes and (v.gpu.mem_used_mib or 0) > th.near_zero_mib
+    )
+    if not ids:
+        return None
+    return Finding(
+        "processes-not-visible",
+        "info",
+        ids,
+        f"{_gpus(ids)}: memory in use but no process listed; inside a container the driver "
+        "often hides them, so ownership cannot be judged. Next: set --container so the "
+        "host side maps PIDs, or run the probe on the host.",
+    )
+
+
 def _topology_finding(diag: Diagnosis) -> Finding | None:
     ht, nt = diag.healthy("target")
     hd, nd = diag.healthy("drafter")
@@ -292,6 +311,9 @@ def build_findings(
         *_label_findings(diag),
         *_telemetry_findings(snap),
     ]
+    hidden = _hidden_processes_finding(diag, th)
+    if hidden is not None:
+        found.append(hidden)
     topo = _topology_finding(diag) if diag.telemetry_source != "none" else None
     if topo is not None:
         found.append(topo)
