@@ -92,7 +92,12 @@ async def sample_once(transport: Transport, host: HostConfig, timeout: float = 3
 
 
 class Feed:
-    """Yields Snapshots from a live probe; reconnects with backoff (1, 2, 4 ... 30 s)."""
+    """Yields Snapshots from a live probe; reconnects with backoff (1, 2, 4 ... 30 s).
+
+    A probe that stops producing samples (a hung mount, a D-state process, a wedged
+    container) is as good as gone: after ``stall_timeout`` without a line the stream is
+    closed, which kills the probe, and the feed reports it and starts again.
+    """
 
     def __init__(
         self,
@@ -100,11 +105,13 @@ class Feed:
         host: HostConfig,
         interval: float = 2.0,
         max_backoff: float = 30.0,
+        stall_timeout: float | None = None,
     ) -> None:
         self.transport = transport
         self.host = host
         self.interval = interval
         self.max_backoff = max_backoff
+        self.stall_timeout = stall_timeout or max(5 * interval, 30.0)
         self.connected = False
         self.mapper = HostPidMapper.for_transport(transport, host.container)
 
@@ -112,25 +119,37 @@ class Feed:
         backoff = 1.0
         while True:
             cmd = probe_command(self.transport.python, self.host, interval=self.interval)
+            stream = self.transport.stream(cmd, probe_source())
             try:
-                async for line in self.transport.stream(cmd, probe_source()):
-                    if not line.strip():
-                        continue
+                while True:
                     try:
-                        snap = Snapshot.from_json(line)
-                    except ValueError as exc:
-                        yield Malformed(str(exc))
-                        continue
-                    if self.mapper is not None:
-                        snap = await self.mapper.apply(snap)
-                    self.connected, backoff = True, 1.0
-                    yield snap
+                        line = await asyncio.wait_for(anext(stream), self.stall_timeout)
+                    except StopAsyncIteration:
+                        break
+                    event = await self._parse(line)
+                    if event is not None:
+                        if isinstance(event, Snapshot):
+                            self.connected, backoff = True, 1.0
+                        yield event
                 error = "the probe stopped"
+            except asyncio.TimeoutError:
+                error = f"no sample for {self.stall_timeout:.0f}s: the probe is stuck"
             except TransportError as exc:
                 error = str(exc)
             except OSError as exc:
                 error = f"{type(exc).__name__}: {exc}"
+            finally:
+                await stream.aclose()
             self.connected = False
             yield Disconnected(error, backoff)
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, self.max_backoff)
+
+    async def _parse(self, line: str) -> FeedEvent | None:
+        if not line.strip():
+            return None
+        try:
+            snap = Snapshot.from_json(line)
+        except ValueError as exc:
+            return Malformed(str(exc))
+        return await self.mapper.apply(snap) if self.mapper is not None else snap

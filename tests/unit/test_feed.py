@@ -1,0 +1,33 @@
+"""The feed: a stuck probe is reported and restarted, never a silent freeze."""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+import time
+from pathlib import Path
+
+from tui.core.config import HostConfig
+from tui.core.feed import Disconnected, Feed
+from tui.core.snapshot import Snapshot
+from tui.core.transport import LocalTransport
+
+
+async def test_a_stuck_probe_becomes_disconnected_then_retried(tmp_path: Path) -> None:
+    # Stands where python3 would: reads the probe source, prints one sample, then hangs.
+    stuck = tmp_path / "stuck probe.sh"
+    stuck.write_text("cat >/dev/null\necho '{\"time\": 5}'\nexec sleep 60\n")
+    transport = LocalTransport(python=f"sh {shlex.quote(str(stuck))}")
+    feed = Feed(transport, HostConfig(), interval=0.1, stall_timeout=0.8)
+    events = feed.events()
+    try:
+        first = await asyncio.wait_for(anext(events), 10)
+        assert isinstance(first, Snapshot) and first.time == 5 and feed.connected
+        t0 = time.monotonic()
+        second = await asyncio.wait_for(anext(events), 10)
+        assert isinstance(second, Disconnected) and "no sample for" in second.error
+        assert 0.5 < time.monotonic() - t0 < 5 and not feed.connected
+        third = await asyncio.wait_for(anext(events), 10)  # started again after the backoff
+        assert isinstance(third, Snapshot)
+    finally:
+        await events.aclose()
