@@ -496,3 +496,19 @@ async def test_auto_restart_never_relaunches_a_crash_from_before_it_started(
     await asyncio.wait_for(task, 5)
     assert [d.action for d in seen] == ["watch"] and "before auto-restart" in seen[0].message
     assert len(list(runs.glob("2*"))) == 1
+
+
+async def test_confirmed_run_id_protects_a_newer_run(t: LocalTransport, runs: Path) -> None:
+    # The user confirmed "kill/restart run A"; meanwhile run B became the latest.
+    h = host(runs, "exec sleep 30")
+    a = await launch(t, h, **FAST)
+    assert a.ok and (await kill(t, h, grace=1, poll=0.05, check_gpu=False)).ok
+    b = await launch(t, h, **FAST)
+    assert b.ok and b.run_id != a.run_id
+    res = await restart(t, h, grace=1, start_window=0.2, poll=0.05, run_id=a.run_id)
+    assert not res.ok and "nothing done" in res.message
+    k = await kill(t, h, grace=1, poll=0.05, check_gpu=False, run_id=a.run_id)
+    assert k.run_id == a.run_id and k.signals == ()
+    rep = await read_run(t, h.run_root)
+    assert rep.record is not None and rep.record.id == b.run_id and rep.members  # B untouched
+    assert (await kill(t, h, grace=1, poll=0.05, check_gpu=False)).ok

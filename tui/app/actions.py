@@ -6,6 +6,7 @@ acts on the host shown in detail only; one action runs at a time."""
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -71,10 +72,16 @@ class ControlActions(_Base):
             self.notify(f"no live run to kill on {state.key}", severity="warning")
             return
         body = run_kill_text(snap, diag, state.bridge.grace)
+        rid = diag.run.id  # the run named in the dialog is the one signalled, never a newer one
         self.push_screen(
-            ConfirmScreen(f"Kill run {diag.run.id} on {state.key}?", body, "Kill"),
+            ConfirmScreen(f"Kill run {rid} on {state.key}?", body, "Kill"),
             lambda yes: (
-                self._start(state, "kill", state.bridge.kill, f"killing on {state.key}: SIGTERM …")
+                self._start(
+                    state,
+                    "kill",
+                    functools.partial(state.bridge.kill, run_id=rid),
+                    f"killing on {state.key}: SIGTERM …",
+                )
                 if yes
                 else None
             ),
@@ -91,11 +98,17 @@ class ControlActions(_Base):
             body.append("No live run: this launches a new one:\n")
         body.append(f"  {safe_label(state.cfg.command, 300)}\n", style="bold")
         body.append("A new run id and log file are created; the old log is kept.")
-        what = f"run {diag.run.id}" if diag and diag.run else "(launch) the run"
+        rid = diag.run.id if diag and diag.run else None
+        what = f"run {rid}" if rid else "(launch) the run"
         self.push_screen(
             ConfirmScreen(f"Restart {what} on {state.key}?", body, "Restart"),
             lambda yes: (
-                self._start(state, "restart", state.bridge.restart, f"restarting on {state.key} …")
+                self._start(
+                    state,
+                    "restart",
+                    functools.partial(state.bridge.restart, run_id=rid),
+                    f"restarting on {state.key} …",
+                )
                 if yes
                 else None
             ),

@@ -65,16 +65,19 @@ class Bridge:
         )
         return _outcome(res.ok, res.message, res.log_tail)
 
-    async def kill(self, step: StepFn) -> str:
+    async def kill(self, step: StepFn, run_id: str | None = None) -> str:
+        """Kill ``run_id`` (the run the confirm dialog named), never a newer one."""
         from tui.core import control
 
         step(f"SIGTERM to the run's group; SIGKILL after {self.grace:.0f}s")
-        res = await self._call(control.kill, grace=self.grace, progress=self._progress(step))
+        res = await self._call(
+            control.kill, grace=self.grace, run_id=run_id, progress=self._progress(step)
+        )
         if res.gpu_note:
             return _outcome(res.ok, f"{res.message} ({res.gpu_note})")
         return _outcome(res.ok, res.message)
 
-    async def restart(self, step: StepFn) -> str:
+    async def restart(self, step: StepFn, run_id: str | None = None) -> str:
         from tui.core import control_restart
 
         step("restart: stopping the run")
@@ -85,6 +88,7 @@ class Bridge:
             release_timeout=self.release_timeout,
             keep=self.host.keep_runs,
             progress=self._progress(step),
+            run_id=run_id,
         )
         return _outcome(res.ok, res.message)
 

@@ -142,9 +142,19 @@ async def restart(
     progress: ProgressFn | None = None,
     cancel: Cancel | None = None,
     poll: float = 0.2,
+    run_id: str | None = None,
 ) -> RestartResult:
-    """Kill the run, wait until its GPUs are released, optionally clear the cache, launch."""
+    """Kill the run, wait until its GPUs are released, optionally clear the cache, launch.
+
+    ``run_id``: the run the user confirmed; if another run is the latest by now (started by
+    auto-restart or another supervisor), nothing is done.
+    """
     before = await read_run(transport, host.run_root)
+    latest = before.record.id if before.record is not None else None
+    if run_id is not None and latest != run_id:
+        return RestartResult(
+            False, f"restart stopped: the latest run is now {latest}, not {run_id}: nothing done"
+        )
     pids = {p.pid for p in before.members}
     uuids: set[str] = set()
     if before.verdict == "ours":
