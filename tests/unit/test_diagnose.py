@@ -383,3 +383,21 @@ def test_loaded_gpus_with_hidden_processes_are_not_idle() -> None:
     f = finding(d, "processes-not-visible")
     assert f.gpus == tuple(range(8)) and f.severity == "info"
     assert "idle" not in codes(d) and "topology-mismatch" not in codes(d)
+
+
+def test_a_reused_pgid_of_an_earlier_run_is_not_an_orphan() -> None:
+    # Run 300 (leader started at tick 1000) is long gone; the kernel gave 300 to a new job.
+    run = running_run(pgid=900, earlier_runs=[[300, 1000]], earlier_pgids=[300])
+    reused = proc(300, 250, 300, start=5000, cmd="python other_users_job.py")
+    procs = [proc(1, 0), proc(900, 1, 900), proc(250, 1, 250), reused]
+    gp = [{"pid": 300, "gpu_uuid": "GPU-7", "used_mib": 9000, "name": "python"}]
+    d = diagnose([snap([gpu(i) for i in range(8)], procs=procs, gpu_procs=gp, run=run)], Topology())
+    assert d.gpus[7].processes[0].owner == "foreign"
+    # A real leftover of run 300: its group, born after that run's leader, leader gone.
+    left = proc(301, 250, 300, start=1200)
+    gp = [{"pid": 301, "gpu_uuid": "GPU-7", "used_mib": 9000, "name": "python"}]
+    d = diagnose(
+        [snap([gpu(i) for i in range(8)], procs=[*procs[:3], left], gpu_procs=gp, run=run)],
+        Topology(),
+    )
+    assert d.gpus[7].processes[0].owner == "orphan"

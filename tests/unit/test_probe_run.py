@@ -14,7 +14,7 @@ from tui.core.snapshot import Snapshot
 
 RUN_KEYS = {
     "id", "dir", "command", "pid", "pgid", "start_ticks", "started_at", "exit_code", "ended_at",
-    "launch_error", "kill_requested_at", "log_path", "events_path", "earlier_pgids",
+    "launch_error", "kill_requested_at", "log_path", "events_path", "earlier_pgids", "earlier_runs",
 }  # fmt: skip
 
 
@@ -71,9 +71,11 @@ def test_latest_run_with_every_file(tmp_path: Path) -> None:
         "log_path": str(d / "output.log"),
         "events_path": str(d / "events.jsonl"),
         "earlier_pgids": [81, 90, 100],
+        "earlier_runs": [[81, 300], [90, 400], [100, 500]],
     }
     rec = Snapshot.from_dict({"time": 1.0, "run": run}).run
     assert rec is not None and rec.exit_code == 137 and rec.earlier_pgids == (81, 90, 100)
+    assert rec.earlier_runs == ((81, 300), (90, 400), (100, 500))
     assert run_state(rec, [], now=1764669800.0) == "killed"
 
 

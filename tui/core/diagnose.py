@@ -14,7 +14,7 @@ from dflash.topology import Topology
 from tui.core.findings import Finding, build_findings
 from tui.core.metrics import Progress
 from tui.core.rundir import group_members, run_state
-from tui.core.snapshot import Gpu, GpuProcess, LogState, RunRecord, Snapshot
+from tui.core.snapshot import Gpu, GpuProcess, LogState, Proc, RunRecord, Snapshot
 from tui.core.thresholds import DEFAULT, Thresholds
 
 GPU_LABELS = (
@@ -115,12 +115,31 @@ def owner_of(gp: GpuProcess, snap: Snapshot) -> str:
         live = set() if ended else {p.pid for p in group_members(run, snap.procs)}
         if live and (proc.pid in live or proc.sid == run.pgid or _descends(proc.pid, run, snap)):
             return "run"
-        earlier = (*run.earlier_pgids, run.pgid)  # a dead current run's leftovers are orphans
-    else:
-        earlier = ()
-    if proc.pgid in earlier or proc.sid in earlier or proc.ppid == 1:
+        if ended and _left_by(proc, run.pgid, run.start_ticks, snap):
+            return "orphan"  # a dead current run's leftover
+        if any(_left_by(proc, g, t, snap) for g, t in _earlier(run)):
+            return "orphan"
+    if proc.ppid == 1:
         return "orphan"
     return "foreign"
+
+
+def _earlier(run: RunRecord) -> tuple[tuple[int, int | None], ...]:
+    return run.earlier_runs or tuple((g, None) for g in run.earlier_pgids)
+
+
+def _left_by(proc: Proc, pgid: int, ticks: int | None, snap: Snapshot) -> bool:
+    """Is ``proc`` what is left of a run whose group was ``pgid``, led by a process started at
+    ``ticks``? The kernel reuses PGID numbers: a group whose leader started at another time,
+    or a process older than that run, belongs to someone else."""
+    if pgid not in (proc.pgid, proc.sid):
+        return False
+    if ticks is None or proc.start_ticks is None:
+        return True
+    leader = snap.proc(pgid)
+    if leader is not None and leader.start_ticks is not None and leader.start_ticks != ticks:
+        return False
+    return proc.start_ticks >= ticks
 
 
 def _descends(pid: int, run: RunRecord, snap: Snapshot) -> bool:

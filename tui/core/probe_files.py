@@ -157,10 +157,12 @@ def read_run(root, errors: list):
     run["kill_requested_at"] = files.numbers("kill_requested", (float,))[0]
     earlier = []
     for n in names[-51:-1]:
-        pgid = RunFiles(os.path.join(root, n), n, errors).numbers("pid", (int, int))[1]
+        _, pgid, ticks = RunFiles(os.path.join(root, n), n, errors).numbers("pid", (int, int, int))
         if pgid:
-            earlier.append(pgid)
-    run["earlier_pgids"] = earlier
+            earlier.append([pgid, ticks])
+    run["earlier_pgids"] = [pgid for pgid, _ in earlier]
+    # With their leaders' start ticks: a PGID number the kernel has since reused is not theirs.
+    run["earlier_runs"] = earlier
     return run
 
 

@@ -302,7 +302,7 @@ function runnum(v, re, what) {
 	if (v !~ re) { err("run " RUN["id"] ": malformed " what " file: " v); return "null" }
 	return v + 0 == int(v + 0) ? sprintf("%d", v) : v
 }
-function runjson(   a, n, o, e, i, INT, NUM) {
+function runjson(   a, n, o, e, r, i, INT, NUM) {
 	if (!("id" in RUN)) return "null"
 	INT = "^-?[0-9]+$"; NUM = "^-?[0-9]+(\\.[0-9]+)?$"
 	n = split(RUN["pid"], a, " ")
@@ -318,9 +318,12 @@ function runjson(   a, n, o, e, i, INT, NUM) {
 	o = o ", \"launch_error\": " (haserr ? esc(lerr) : "null")
 	o = o ", \"kill_requested_at\": " runnum(RUN["kill_requested"], NUM, "kill_requested")
 	o = o ", \"log_path\": " esc(RUN["dir"] "/output.log") ", \"events_path\": " esc(RUN["dir"] "/events.jsonl")
-	e = ""
-	for (i = nearly > 50 ? nearly - 49 : 1; i <= nearly; i++) e = e (e == "" ? "" : ", ") EARLY[i]
-	return o ", \"earlier_pgids\": [" e "]}"
+	e = ""; r = ""
+	for (i = nearly > 50 ? nearly - 49 : 1; i <= nearly; i++) {
+		e = e (e == "" ? "" : ", ") EARLY[i]
+		r = r (r == "" ? "" : ", ") "[" EARLY[i] ", " ETICKS[i] "]"
+	}
+	return o ", \"earlier_pgids\": [" e "], \"earlier_runs\": [" r "]}"
 }
 function logjson(i,   m, o, j, l) {
 	split(LM[i], m, " ")
@@ -367,7 +370,7 @@ tag == "E" { err(rest); next }
 tag == "R" { k = $2; RUN[k] = substr(rest, length(k) + 2); next }
 tag == "RC" { cmd = hascmd ? cmd "\n" rest : rest; hascmd = 1; next }
 tag == "RE" { if (haserr) lerr = lerr (lerr == "" ? "" : "\n") rest; haserr = 1; next }
-tag == "RP" { split(rest, a, " "); if (a[2] ~ /^[0-9]+$/ && a[2] > 0) EARLY[++nearly] = a[2]; next }
+tag == "RP" { split(rest, a, " "); if (a[2] ~ /^[0-9]+$/ && a[2] > 0) { EARLY[++nearly] = a[2]; ETICKS[nearly] = (a[3] ~ /^[0-9]+$/ ? a[3] : "null") }; next }
 tag == "LP" { i = $2 + 1; LPATH[i] = substr(rest, length($2) + 2); if (i > nlog) nlog = i; next }
 tag == "LM" { LM[$2 + 1] = substr(rest, length($2) + 2); next }
 tag == "LE" { LERR[$2 + 1] = substr(rest, length($2) + 2); next }

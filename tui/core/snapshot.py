@@ -61,6 +61,11 @@ _COERCE: dict[str, Any] = {
     "bool": lambda v: v if isinstance(v, bool) else None,
     "tuple[int, ...]": _ints,
     "tuple[str, ...]": _strs,
+    "tuple[tuple[int, int | None], ...]": lambda v: tuple(
+        (p, t if isinstance(t, int) and not isinstance(t, bool) else None)
+        for p, t in (x for x in _list(v) if isinstance(x, list) and len(x) == 2)
+        if isinstance(p, int) and not isinstance(p, bool)
+    ),
 }
 
 
@@ -188,6 +193,8 @@ class RunRecord:
     log_path: str | None = None
     events_path: str | None = None
     earlier_pgids: tuple[int, ...] = ()  # PGIDs of earlier runs under the same root
+    # (pgid, leader start ticks or None) of the same earlier runs: a reused PGID is not theirs
+    earlier_runs: tuple[tuple[int, int | None], ...] = ()
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunRecord | None:
