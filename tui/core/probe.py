@@ -34,7 +34,8 @@ PF_KTHREAD = 0x00200000  # /proc/PID/stat flags bit of kernel threads
 
 
 def in_thread(fn, timeout: float):
-    """Run fn in a daemon thread: (result, exc, finished). A hung driver cannot hang the probe."""
+    """Run fn in a daemon thread: (result, exc, thread); the call finished unless the thread
+    is still alive. A hung driver cannot hang the probe."""
     box = {}
 
     def target():
@@ -46,7 +47,7 @@ def in_thread(fn, timeout: float):
     t = threading.Thread(target=target, daemon=True)
     t.start()
     t.join(timeout)
-    return box.get("r"), box.get("e"), not t.is_alive()
+    return box.get("r"), box.get("e"), t
 
 
 def parse_stat(text: str):
@@ -152,7 +153,7 @@ class Probe:
         self.args, self.samples = args, 0
         self.procs = Procs()
         self.tails = {}
-        self.nvml, self.nvml_busy = None, False  # busy: an NVML call is hung in its thread
+        self.nvml, self.nvml_stuck = None, None  # the thread of an NVML call that hung
         if not args.no_nvml:  # absent module, no driver, a hung driver: use nvidia-smi
             self.nvml = in_thread(Nvml, args.smi_timeout)[0]
         smi = None if self.nvml else shutil.which("nvidia-smi")
@@ -177,7 +178,7 @@ class Probe:
         t0, source = time.monotonic(), "none"
         if self.nvml is not None:
             gpus, procs, error = self.nvml_read(errors)
-            source = "nvml"
+            source = "nvidia-smi" if self.nvml_stuck is not None else "nvml"
         elif self.smi is not None:
             gpus, procs, error = self.smi.read(errors)
             source = "nvidia-smi"
@@ -188,15 +189,27 @@ class Probe:
         return tel, gpus or [], procs
 
     def nvml_read(self, errors: list):
-        if self.nvml_busy:
-            return None, [], "NVML did not answer (an earlier call is still stuck)"
-        res, exc, done = in_thread(lambda: self.nvml.read(errors), self.args.smi_timeout)
-        if not done:
-            self.nvml_busy = True
-            return None, [], "NVML did not answer within %gs" % self.args.smi_timeout
+        if self.nvml_stuck is not None and self.nvml_stuck.is_alive():
+            return self.smi_instead(errors, "NVML did not answer (an earlier call is still stuck)")
+        self.nvml_stuck = None  # a stuck call that has since returned: NVML is usable again
+        res, exc, t = in_thread(lambda: self.nvml.read(errors), self.args.smi_timeout)
+        if t.is_alive():
+            self.nvml_stuck = t
+            return self.smi_instead(
+                errors, "NVML did not answer within %gs" % self.args.smi_timeout
+            )
         if exc is not None:
             return None, [], "NVML failed: %s: %s" % (type(exc).__name__, exc)
         return res
+
+    def smi_instead(self, errors: list, why: str):
+        """While NVML is stuck, nvidia-smi (if there is one) still gives readings."""
+        if self.smi is None and shutil.which("nvidia-smi"):
+            self.smi = Smi(shutil.which("nvidia-smi"), self.args.smi_timeout)
+        if self.smi is None:
+            return None, [], why
+        gpus, procs, error = self.smi.read(errors)
+        return gpus, procs, why + "; read by nvidia-smi" + ("; " + error if error else "")
 
     def logs(self, run) -> list:
         paths = [(run["log_path"], True)] if run else []

@@ -230,7 +230,11 @@ class Nvml:
     def read(self, errors: list):
         nv, gpus, procs = self.nv, [], []
         for i in range(nv.nvmlDeviceGetCount()):
-            h = nv.nvmlDeviceGetHandleByIndex(i)
+            try:  # one GPU fallen off the bus must not blank the others: it shows as missing
+                h = nv.nvmlDeviceGetHandleByIndex(i)
+            except Exception as exc:
+                errors.append("NVML: GPU %d unreadable: %s" % (i, exc))
+                continue
             g = self.gpu(i, h)
             gpus.append(g)
             for p in self.q("nvmlDeviceGetComputeRunningProcesses", h) or []:
