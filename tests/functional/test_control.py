@@ -512,3 +512,33 @@ async def test_confirmed_run_id_protects_a_newer_run(t: LocalTransport, runs: Pa
     rep = await read_run(t, h.run_root)
     assert rep.record is not None and rep.record.id == b.run_id and rep.members  # B untouched
     assert (await kill(t, h, grace=1, poll=0.05, check_gpu=False)).ok
+
+
+async def test_a_child_that_left_the_group_is_killed_too(t: LocalTransport, runs: Path) -> None:
+    # The job starts a child in a new session (as some worker pools do): not in the group.
+    pidfile = runs.parent / "stray.pid"
+    job = f"setsid sh -c 'echo $$ > {pidfile}; exec sleep 300' & exec sleep 300"
+    h = host(runs, job)
+    assert (await launch(t, h, **FAST)).ok
+    for _ in range(100):
+        if pidfile.exists() and pidfile.read_text().strip():
+            break
+        await asyncio.sleep(0.05)
+    stray = int(pidfile.read_text())
+    rep = await read_run(t, h.run_root)
+    assert rep.record is not None and os.getpgid(stray) != rep.record.pgid
+    assert stray in {p.pid for p in rep.members}
+    res = await kill(t, h, grace=2, poll=0.05, check_gpu=False)
+    assert res.ok and stray in res.pids
+    for _ in range(60):
+        if not Path(f"/proc/{stray}").exists() or _zombie(stray):
+            break
+        await asyncio.sleep(0.05)
+    assert not Path(f"/proc/{stray}").exists() or _zombie(stray)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True

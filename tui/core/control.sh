@@ -96,9 +96,28 @@ verify() {  # DIR -> VERDICT (none|gone|ours|reused), PGID, MEMBERS (live, non-z
     fi
     MEMBERS="$MEMBERS$v_p $S_PPID $S_PGID $S_SID $S_STATE $S_TICKS $S_COMM$NL"
   done
+  GROUP=$MEMBERS
+  strays "$1"
+  MEMBERS="$MEMBERS$STRAYS"
   if [ -z "$MEMBERS" ]; then VERDICT=gone && return 0; fi
   VERDICT=ours
-  [ $v_lead = 1 ] || marked "$1" || VERDICT=reused
+  [ $v_lead = 1 ] || [ -z "$GROUP" ] || marked "$1" || VERDICT=reused
+}
+
+strays() {  # DIR -> STRAYS: the job's processes that left its group (setsid, new group)
+  # They still carry the wrapper's DFLASH_RUN_DIR=DIR and were born after the run's leader;
+  # both are checked, so nothing else is ever picked (never a name).
+  STRAYS=
+  # One grep over every environ finds the few candidates; each is then checked exactly.
+  for st_e in $(grep -lsF "DFLASH_RUN_DIR=$1" /proc/[0-9]*/environ 2>/dev/null); do
+    st_p=${st_e#/proc/}
+    st_p=${st_p%/environ}
+    stat_of "$st_p" || continue
+    [ "$S_PGID" != "$PGID" ] && [ "$S_STATE" != Z ] && [ "$S_TICKS" -ge "$TICKS" ] || continue
+    st_env=$(tr '\000' '\n' 2>/dev/null <"/proc/$st_p/environ") || continue
+    case "$NL$st_env$NL" in *"${NL}DFLASH_RUN_DIR=$1$NL"*) ;; *) continue ;; esac
+    STRAYS="$STRAYS$st_p $S_PPID $S_PGID $S_SID $S_STATE $S_TICKS $S_COMM$NL"
+  done
 }
 
 IDGLOB='[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]-[0-9][0-9][0-9][0-9][0-9][0-9]-[0-9a-f][0-9a-f][0-9a-f][0-9a-f]'
@@ -233,7 +252,8 @@ do_launch() {  # ROOT COMMAND WORKDIR ENVTEXT KEEP LOCK_MS
   latest=$(latest_of "$root")
   if [ -n "$latest" ]; then
     verify "$root/$latest"
-    if [ "$VERDICT" = ours ]; then
+    # Alive means its group: strays left by a dead run do not block a new launch.
+    if [ "$VERDICT" = ours ] && [ -n "$GROUP" ]; then
       rm -rf "$root/.lock"
       say "alive $latest"
       report "$root/$latest" 0
@@ -318,9 +338,15 @@ do_signal() {  # ROOT ID SIG: verify, then signal the whole group (never a name)
   if [ "$VERDICT" = ours ]; then
     [ -e "$d/kill_requested" ] || put "$d/kill_requested" "$(now)"
     # `kill -SIG -PGID`: dash and BusyBox reject `kill -- -PGID`.
-    if out=$(kill -"$3" -"$PGID" 2>&1); then say "signalled $3 $PGID"; else
-      say "signal_error $out"
+    if [ -n "$GROUP" ]; then
+      if out=$(kill -"$3" -"$PGID" 2>&1); then say "signalled $3 $PGID"; else
+        say "signal_error $out"
+      fi
     fi
+    # Processes of the job outside its group, each by PID (verified by verify/strays above).
+    for sg_p in $(printf '%s' "$STRAYS" | cut -d' ' -f1); do
+      kill -"$3" "$sg_p" 2>/dev/null && say "signalled $3 $sg_p"
+    done
   fi
   report "$d" 0
 }
