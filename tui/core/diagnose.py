@@ -112,7 +112,7 @@ def owner_of(gp: GpuProcess, snap: Snapshot) -> str:
     if run is not None and run.pgid is not None:
         # Once the wrapper recorded an exit, whatever is left of the group is a leftover.
         ended = run.exit_code is not None
-        live = set() if ended else {p.pid for p in group_members(run, snap.procs)}
+        live = set() if ended else _live_members(snap)
         if live and (proc.pid in live or proc.sid == run.pgid or _descends(proc.pid, run, snap)):
             return "run"
         if ended and _left_by(proc, run.pgid, run.start_ticks, snap):
@@ -142,8 +142,17 @@ def _left_by(proc: Proc, pgid: int, ticks: int | None, snap: Snapshot) -> bool:
     return proc.start_ticks >= ticks
 
 
+def _live_members(snap: Snapshot) -> set[int]:
+    """PIDs of the run's group, once per snapshot (memoised on the frozen snapshot)."""
+    cached = snap.__dict__.get("_run_members")
+    if cached is None:
+        cached = {p.pid for p in group_members(snap.run, snap.procs)}
+        snap.__dict__["_run_members"] = cached
+    return cached
+
+
 def _descends(pid: int, run: RunRecord, snap: Snapshot) -> bool:
-    parents = {p.pid: p.ppid for p in snap.procs}
+    parents = snap.parents
     seen = 0
     while pid in parents and seen < 512:
         if pid == run.pgid:

@@ -8,6 +8,7 @@ a finding, never a crash.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeVar
@@ -271,11 +272,18 @@ class Snapshot:
             errors=tuple(errors),
         )
 
+    @functools.cached_property
+    def _by_pid(self) -> dict[int, Proc]:
+        # The diagnosis looks PIDs up for every GPU process of every sample in its window:
+        # an index, built once per snapshot, instead of scanning thousands of rows each time.
+        return {p.pid: p for p in self.procs}
+
     def proc(self, pid: int) -> Proc | None:
-        for p in self.procs:
-            if p.pid == pid:
-                return p
-        return None
+        return self._by_pid.get(pid)
+
+    @functools.cached_property
+    def parents(self) -> dict[int, int]:
+        return {p.pid: p.ppid for p in self.procs}
 
     def procs_on(self, gpu: Gpu) -> tuple[GpuProcess, ...]:
         return tuple(p for p in self.gpu_procs if gpu.uuid is not None and p.gpu_uuid == gpu.uuid)
