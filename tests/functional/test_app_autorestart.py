@@ -101,6 +101,7 @@ async def test_toggle_and_a_manual_kill_is_not_undone(root: Path) -> None:
         await until(pilot, lambda: supervisors(app) == 1)
         await pilot.press("l")
         await until(pilot, lambda: run_state(app) == "running")
+        await until(pilot, lambda: not app.waits_active())  # the launch action has ended
         await pilot.press("k")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")

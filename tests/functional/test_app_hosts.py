@@ -222,6 +222,7 @@ async def test_launch_and_kill_act_on_the_shown_host_only(
         assert len(run_dirs(hb)) == 1 and run_dirs(ha) == []
         assert a.diagnosis is not None and a.diagnosis.run_state == "none"
         assert "RUNNING" in row(app, 1) and "NONE" in row(app, 0)
+        await until(pilot, lambda: not app.waits_active())  # the launch action has ended
         await pilot.press("k")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         assert app.screen.title_text.endswith("on local#2?")  # type: ignore[attr-defined]

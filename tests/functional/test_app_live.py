@@ -67,6 +67,8 @@ async def launch(pilot: Pilot, app: DflashApp) -> set[str]:
 
     await pilot.press("l")
     await until(pilot, running_with_lines)
+    # The launch action ends after its start window; a key pressed before is refused.
+    await until(pilot, lambda: not app.waits_active())
     return seen
 
 
