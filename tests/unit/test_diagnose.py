@@ -401,3 +401,10 @@ def test_a_reused_pgid_of_an_earlier_run_is_not_an_orphan() -> None:
         Topology(),
     )
     assert d.gpus[7].processes[0].owner == "orphan"
+
+
+def test_a_run_dir_without_pid_file_yet_is_starting() -> None:
+    # The probe can read the run directory between its creation and the wrapper's pid file.
+    run = {"id": "20261202-090000-abcd", "dir": "/runs/x"}
+    d = diagnose([snap([gpu(0)], run=run)], Topology.parse("0:"))
+    assert d.run_state == "starting" and "launch-failed" not in codes(d)

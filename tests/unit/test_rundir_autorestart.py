@@ -101,3 +101,24 @@ def test_a_restart_that_cannot_launch_counts_as_a_crash() -> None:
     m.observe(ended("a", 1, 0, 1), "exited", 1)
     d = m.launch_failed(3, "pct: container 200 not running")
     assert d.action == "restart" and d.failures == 2 and "not running" in d.message
+
+
+def test_a_transient_end_does_not_leave_a_stale_restart() -> None:
+    from tui.core.rundir import AutoRestart, RestartPolicy
+    from tui.core.snapshot import RunRecord
+
+    m = AutoRestart(RestartPolicy(enabled=True, backoff_s=1.0))
+    m.observe(None, "none", 100.0)
+    run = RunRecord(id="r1", dir="/d", pgid=5, started_at=101.0)
+    assert m.observe(run, "launch-failed", 101.5).action == "restart"  # a misreading
+    assert m.observe(run, "running", 102.0).action == "watch"
+    stopped = RunRecord(
+        id="r1",
+        dir="/d",
+        pgid=5,
+        started_at=101.0,
+        exit_code=143,
+        ended_at=110.0,
+        kill_requested_at=109.0,
+    )
+    assert m.observe(stopped, "killed", 111.0).action == "stopped"

@@ -64,8 +64,9 @@ def run_state(
             return "starting"
         return "running"
     if run.exit_code is None:
-        # Never recorded a start, or the group vanished with no exit code: something killed it.
-        return "launch-failed" if run.pgid is None else "killed"
+        # No pid file yet: the launcher is still setting the job up (it writes launch_error
+        # itself if the job never starts). A recorded group gone with no exit code was killed.
+        return "starting" if run.pgid is None else "killed"
     quick = (
         run.started_at is not None
         and run.ended_at is not None
@@ -255,6 +256,9 @@ class AutoRestart:
         if self._fatal is not None:
             return self._fatal
         if run is None or state not in ("exited", "killed", "launch-failed"):
+            if run is not None and run.id == self._handled:
+                # Judged ended, yet alive now (a transient reading): judge its real end afresh.
+                self._handled, self._pending = None, None
             started = run.started_at if run is not None else None
             if state == "running" and started is not None and now - started >= p.stable_s:
                 self.failures = 0
