@@ -115,6 +115,8 @@ class DflashApp(HostFeeds, ControlActions, AutoRestarts, App[None]):
         await self._stop_feeds()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if not self.screen_stack:  # shutting down: a cancelled worker has nothing to draw on
+            return
         self._feed_state_changed(event)
         self._control_state_changed(event)
         self._auto_state_changed(event)
