@@ -73,18 +73,12 @@ class ControlActions(_Base):
             return
         body = run_kill_text(snap, diag, state.bridge.grace)
         rid = diag.run.id  # the run named in the dialog is the one signalled, never a newer one
-        self.push_screen(
+        self._confirm(
+            state,
             ConfirmScreen(f"Kill run {rid} on {state.key}?", body, "Kill"),
-            lambda yes: (
-                self._start(
-                    state,
-                    "kill",
-                    functools.partial(state.bridge.kill, run_id=rid),
-                    f"killing on {state.key}: SIGTERM …",
-                )
-                if yes
-                else None
-            ),
+            "kill",
+            functools.partial(state.bridge.kill, run_id=rid),
+            f"killing on {state.key}: SIGTERM …",
         )
 
     def action_restart(self) -> None:
@@ -100,18 +94,12 @@ class ControlActions(_Base):
         body.append("A new run id and log file are created; the old log is kept.")
         rid = diag.run.id if diag and diag.run else None
         what = f"run {rid}" if rid else "(launch) the run"
-        self.push_screen(
+        self._confirm(
+            state,
             ConfirmScreen(f"Restart {what} on {state.key}?", body, "Restart"),
-            lambda yes: (
-                self._start(
-                    state,
-                    "restart",
-                    functools.partial(state.bridge.restart, run_id=rid),
-                    f"restarting on {state.key} …",
-                )
-                if yes
-                else None
-            ),
+            "restart",
+            functools.partial(state.bridge.restart, run_id=rid),
+            f"restarting on {state.key} …",
         )
 
     def action_kill_process(self) -> None:
@@ -125,14 +113,19 @@ class ControlActions(_Base):
         async def job(step: StepFn) -> str:
             return await state.bridge.kill_process(info.pid, info.start_ticks, step)
 
-        self.push_screen(
+        self._confirm(
+            state,
             ConfirmScreen(f"Kill process {info.pid} on {state.key}?", body, "Kill process"),
-            lambda yes: (
-                self._start(state, "kill-process", job, f"killing PID {info.pid} …")
-                if yes
-                else None
-            ),
+            "kill-process",
+            job,
+            f"killing PID {info.pid} …",
         )
+
+    def _confirm(
+        self, state: HostState, screen: ConfirmScreen, name: str, job: Job, first: str
+    ) -> None:
+        """Show ``screen``; on yes, start ``job`` as control action ``name``."""
+        self.push_screen(screen, lambda yes: self._start(state, name, job, first) if yes else None)
 
     def action_cancel_wait(self) -> None:
         """Ask control to stop waiting (it reports what it already did); force after 5 s."""
