@@ -7,7 +7,10 @@
 #          a worker fault on the GPU.
 #   bench: bench/flex_vs_dense.py at seq 4096 (flex, dense, flex-eager), then flex again with
 #          the drafter layers checkpointed (the same kernels: Inductor's cache makes it cheap).
-#   all:   both (needs about 15 minutes).
+#   medium: only the medium preset's run (about 5 minutes).
+#   mask:  bench/block_mask_compile.py at the medium shape: the pipeline's compile options,
+#          torch's defaults (which hung ptxas there), and eager; each in a fresh process.
+#   all:   train and bench (needs about 15 minutes).
 # Installs nothing. Each step has a time limit; at the limit the step gets SIGUSR1 first, which
 # makes dflash-train and the benchmark print every thread's stack (where a compile or a worker
 # hangs), and SIGKILL 20 s later. Results land in $OUT (8 files at most come back).
@@ -76,9 +79,23 @@ part_bench() {
   grep -E '^(\||\{|flex|dense)' "$OUT/bench.log" | tee -a "$SUMMARY"
 }
 
+part_mask() { # variant seconds [extra args]: one fresh process and Inductor cache per variant
+  local v secs
+  for spec in pipeline:90 eager:45 default:75; do
+    v=${spec%%:*} secs=${spec##*:}
+    local t=$(date +%s)
+    TORCHINDUCTOR_CACHE_DIR=$(mktemp -d) limit "$secs" $PY bench/block_mask_compile.py \
+      --variant "$v" --seq 2048 >>"$OUT/mask.log" 2>&1
+    note "block mask $v: rc=$? in $(($(date +%s) - t)) s (limit $secs s)"
+  done
+  grep '^{' "$OUT/mask.log" | tee -a "$SUMMARY"
+}
+
 env_info
 case "$PART" in
   train) part_train ;;
+  medium) run_train medium 330 --preset medium ;;
+  mask) part_mask ;;
   bench) part_bench ;;
   *) part_train; part_bench ;;
 esac

@@ -54,14 +54,22 @@ def mask_mod_for(anchors: Tensor, keep: Tensor, seq_len: int, block: int) -> Cal
     return dflash_mask_mod
 
 
+# Inductor fuses create_block_mask's argsort over the KV blocks into one persistent Triton
+# kernel; at the medium preset's shape (Q 8192 x KV 10240) it unrolled to ~110k lines of PTX
+# and ptxas ran for minutes (docs/h200-medium-hang-excerpt.log). Without persistent reductions
+# Inductor calls aten's sort for it instead (torch/_inductor/ir.py, Sort.create).
+COMPILE_OPTIONS: dict[str, dict[str, Any]] = {
+    "create_block_mask": {"triton.persistent_reductions": False},
+}
+
 _lock = threading.Lock()
 _compiled: dict[str, Callable[..., Any]] = {}
 
 
 class CompileFlags:
     """What runs compiled. Training on GPU: both. Tests on CPU turn them off (flex has no CPU
-    backward, and Inductor's CPU backend fails to build create_block_mask for this mask_mod:
-    an indirect load compared with kv_idx, seen with torch 2.13). If the compiled
+    backward; Inductor's CPU backend once failed to build create_block_mask for this mask_mod,
+    an indirect load compared with kv_idx, with torch 2.13 at some shape). If the compiled
     create_block_mask fails at warm-up, the eager one is used (slower, more transient memory;
     flex_attention itself never runs uncompiled)."""
 
@@ -75,7 +83,7 @@ def _compiled_fn(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         if name not in _compiled:
             # dynamic=False: every shape bucket is compiled (and warmed) explicitly; no
             # mode="reduce-overhead": cudagraphs assert in threads (pytorch #123177).
-            _compiled[name] = torch.compile(fn, dynamic=False)
+            _compiled[name] = torch.compile(fn, dynamic=False, options=COMPILE_OPTIONS.get(name))
         return _compiled[name]
 
 

@@ -110,6 +110,21 @@ def test_compiled_flex_forward_equals_dense_on_cpu() -> None:
     assert torch.allclose(flex, dense, atol=1e-5), (flex - dense).abs().max()
 
 
+@pytest.mark.slow
+def test_compiled_block_mask_with_pipeline_options_equals_eager() -> None:
+    """The options that keep Inductor's sort out of one giant Triton kernel on the GPU must
+    not change the mask: several Q and KV blocks, padded Q_LEN, dropped blocks."""
+    g = torch.Generator().manual_seed(3)
+    seq, n, block = 256, 40, 4  # Q 160 (two 128-blocks, padded), KV 416 (four)
+    anchors = torch.randint(0, seq - block, (2, n), generator=g).sort(dim=1).values
+    keep = torch.rand(2, n, generator=g) > 0.2
+    eager = flex_block_mask(anchors, keep, seq, block, compiled=False)
+    compiled = flex_block_mask(anchors, keep, seq, block, compiled=True)
+    assert torch.equal(compiled.to_dense(), eager.to_dense())
+    for name in ("kv_num_blocks", "full_kv_num_blocks"):
+        assert torch.equal(getattr(compiled, name), getattr(eager, name)), name
+
+
 def test_fallback_warning_is_an_error() -> None:
     q, k, v = _qkv()
     bm = flex_block_mask(ANCHORS, KEEP, S, BLOCK, compiled=False)
