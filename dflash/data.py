@@ -81,6 +81,8 @@ def generate(
             min_new_tokens=new,
             do_sample=False,
             pad_token_id=0,
+            # The mask token must never be a target: a random target would emit it now and then.
+            suppress_tokens=None if avoid is None else [avoid],
         )
         for row in full.cpu().tolist():
             out.append(Sample(tuple(row), tuple([0] * prompt_len + [1] * (len(row) - prompt_len))))
