@@ -15,7 +15,7 @@ from tui.app.app import DflashApp
 from tui.app.autorestart import AUTO_GROUP
 from tui.app.header import RunHeader
 from tui.app.screens import ConfirmScreen
-from tui.core import control
+from tui.core import control_kill
 from tui.core.config import Config, HostConfig
 from tui.core.connect import make_transport
 from tui.core.rundir import RestartPolicy
@@ -32,7 +32,7 @@ async def root(tmp_path: Path) -> AsyncIterator[Path]:
     h = HostConfig(run_root=str(tmp_path / "runs"))
     transport = make_transport(h)  # whatever a test left alive goes, through control
     try:
-        await control.kill(transport, h, grace=2.0, check_gpu=False)
+        await control_kill.kill(transport, h, grace=2.0, check_gpu=False)
     finally:
         await transport.close()
 

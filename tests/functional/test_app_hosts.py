@@ -23,7 +23,7 @@ from tui.app.logs.tail import LogTail
 from tui.app.overview import HostOverview
 from tui.app.screens import ConfirmScreen, HelpScreen
 from tui.app.source import Disconnected, ScriptedSource
-from tui.core import control
+from tui.core import control_kill
 from tui.core.config import Config, HostConfig
 from tui.core.connect import make_transport
 from tui.core.snapshot import Snapshot
@@ -192,7 +192,7 @@ async def local_hosts(tmp_path: Path) -> AsyncIterator[tuple[HostConfig, HostCon
     for h in hosts:  # whatever a test left alive goes, through control
         transport = make_transport(h)
         try:
-            await control.kill(transport, h, grace=2.0, check_gpu=False)
+            await control_kill.kill(transport, h, grace=2.0, check_gpu=False)
         finally:
             await transport.close()
 

@@ -24,7 +24,7 @@ from tui.app.logs.tail import LogTail
 from tui.app.procs.tree import ProcTree
 from tui.app.screens import ConfirmScreen
 from tui.app.waits import WaitBar
-from tui.core import control
+from tui.core import control_kill
 from tui.core.config import Config, HostConfig
 from tui.core.connect import make_transport
 from tui.core.rundir import group_members
@@ -42,7 +42,7 @@ async def host(tmp_path: Path) -> AsyncIterator[HostConfig]:
     yield h
     transport = make_transport(h)  # whatever a test left alive goes, through control
     try:
-        await control.kill(transport, h, grace=2.0, check_gpu=False)
+        await control_kill.kill(transport, h, grace=2.0, check_gpu=False)
     finally:
         await transport.close()
 
@@ -208,6 +208,6 @@ async def test_kill_grace_shows_progress_and_can_be_cancelled(tmp_path: Path) ->
     finally:
         transport = make_transport(h)
         try:
-            await control.kill(transport, h, grace=1.0, check_gpu=False)
+            await control_kill.kill(transport, h, grace=1.0, check_gpu=False)
         finally:
             await transport.close()

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from tui.core.config import HostConfig
-from tui.core.control import ControlError, kill, launch, read_run, run_script
+from tui.core.control import ControlError, launch, read_run, run_script
+from tui.core.control_kill import kill
 from tui.core.control_restart import clear_compile_cache, restart, supervise
 from tui.core.rundir import Decision, RestartPolicy
 from tui.core.transport import LocalTransport

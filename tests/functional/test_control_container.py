@@ -22,7 +22,8 @@ import pytest
 
 from tui.core.config import HostConfig
 from tui.core.container import wrapper
-from tui.core.control import kill, launch, read_run
+from tui.core.control import launch, read_run
+from tui.core.control_kill import kill
 from tui.core.control_restart import restart
 from tui.core.transport import LocalTransport
 

@@ -1,5 +1,6 @@
-"""The app's side of run control: calls tui/core/control.py and turns its Progress into the
-wait bar's steps and its results into one line for the user.
+"""The app's side of run control: calls tui/core/control.py, control_kill.py and
+control_restart.py and turns their Progress into the wait bar's steps and their results into
+one line for the user.
 
 Everything destructive goes through control, which verifies identities on the machine (the
 run's PGID against its recorded start time; a single process against its start time) right
@@ -67,11 +68,11 @@ class Bridge:
 
     async def kill(self, step: StepFn, run_id: str | None = None) -> str:
         """Kill ``run_id`` (the run the confirm dialog named), never a newer one."""
-        from tui.core import control
+        from tui.core import control_kill
 
         step(f"SIGTERM to the run's group; SIGKILL after {self.grace:.0f}s")
         res = await self._call(
-            control.kill, grace=self.grace, run_id=run_id, progress=self._progress(step)
+            control_kill.kill, grace=self.grace, run_id=run_id, progress=self._progress(step)
         )
         if res.gpu_note:
             return _outcome(res.ok, f"{res.message} ({res.gpu_note})")

@@ -16,15 +16,8 @@ from typing import Any
 
 from tui.core.config import Config, HostConfig
 from tui.core.connect import make_transport
-from tui.core.control import (
-    ControlError,
-    KillResult,
-    LaunchResult,
-    Progress,
-    kill,
-    launch,
-    read_run,
-)
+from tui.core.control import ControlError, LaunchResult, Progress, launch, read_run
+from tui.core.control_kill import KillResult, kill
 from tui.core.control_restart import RestartResult, clear_compile_cache, restart
 from tui.core.rundir import ALIVE_STATES
 from tui.core.snapshot import Proc

@@ -1,4 +1,5 @@
-"""Restart and opt-in auto-restart, built on tui/core/control.py's launch and kill.
+"""Restart and opt-in auto-restart, built on launch (tui/core/control.py) and kill
+(tui/core/control_kill.py).
 
 Restart = kill, wait (bounded) until no process of the run is left and its GPUs' memory is back
 near idle, optionally clear the compile cache, launch. Auto-restart watches the latest run and
@@ -17,20 +18,17 @@ from tui.core.config import HostConfig
 from tui.core.control import (
     Cancel,
     ControlError,
-    KillResult,
     LaunchResult,
     ProgressFn,
     check_text,
     describe,
     emit,
-    gpu_holders,
     is_cancelled,
-    kill,
     launch,
     read_run,
     run_script,
-    sample,
 )
+from tui.core.control_kill import KillResult, gpu_holders, kill, sample
 from tui.core.rundir import DEFAULT_START_WINDOW, AutoRestart, Decision, RestartPolicy
 from tui.core.snapshot import Snapshot
 from tui.core.thresholds import DEFAULT, Thresholds
