@@ -437,7 +437,7 @@ async def test_kill_reports_gpu_memory_and_restart_waits_for_its_release(
 async def test_auto_restart_retries_a_crashing_run_then_gives_up(
     t: LocalTransport, runs: Path
 ) -> None:
-    h = host(runs, "sleep 0.4; exit 1")
+    h = host(runs, "sleep 1.5; exit 1")  # well past start_window, even under load
     policy = RestartPolicy(enabled=True, retries=2, backoff_s=0.1, max_backoff_s=0.2)
     assert (await launch(t, h, start_window=0.2, poll=0.05)).ok
     decisions: list[Decision] = []
@@ -465,7 +465,7 @@ async def test_auto_restart_leaves_a_success_and_a_requested_stop_alone(
         if d.action in ("done", "stopped"):
             stop.set()
 
-    for cmd, want in (("sleep 0.4; exit 0", "done"), ("exec sleep 30", "stopped")):
+    for cmd, want in (("sleep 1.5; exit 0", "done"), ("exec sleep 30", "stopped")):
         h = host(runs, cmd)
         assert (await launch(t, h, start_window=0.2, poll=0.05)).ok
         stop.clear()
