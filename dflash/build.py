@@ -112,6 +112,11 @@ def _resume(s: Settings, cfg: DrafterConfig, replicas: list[Replica], events: Ev
         step = ckpt.restore(state, rep.model, rep.optimizer)
     log(f"dflash-train: resumed from {path} at step {step}")
     events.emit("checkpoint", action="resumed", path=str(path), step=step)
+    changed = ckpt.schedule_changes(state.get("schedule"), ckpt.schedule_of(s.preset))
+    if changed:  # allowed (e.g. a longer run), but the learning-rate curve is not the saved one
+        msg = f"the schedule differs from the checkpoint's ({', '.join(changed)})"
+        log(f"dflash-train: warning: {msg}; the learning rate follows this run's")
+        events.emit("warning", what="resume schedule differs", message=msg)
     return step
 
 

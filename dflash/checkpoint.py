@@ -1,8 +1,8 @@
 """Periodic drafter checkpoints and ``--resume`` (replica 0 is saved; all replicas are equal).
 
 A checkpoint holds the drafter's own weights (not the target's borrowed embedding/LM head),
-its config, the optimiser state and the step. Written to a temporary name and renamed, so a
-killed run never leaves a torn file behind.
+its config, the optimiser state, the step and the learning-rate schedule. Written to a
+temporary name and renamed, so a killed run never leaves a torn file behind.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from dflash.model import DrafterConfig
+from dflash.presets import Preset
 
 _NAME = re.compile(r"^step_(\d+)\.pt$")
 
@@ -25,7 +26,12 @@ def checkpoint_dir(out_dir: Path) -> Path:
 
 
 def save(
-    out_dir: Path, step: int, model: nn.Module, cfg: DrafterConfig, optimizer: torch.optim.Optimizer
+    out_dir: Path,
+    step: int,
+    model: nn.Module,
+    cfg: DrafterConfig,
+    optimizer: torch.optim.Optimizer,
+    schedule: dict[str, float],
 ) -> Path:
     folder = checkpoint_dir(out_dir)
     folder.mkdir(parents=True, exist_ok=True)
@@ -36,6 +42,7 @@ def save(
         "drafter_config": cfg.to_json(),
         "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
         "optimizer": optimizer.state_dict(),
+        "schedule": schedule,  # total steps, lr, warm-up: a resume that changes them is told
     }
     torch.save(state, tmp)
     os.replace(tmp, path)
@@ -71,3 +78,14 @@ def restore(state: dict[str, Any], model: nn.Module, optimizer: torch.optim.Opti
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
     return int(state["step"])
+
+
+def schedule_of(p: Preset) -> dict[str, float]:
+    return {"total_steps": p.steps, "lr": p.lr, "warmup_ratio": p.warmup_ratio}
+
+
+def schedule_changes(saved: dict[str, float] | None, now: dict[str, float]) -> list[str]:
+    """What differs between a checkpoint's schedule and this run's (older files have none)."""
+    if not saved:
+        return []
+    return [f"{k} {saved[k]:g} -> {v:g}" for k, v in now.items() if k in saved and saved[k] != v]

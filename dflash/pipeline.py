@@ -155,6 +155,8 @@ class Pipeline:
         self.barrier = threading.Barrier(len(replicas), action=self._guarded_action)
         self.reports: list[Report | None] = [None] * len(replicas)
         self.step = plan.start_step  # completed optimiser steps
+        # Each replica's own count: after a stop replica 0 may be behind the logged step.
+        self.done = [plan.start_step] * len(replicas)
         self.last_step_at = time.perf_counter()
         self.flex = plan.spec.attention == "flex"
 
@@ -190,6 +192,7 @@ class Pipeline:
             self.reports[i].seconds = time.perf_counter() - t0
             self.barrier.wait()  # the last to arrive averages the gradients and logs
             self._optimizer_step(rep, step)
+            self.done[i] = step + 1
             if i == 0 and self._checkpoint_due(step + 1):
                 self.on_checkpoint(step + 1)
 

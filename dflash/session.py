@@ -58,11 +58,21 @@ def _install_signals(pipe: Pipeline) -> None:
         signal.signal(signal.SIGINT, handler)
 
 
-def _save(s: Settings, b: Built, events: EventLog, step: int) -> None:
-    rep = b.replicas[0]
-    path = ckpt.save(s.out_dir, step, rep.model, b.cfg, rep.optimizer)
-    log(f"dflash-train: checkpoint step={step} -> {path}")
-    events.emit("checkpoint", action="saved", path=str(path), step=step)
+class _Saver:
+    """Saves replica 0; remembers the last step saved, so a stop does not save it twice."""
+
+    def __init__(self, s: Settings, b: Built, events: EventLog) -> None:
+        self.s, self.b, self.events = s, b, events
+        self.last = b.start_step
+
+    def __call__(self, step: int) -> None:
+        rep, s = self.b.replicas[0], self.s
+        path = ckpt.save(
+            s.out_dir, step, rep.model, self.b.cfg, rep.optimizer, ckpt.schedule_of(s.preset)
+        )
+        self.last = step
+        log(f"dflash-train: checkpoint step={step} -> {path}")
+        self.events.emit("checkpoint", action="saved", path=str(path), step=step)
 
 
 def _worker_failed(pipe: Pipeline, events: EventLog) -> int:
@@ -83,14 +93,8 @@ def train(s: Settings, events: EventLog, t0: float) -> int:
     b = build(s, events)
     warm(b, events)
     _eval(b, s, events, "before")
-    pipe = Pipeline(
-        _plan(s, b),
-        b.targets,
-        b.replicas,
-        iter(b.stream),
-        events,
-        lambda step: _save(s, b, events, step),
-    )
+    save = _Saver(s, b, events)
+    pipe = Pipeline(_plan(s, b), b.targets, b.replicas, iter(b.stream), events, save)
     _install_signals(pipe)
     graphs_before = compile_stats()["unique_graphs"]
     log(
@@ -99,7 +103,7 @@ def train(s: Settings, events: EventLog, t0: float) -> int:
     )
     pipe.run()
     alive = [t.name for t in threading.enumerate() if t.name.startswith(("drafter", "target"))]
-    code = _finish(s, b, pipe, events, graphs_before)
+    code = _finish(s, b, pipe, events, graphs_before, save, "drafter-0" not in alive)
     events.emit("exit", code=code, seconds=round(time.monotonic() - t0, 2))
     if alive:  # a worker stuck in a C call: do not let interpreter shutdown wait on it
         log(f"dflash-train: threads still running at exit: {alive}", sys.stderr)
@@ -110,11 +114,24 @@ def train(s: Settings, events: EventLog, t0: float) -> int:
     return code
 
 
-def _finish(s: Settings, b: Built, pipe: Pipeline, events: EventLog, graphs_before: int) -> int:
+def _finish(
+    s: Settings,
+    b: Built,
+    pipe: Pipeline,
+    events: EventLog,
+    graphs_before: int,
+    save: _Saver,
+    saveable: bool,
+) -> int:
     if pipe.shared.errors:
         return _worker_failed(pipe, events)
     if pipe.shared.signal is not None:
         log(f"dflash-train: stopped by signal {pipe.shared.signal} at step {pipe.step}")
+        # A restart (SIGTERM) keeps the steps since the last save; replica 0 has ended, so its
+        # weights and optimiser state are one consistent step. The file appears by rename: a
+        # SIGKILL during the write leaves the previous checkpoint as the latest.
+        if saveable and pipe.done[0] > save.last:
+            save(pipe.done[0])
         return 128 + pipe.shared.signal
     recompiles = compile_stats()["unique_graphs"] - graphs_before
     diff = max_replica_diff([r.params() for r in b.replicas])
@@ -123,6 +140,6 @@ def _finish(s: Settings, b: Built, pipe: Pipeline, events: EventLog, graphs_befo
         f"graphs compiled after warm-up: {recompiles}"
     )
     _eval(b, s, events, "after")
-    _save(s, b, events, pipe.step)
+    save(pipe.step)
     events.emit("done", steps=pipe.step, max_replica_diff=diff, graphs_after_warmup=recompiles)
     return 0

@@ -84,24 +84,35 @@ def test_sigusr1_dumps_stacks_and_sigterm_stops_cleanly(tmp_path: Path) -> None:
                             env=_env())  # fmt: skip
     try:
         assert proc.stdout is not None
+        seen: list[str] = []
         for line in proc.stdout:
+            seen.append(line)
             if line.startswith("step=2 "):
                 break
         proc.send_signal(signal.SIGUSR1)  # every thread's stack, and training goes on
         for line in proc.stdout:
+            seen.append(line)
             if line.startswith("step="):
                 break
         proc.send_signal(signal.SIGTERM)
         t0 = time.monotonic()
         code = proc.wait(timeout=20)
         assert time.monotonic() - t0 < 5
+        stdout = "".join(seen) + proc.stdout.read()
         stderr = proc.stderr.read() if proc.stderr else ""
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert code == 128 + signal.SIGTERM
+    assert code == 128 + signal.SIGTERM, stderr[-3000:]
     assert stderr.count("Thread 0x") >= 8, stderr[-2000:]  # loader, 5 targets, 3 drafters
-    assert read_events(tmp_path / "events.jsonl")[-1]["code"] == 143
+    events = read_events(tmp_path / "events.jsonl")
+    assert events[-1]["code"] == 143
+    # The steps since the last save are kept: replica 0's own last step, which is the last
+    # logged one or, when the stop broke the step barrier right after logging, the one before.
+    last = max(int(m.group(1)) for ln in stdout.splitlines() if (m := STEP.match(ln)))
+    saved = [e["step"] for e in events if e["event"] == "checkpoint"]
+    assert len(saved) == 1 and last - 1 <= saved[0] <= last, (saved, last)
+    assert (tmp_path / "checkpoints" / f"step_{saved[0]:08d}.pt").is_file()
 
 
 def test_resume_continues_from_the_checkpoint(tmp_path: Path) -> None:
@@ -112,5 +123,6 @@ def test_resume_continues_from_the_checkpoint(tmp_path: Path) -> None:
     again, _ = _train(tmp_path, "--steps", "6", "--resume", "auto", "--eval-batches", "0")
     assert again.returncode == 0, again.stderr
     assert "resumed from" in again.stdout and "at step 4" in again.stdout
+    assert "the schedule differs from the checkpoint's (total_steps 4 -> 6)" in again.stdout
     steps = [int(m.group(1)) for ln in again.stdout.splitlines() if (m := STEP.match(ln))]
     assert steps == [5, 6]

@@ -130,9 +130,15 @@ def test_averaged_replicas_stay_identical(tmp_path: Path) -> None:
             o.step()
             o.zero_grad()
     assert max_replica_diff([r.trainable() for r in reps]) == 0.0
-    path = ckpt.save(tmp_path, 2, reps[0], CFG, opts[0])
+    schedule = {"total_steps": 10, "lr": 1e-2, "warmup_ratio": 0.04}
+    path = ckpt.save(tmp_path, 2, reps[0], CFG, opts[0], schedule)
     fresh = _drafter(seed=9)
     opt = make_optimizer(fresh.trainable(), 1e-2, 0.0)
-    assert ckpt.restore(ckpt.load(path), fresh, opt) == 2
+    state = ckpt.load(path)
+    assert ckpt.restore(state, fresh, opt) == 2
     assert max_replica_diff([reps[0].trainable(), fresh.trainable()]) == 0.0
     assert ckpt.latest(tmp_path) == path
+    assert ckpt.schedule_changes(state["schedule"], schedule) == []
+    longer = {**schedule, "total_steps": 20}
+    assert ckpt.schedule_changes(state["schedule"], longer) == ["total_steps 10 -> 20"]
+    assert ckpt.schedule_changes(None, longer) == []  # a file from before schedules were kept
