@@ -7,6 +7,7 @@ same actions for scripts. Textual is imported only when the app starts.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -60,8 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
         _common(c, suppress=True)
         c.add_argument("--json", action="store_true", help="print the result as JSON")
         c.add_argument("--grace", type=float, default=10.0, help="seconds between TERM and KILL")
-        c.add_argument("--start-window", type=float, default=3.0, help="seconds a job must live")
         if name in ("launch", "restart"):
+            c.add_argument(
+                "--start-window", type=float, default=3.0, help="seconds a job must live"
+            )
             c.add_argument("--clear-cache", action="store_true", help="clear the compile cache")
             c.add_argument(
                 "--release-timeout", type=float, default=60.0, help="seconds to wait for the GPUs"
@@ -69,6 +72,16 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "launch":
             c.add_argument("--restart", action="store_true", help="kill a live run first")
     return parser
+
+
+def _script_command(cfg: Config, args: argparse.Namespace) -> int:
+    if args.subcommand == "status":
+        from tui.core.status_cmd import main as status_main
+
+        return status_main(cfg, args)
+    from tui.core.control_cmd import main as control_main
+
+    return control_main(cfg, args)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,14 +93,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if getattr(args, "keep_runs", None) is None:  # not given: the config's [restart] keep_runs
         args.keep_runs = cfg.host.keep_runs
-    if args.subcommand == "status":
-        from tui.core.status_cmd import main as status_main
-
-        return status_main(cfg, args)
-    if args.subcommand in ("launch", "kill", "restart"):
-        from tui.core.control_cmd import main as control_main
-
-        return control_main(cfg, args)
+    if args.subcommand in ("status", "launch", "kill", "restart"):
+        try:
+            return _script_command(cfg, args)
+        except BrokenPipeError:  # `status --json | head`: the reader left, not an error of ours
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 141
     from tui.app.main import main as app_main
 
     return app_main(cfg, args)

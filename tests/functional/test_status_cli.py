@@ -152,3 +152,14 @@ def test_real_h200_bytes_under_load(fake_smi: Any, tmp_path: Path) -> None:
         143771,
     )
     assert g["processes"][0]["pid"] == 424 and g["processes"][0]["used_mib"] == 1002
+
+
+def test_a_reader_that_leaves_early_is_not_an_error(fake_smi: Any, tmp_path: Path) -> None:
+    # `dflash-tui status --json | head -3`: the pipe closes before the document is written.
+    r, w = os.pipe()
+    os.close(r)  # the reader is gone before a byte is written
+    cmd = [sys.executable, "-m", "tui.cli", "status", "--json", "--run-root", str(tmp_path)]
+    res = subprocess.run(cmd, stdout=w, stderr=subprocess.PIPE, text=True, timeout=60)
+    os.close(w)
+    assert "Traceback" not in res.stderr and "BrokenPipe" not in res.stderr, res.stderr
+    assert res.returncode == 141  # as a shell reports a writer ended by SIGPIPE

@@ -78,6 +78,8 @@ drafter = [1]
         ("[topology]\ntarget = [0, 1]\ndrafter = [1]", "both"),
         ("[run]\nenv = { 'A B' = 'x' }", "variable name"),
         ("[run]\nlogs = 'x'", "must be a list"),
+        ("[topology]\ntarget = 'abc'\ndrafter = [5]", "topology.target must be a list"),
+        ("[topology]\ntarget = [0]\ndrafter = 5", "topology.drafter must be a list"),
         ("not toml [", "not valid TOML"),
     ],
 )
@@ -95,3 +97,14 @@ def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
 def test_hostile_host_flag(host: str) -> None:
     with pytest.raises(ConfigError):
         resolve({"host": host})
+
+
+@pytest.mark.parametrize("value", [-1.0, 0.0, 0.01, float("nan"), float("inf"), 1e9])
+def test_interval_out_of_range_is_refused(value: float) -> None:
+    with pytest.raises(ConfigError, match="--interval must be between"):
+        resolve({"interval": value})
+
+
+def test_interval_in_range_is_kept() -> None:
+    assert resolve({"interval": 0.5}).interval == 0.5
+    assert resolve({}).interval == 2.0

@@ -51,6 +51,11 @@ def test_states() -> None:
     assert run_state(signalled, [], 1011.0) == "killed"
     failed = RunRecord(id="r", dir="/r", launch_error="sh: 1: x: not found")
     assert run_state(failed, [], 0) == "launch-failed"
+    # No pid file yet: the launcher is still at it. A start time written (it comes after the
+    # pid file) with no readable pid: a broken record, not "starting" for ever.
+    assert run_state(RunRecord(id="r", dir="/r"), [], 10**9) == "starting"
+    garbage_pid = RunRecord(id="r", dir="/r", started_at=0.0)
+    assert run_state(garbage_pid, [], 10**9) == "launch-failed"
 
 
 def test_exit_meaning() -> None:

@@ -215,6 +215,10 @@ def _host_from_table(doc: dict[str, Any], host: dict[str, Any], where: str) -> H
     if topo_t is not None:
         if not isinstance(topo_t, dict):
             raise ConfigError("topology must be a table with target and drafter lists")
+        for role in ("target", "drafter"):
+            if not isinstance(topo_t.get(role, []), list):
+                got = type(topo_t[role]).__name__
+                raise ConfigError(f"topology.{role} must be a list of GPU indices, not {got}")
         try:
             topology = Topology.from_lists(topo_t.get("target", []), topo_t.get("drafter", []))
         except TopologyError as exc:
@@ -299,13 +303,25 @@ def apply_flags(cfg: Config, flags: dict[str, Any]) -> Config:
     if flags.get("auto_restart"):  # keeps each host's other [restart] settings
         hosts = tuple(replace(h, restart=replace(h.restart, enabled=True)) for h in hosts)
     top: dict[str, Any] = {"hosts": hosts}
-    if flags.get("interval"):
-        top["interval"] = float(flags["interval"])
+    if flags.get("interval") is not None:
+        top["interval"] = check_interval(flags["interval"])
     if flags.get("read_only"):
         top["read_only"] = True
     if flags.get("theme"):
         top["theme"] = flags["theme"]
     return replace(cfg, **top)
+
+
+MIN_INTERVAL, MAX_INTERVAL = 0.5, 3600.0  # below: nvidia-smi and /proc scans would dominate
+
+
+def check_interval(value: float) -> float:
+    v = float(value)
+    if not MIN_INTERVAL <= v <= MAX_INTERVAL:  # also false for nan
+        raise ConfigError(
+            f"--interval must be between {MIN_INTERVAL:g} and {MAX_INTERVAL:g} seconds, not {value}"
+        )
+    return v
 
 
 def resolve(flags: dict[str, Any]) -> Config:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from tui.core.config import HostConfig
@@ -44,11 +44,30 @@ class RestartResult:
     cache: str | None = None
 
 
-def busy_gpus(snap: Snapshot, uuids: set[str], pids: set[int], th: Thresholds) -> list[str]:
+def holders_text(snap: Snapshot, pids: set[int], uuids: set[str], th: Thresholds) -> list[str]:
+    """What still holds the run's GPUs: each holding process once, then GPUs busy otherwise."""
+    holds = gpu_holders(snap, pids)
+    gone = " (process gone; the driver has not released it yet)"
+    out = [
+        f"GPU {h.gpu}: pid {h.pid} {h.name} holds {h.used_mib} MiB"
+        + (gone if snap.proc(h.pid) is None else "")
+        for h in holds
+    ]
+    named = {h.uuid for h in holds if h.uuid} | {h.gpu for h in holds if h.gpu is not None}
+    return out + busy_gpus(snap, uuids, pids, th, skip=named)
+
+
+def busy_gpus(
+    snap: Snapshot,
+    uuids: set[str],
+    pids: set[int],
+    th: Thresholds,
+    skip: Collection[str | int] = (),
+) -> list[str]:
     """The run's GPUs whose memory, less what other jobs hold, is not yet back near idle."""
     out = []
     for g in snap.gpus:
-        if g.uuid not in uuids or g.mem_used_mib is None:
+        if g.uuid not in uuids or g.mem_used_mib is None or g.uuid in skip or g.index in skip:
             continue
         others = sum(
             p.used_mib or 0
@@ -85,11 +104,7 @@ async def wait_released(
             snap, note = await sample(transport, host)
             gpu_ok = snap is not None and note is None  # no telemetry: nothing to wait for
             if gpu_ok and snap is not None:
-                left += [
-                    f"GPU {h.gpu}: pid {h.pid} {h.name} holds {h.used_mib} MiB"
-                    for h in gpu_holders(snap, pids)
-                ]
-                left += busy_gpus(snap, uuids, pids, thresholds)
+                left += holders_text(snap, pids, uuids, thresholds)
         elapsed = time.monotonic() - t0
         if not left:
             return True, f"released after {elapsed:.1f} s"

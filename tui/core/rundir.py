@@ -66,7 +66,11 @@ def run_state(
     if run.exit_code is None:
         # No pid file yet: the launcher is still setting the job up (it writes launch_error
         # itself if the job never starts). A recorded group gone with no exit code was killed.
-        return "starting" if run.pgid is None else "killed"
+        # The wrapper writes pid before started_at, so a start time without a readable pid
+        # file is a broken record, not a start in progress (it would say "starting" forever).
+        if run.pgid is None:
+            return "starting" if run.started_at is None else "launch-failed"
+        return "killed"
     quick = (
         run.started_at is not None
         and run.ended_at is not None
