@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from rich.text import Text
@@ -13,6 +14,16 @@ from tui.app.widgets import Themed
 from tui.core.metrics import Metric, Progress
 
 _SPARK = 24
+
+
+def fmt_value(value: float | None, *, si_units: bool = False) -> str:
+    """A metric for the strip: ``-`` when unknown, ``nan``/``inf``/``-inf`` literally (a
+    diverging loss must read as such), else 3 decimals or, with ``si_units``, ``2.8K``."""
+    if value is None:
+        return "-"
+    if not math.isfinite(value):
+        return str(value)  # 'nan', 'inf', '-inf'
+    return si(value) if si_units else f"{value:.3f}"
 
 
 class MetricsStrip(Static, Themed):
@@ -46,9 +57,9 @@ class MetricsStrip(Static, Themed):
         t.append(f"{p.last_step if p.last_step is not None else '-'}", pal.fg("info", bold=True))
         for name, value in (("loss", last.loss), ("acc", last.acc)):
             t.append(f"  {name} ", pal.fg("muted"))
-            t.append("-" if value is None else f"{value:.3f}", pal.fg("info", bold=True))
+            t.append(fmt_value(value), pal.fg("info", bold=True))
         t.append("  tok/s ", pal.fg("muted"))
-        t.append(si(last.tok_s), pal.fg("ok", bold=True))
+        t.append(fmt_value(last.tok_s, si_units=True), pal.fg("ok", bold=True))
         toks = [m.tok_s for _, m in self.history]
         loss = [m.loss for _, m in self.history]
         t.append("\ntok/s ", pal.fg("muted"))

@@ -14,7 +14,16 @@ class Themed(Widget):
         self.watch(self.app, "theme", self._theme_changed, init=False)
 
     def _theme_changed(self, _theme: str) -> None:
-        self.redraw()
+        # A redraw that raises here would end the app: go through the app's draw guard (it
+        # reports a broken panel once and keeps the rest), as the sample redraws do.
+        guard = getattr(self.app, "_safely", None)
+        if guard is not None:
+            guard(self.id or type(self).__name__, self.redraw)
+            return
+        try:
+            self.redraw()
+        except Exception as exc:  # an app without the guard: log it, keep running
+            self.log.error(f"redrawing {type(self).__name__} failed", exc)
 
     @property
     def palette(self) -> Palette:

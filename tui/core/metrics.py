@@ -2,14 +2,23 @@
 
 Reads the pipeline's own format (``step=120 loss=2.31 acc=0.41 tok/s=2810``) and common
 variants (``step: 120``, ``loss 2.31``, ``tok/s: 2.8K``, ``tokens/s=2,810``).
+
+Non-finite numbers stay floats: ``loss=nan``, ``inf``, ``-inf``, ``Infinity`` and overflowing
+literals such as ``1e309`` parse as ``float('nan')``/``±inf``, so a diverging run is visible
+(see ``nonfinite_loss``). Only text that is not a number reads as None.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
-_NUM = r"([-+]?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*([kKmMgG]?)"
+# A number (digits, or nan/inf/infinity as a whole word) and an optional K/M/G suffix.
+_NUM = (
+    r"([-+]?(?:\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?|(?:nan|inf(?:inity)?)(?!\w)))"
+    r"\s*([kKmMgG]?)"
+)
 _STEP = re.compile(r"\b(?:global_)?step\s*[=:]?\s*(\d+)(?:\s*/\s*\d+)?", re.IGNORECASE)
 _LOSS = re.compile(r"\bloss\s*[=:]?\s*" + _NUM, re.IGNORECASE)
 _ACC = re.compile(r"\bacc(?:uracy)?\s*[=:]?\s*" + _NUM, re.IGNORECASE)
@@ -26,12 +35,19 @@ class Metric:
 
 
 def _num(m: re.Match[str] | None) -> float | None:
+    """The matched number as a float; nan and ±inf (``1e309`` included) are kept as such."""
     if m is None:
         return None
     try:
-        return float(m.group(1).replace(",", "")) * _SUFFIX[m.group(2).lower()]
-    except (ValueError, KeyError):
+        value = float(m.group(1).replace(",", ""))
+    except ValueError:
         return None
+    return value * _SUFFIX.get(m.group(2).lower(), 1.0)
+
+
+def nonfinite_loss(metric: Metric | None) -> bool:
+    """True when the metric reports a loss that is nan or ±inf: the run has diverged."""
+    return metric is not None and metric.loss is not None and not math.isfinite(metric.loss)
 
 
 def parse_line(line: str) -> Metric | None:
