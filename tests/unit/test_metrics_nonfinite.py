@@ -147,3 +147,18 @@ def test_fmt_value_shows_non_finite_literally(value: float | None, expect: str) 
 
 def test_fmt_value_si() -> None:
     assert fmt_value(2810.0, si_units=True) == "2.8K"
+
+
+@pytest.mark.parametrize(
+    ("line", "loss", "tok_s"),
+    [
+        ("step=1 loss=2.31 grad_norm=1.0 tok/s=5", 2.31, 5.0),
+        ("step=1 loss=2.31 mem=3 tok/s=5 ms/step=4", 2.31, 5.0),
+        ("step=1 loss=2.31 tok/s=5 ms/step=4", 2.31, 5.0),
+        ("step=1 loss=2.31 tok/s=5.2K lr=1", 2.31, 5200.0),
+        ("step=1 loss=2.31 tok/s=3 M", 2.31, 3e6),
+    ],
+)
+def test_a_unit_suffix_is_a_letter_alone(line: str, loss: float, tok_s: float) -> None:
+    m = parse_line(line)
+    assert m is not None and m.loss == loss and m.tok_s == tok_s

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 # A number (digits, or nan/inf/infinity as a whole word) and an optional K/M/G suffix.
 _NUM = (
     r"([-+]?(?:\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?|(?:nan|inf(?:inity)?)(?!\w)))"
-    r"\s*([kKmMgG]?)"
+    r"(?:\s*([kKmMgG])(?!\w))?"  # a suffix is a letter alone: "2.31 grad_norm" is not 2.31G
 )
 _STEP = re.compile(r"\b(?:global_)?step\s*[=:]?\s*(\d+)(?:\s*/\s*\d+)?", re.IGNORECASE)
 _LOSS = re.compile(r"\bloss\s*[=:]?\s*" + _NUM, re.IGNORECASE)
@@ -42,7 +42,7 @@ def _num(m: re.Match[str] | None) -> float | None:
         value = float(m.group(1).replace(",", ""))
     except ValueError:
         return None
-    return value * _SUFFIX.get(m.group(2).lower(), 1.0)
+    return value * _SUFFIX.get((m.group(2) or "").lower(), 1.0)
 
 
 def nonfinite_loss(metric: Metric | None) -> bool:
