@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from textual.widget import Widget
 
 from tui.app.palette import Palette, palette_for
+
+
+def redraw_guarded(widget: Widget, redraw: Callable[[], None]) -> None:
+    """Redraw on a theme change through the app's draw guard: a redraw that raises in a
+    watcher would end the app; the guard reports a broken panel once and keeps the rest."""
+    guard = getattr(widget.app, "_safely", None)
+    if guard is not None:
+        guard(widget.id or type(widget).__name__, redraw)
+        return
+    try:
+        redraw()
+    except Exception as exc:  # an app without the guard: log it, keep running
+        widget.log.error(f"redrawing {type(widget).__name__} failed", exc)
 
 
 class Themed(Widget):
@@ -14,16 +29,7 @@ class Themed(Widget):
         self.watch(self.app, "theme", self._theme_changed, init=False)
 
     def _theme_changed(self, _theme: str) -> None:
-        # A redraw that raises here would end the app: go through the app's draw guard (it
-        # reports a broken panel once and keeps the rest), as the sample redraws do.
-        guard = getattr(self.app, "_safely", None)
-        if guard is not None:
-            guard(self.id or type(self).__name__, self.redraw)
-            return
-        try:
-            self.redraw()
-        except Exception as exc:  # an app without the guard: log it, keep running
-            self.log.error(f"redrawing {type(self).__name__} failed", exc)
+        redraw_guarded(self, self.redraw)
 
     @property
     def palette(self) -> Palette:

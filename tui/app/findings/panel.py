@@ -13,6 +13,7 @@ from textual.widgets import Static
 from tui.app.findings.timeline import MAX_EVENTS, Event
 from tui.app.palette import Palette, palette_for
 from tui.app.text import safe_label
+from tui.app.widgets import redraw_guarded
 from tui.core.findings import Finding
 
 _BADGE = {"error": " ERROR ", "warning": " WARN  ", "info": " INFO  "}
@@ -30,7 +31,7 @@ class _TextScroll(VerticalScroll, can_focus=True):
         yield Static(self.empty_text(), classes="body")
 
     def on_mount(self) -> None:
-        self.watch(self.app, "theme", lambda _t: self.redraw(), init=False)
+        self.watch(self.app, "theme", lambda _t: redraw_guarded(self, self.redraw), init=False)
 
     def empty_text(self) -> str:
         return ""

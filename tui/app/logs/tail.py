@@ -19,6 +19,7 @@ from textual.widgets import Log, Static
 from tui.app.logs.lines import ERROR_RE, MAX_LINES, LineStore
 from tui.app.palette import Palette, palette_for
 from tui.app.text import safe_label
+from tui.app.widgets import redraw_guarded
 from tui.core.diagnose import LogView
 from tui.core.findings import duration
 
@@ -71,7 +72,7 @@ class LogTail(Vertical):
         yield self.log_view
 
     def on_mount(self) -> None:
-        self.watch(self.app, "theme", lambda _t: self.redraw(), init=False)
+        self.watch(self.app, "theme", lambda _t: redraw_guarded(self, self.redraw), init=False)
         self.redraw()
 
     def add_lines(self, lines: tuple[str, ...] | list[str]) -> None:
