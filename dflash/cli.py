@@ -10,10 +10,11 @@ import argparse
 import json
 import os
 import re
+import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from dflash.jsonl import DataError, Record, check_vocab, read_jsonl
+from dflash.jsonl import DataError, Record, check_trainable, check_vocab, read_jsonl
 from dflash.presets import PRESETS, Preset
 from dflash.topology import Topology, TopologyError, parse_indices
 
@@ -135,7 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--seed", type=int)
     o = p.add_argument_group("run")
     o.add_argument("--out-dir", type=Path, help="checkpoints and default events ($DFLASH_RUN_DIR)")
-    o.add_argument("--events", type=Path, help="event stream path (default $DFLASH_EVENTS)")
+    o.add_argument(
+        "--events", type=_optional_path, help="event stream path (default $DFLASH_EVENTS)"
+    )
     o.add_argument("--resume", help="checkpoint file, or 'auto' for the latest in --out-dir")
     o.add_argument("--queue-size", type=int, default=4, help="bound of each queue")
     o.add_argument(
@@ -157,6 +160,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     o.add_argument("--fault", help=argparse.SUPPRESS)  # test-only, also $DFLASH_FAULT
     return p
+
+
+def _optional_path(value: str) -> Path | None:
+    return Path(value) if value else None  # --events "": the default, as before
 
 
 def _positive(name: str, value: int | float | None, zero_ok: bool = False) -> None:
@@ -241,8 +248,88 @@ def _vocab_size(preset: Preset, target_model: Path | None) -> int | None:
     return int(vocab) if isinstance(vocab, int) else None
 
 
+def _unwritable(dirs: list[Path]) -> tuple[Path, str] | None:
+    """The first directory of ``dirs`` where no file can be created, and why (None: all can).
+
+    Really tries (missing directories, parents too, then a temporary file in each), since
+    permission bits say little (root, read-only mounts, /proc), but leaves no trace: the
+    directories it had to create are removed again, so a run that fails a later check has
+    created nothing.
+    """
+    made: list[Path] = []
+    try:
+        for folder in dirs:
+            folder = Path(os.path.abspath(folder))
+            missing = []
+            p = folder
+            while not p.exists() and p != p.parent:
+                missing.append(p)
+                p = p.parent
+            for d in reversed(missing):
+                try:
+                    d.mkdir()
+                except OSError as exc:
+                    return folder, f"cannot create directory {d}: {exc.strerror or exc}"
+                made.append(d)
+            try:
+                fd, name = tempfile.mkstemp(prefix=".dflash-write-check-", dir=folder)
+                os.close(fd)
+                os.unlink(name)
+            except OSError as exc:
+                return folder, f"cannot create a file in {folder}: {exc.strerror or exc}"
+        return None
+    finally:
+        for d in reversed(made):
+            try:
+                d.rmdir()
+            except OSError:  # something else put a file there meanwhile: leave it
+                pass
+
+
+def _check_paths(ns: argparse.Namespace, env: dict[str, str], out_dir: Path) -> None:
+    """Files the run reads or writes, before torch: a missing ``--resume`` file, an out dir
+    (and its checkpoints/) or an explicit ``--events`` file that cannot be written."""
+    if ns.resume is not None and ns.resume != "auto":
+        path = Path(ns.resume)
+        if not path.is_file():
+            what = "a directory, not a checkpoint file" if path.is_dir() else "no such file"
+            raise UsageError(
+                f"--resume {ns.resume}: {what} (a step_N.pt, or 'auto' for the latest)"
+            )
+        try:
+            path.open("rb").close()
+        except OSError as exc:
+            raise UsageError(f"--resume {ns.resume} cannot be read ({exc.strerror})") from None
+    if ns.out_dir is not None:
+        label = f"--out-dir {out_dir}"
+    elif env.get("DFLASH_RUN_DIR"):
+        label = f"$DFLASH_RUN_DIR {out_dir}"
+    else:
+        label = f"the default out dir {out_dir} (--out-dir)"
+    bad = _unwritable([out_dir, out_dir / "checkpoints"])
+    if bad is not None:
+        raise UsageError(f"{label} is not writable ({bad[1]})")
+    events: Path | None = ns.events
+    if events is None:  # $DFLASH_EVENTS (the supervisor's) stays best effort: a warning
+        return
+    if events.is_dir():
+        raise UsageError(f"--events {events} is a directory, not a file")
+    if events.exists():
+        try:
+            events.open("a").close()  # appending nothing changes nothing
+        except OSError as exc:
+            raise UsageError(f"--events {events} is not writable ({exc.strerror})") from None
+        return
+    bad = _unwritable([events.parent])
+    if bad is not None:
+        raise UsageError(f"--events {events} is not writable ({bad[1]})")
+
+
 def resolve(argv: list[str], environ: dict[str, str] | None = None) -> Settings:
-    """Parse and check everything that needs no torch. Raises UsageError or SystemExit."""
+    """Parse and check everything that needs no torch. Raises UsageError or SystemExit.
+
+    Creates nothing: the write checks of the out dir remove what they made.
+    """
     env = dict(os.environ if environ is None else environ)
     ns = build_parser().parse_args(argv)
     preset = _preset(ns)
@@ -268,14 +355,27 @@ def resolve(argv: list[str], environ: dict[str, str] | None = None) -> Settings:
             vocab = _vocab_size(preset, target_model)
             if vocab is not None:
                 check_vocab(data, ns.data, vocab)
+            check_trainable(data, ns.data, preset.block_size, preset.seq_len)
         except DataError as exc:
             raise UsageError(str(exc)) from None
-    if data is None and preset.target_config is None and preset.gen_samples <= 0:
-        raise UsageError("--data is needed with --target-model (or --gen-samples N)")
+    if data is None and preset.gen_samples <= 0:
+        if preset.target_config is None:
+            raise UsageError("--data is needed with --target-model (or --gen-samples N)")
+        raise UsageError(f"--gen-samples {preset.gen_samples} generates nothing; give --data")
+    if data is None:  # generated: a prompt, then the supervised response (dflash.build)
+        prompt = min(preset.gen_prompt_len, preset.seq_len // 2)
+        response = preset.seq_len - prompt
+        if response < 2 * preset.block_size:
+            raise UsageError(
+                f"--seq-len {preset.seq_len} leaves {response} generated tokens after the "
+                f"{prompt}-token prompt, fewer than 2 blocks ({2 * preset.block_size} tokens at "
+                f"block {preset.block_size}); raise --seq-len or lower --block-size"
+            )
     if ns.attention == "flex" and ns.device == "cpu":
         raise UsageError("--attention flex needs CUDA: flex_attention has no backward on CPU")
     gpus_given = ns.target_gpus is not None or ns.drafter_gpus is not None
     out_dir = ns.out_dir or Path(env.get("DFLASH_RUN_DIR") or "dflash-out")
+    _check_paths(ns, env, out_dir)  # last: every check before it touches no file
     settings = Settings(
         preset=preset,
         target_model=target_model,

@@ -87,14 +87,18 @@ class EventLog:
     """Append-only JSON lines, one object per event, flushed per line, safe across threads.
 
     A stream that cannot be written is reported once on stderr and then ignored: losing the
-    timeline must never stop training.
+    timeline must never stop training. ``hold=True`` keeps the events in memory (with their
+    own times) until ``release`` names the file: ``dflash.train`` opens nothing before the
+    arguments are checked, so a usage error creates no file.
     """
 
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, path: Path | None, hold: bool = False) -> None:
         self.path = path
         self._lock = threading.Lock()
         self._fh: TextIO | None = None
-        self._broken = path is None
+        self._broken = False
+        self._warn = True
+        self._held: list[str] | None = [] if hold else None
         self.counts: dict[str, int] = {}
 
     def _open(self) -> TextIO | None:
@@ -104,22 +108,41 @@ class EventLog:
                 self._fh = self.path.open("a", encoding="utf-8")
             except OSError as exc:
                 self._broken = True
-                log(f"dflash-train: warning: cannot write events to {self.path}: {exc}", sys.stderr)
+                if self._warn:
+                    msg = f"dflash-train: warning: cannot write events to {self.path}: {exc}"
+                    log(msg, sys.stderr)
         return self._fh
+
+    def _write(self, line: str) -> None:
+        fh = self._open()
+        if fh is not None:
+            try:
+                fh.write(line + "\n")
+                fh.flush()
+            except OSError:
+                self._broken = True
 
     def emit(self, event: str, **fields: Any) -> dict[str, Any]:
         record: dict[str, Any] = {"event": event, "time": round(time.time(), 3), **fields}
         line = json.dumps(record, default=str, separators=(",", ":"))
         with self._lock:
             self.counts[event] = self.counts.get(event, 0) + 1
-            fh = self._open()
-            if fh is not None:
-                try:
-                    fh.write(line + "\n")
-                    fh.flush()
-                except OSError:
-                    self._broken = True
+            if self._held is not None:
+                self._held.append(line)
+            else:
+                self._write(line)
         return record
+
+    def release(self, path: Path | None, warn: bool = True) -> None:
+        """Write the held events to ``path`` (None: drop them), and later ones as they come.
+
+        ``warn=False``: a file that cannot be opened is skipped without the warning line.
+        """
+        with self._lock:
+            held, self._held = self._held or [], None
+            self.path, self._warn = path, warn
+            for line in held:
+                self._write(line)
 
     def close(self) -> None:
         with self._lock:

@@ -105,3 +105,27 @@ def check_vocab(records: list[Record], path: Path, vocab_size: int) -> None:
                 f"{path} line {rec.line}: token id {max(rec.ids)} is outside the target's "
                 f"vocabulary of {vocab_size}"
             )
+
+
+def too_short(path: Path | None, block: int, samples: int, note: str = "") -> str:
+    """The one-line error when no sample can be trained on (before torch, or after tokenizing)."""
+    where = f"{path}: no sample" if path is not None else "no sample"
+    plural = "" if samples == 1 else "s"
+    return (
+        f"{where} has at least 2 blocks ({2 * block} tokens at block {block}) of supervised "
+        f"tokens{note}; {samples} sample{plural} read"
+    )
+
+
+def check_trainable(records: list[Record], path: Path, block: int, seq_len: int) -> None:
+    """Some sample must have 2 blocks of supervised tokens in its first ``seq_len`` (samples
+    with fewer are dropped: the recipe's filter). Text is counted only once tokenized, after
+    torch (dflash.build), so a file holding text passes here unless a token-id sample fits."""
+    need = 2 * block
+    counted = [(r.mask or (1,) * len(r.ids)) for r in records if r.ids is not None]
+    if any(sum(m[:seq_len]) >= need for m in counted):
+        return
+    if any(r.needs_tokenizer for r in records):
+        return
+    cut = any(sum(m) >= need for m in counted)  # enough, but past --seq-len
+    raise DataError(too_short(path, block, len(records), f" within --seq-len {seq_len}" * cut))

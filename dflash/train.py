@@ -1,9 +1,12 @@
 """``dflash-train``: the DFlash drafter-training pipeline (also ``python -m dflash.train``).
 
 Order matters here. The first log line is written before anything else (so a missing log
-always means the process never started), then the ``started`` event, then every check that
-needs no torch, and only then is torch imported. Exit status: 0 done, 1 a worker or the
-setup failed (traceback in the log and the ``error`` event), 2 bad input, 128+n on signal n.
+always means the process never started), then every check that needs no torch, then torch is
+imported for the device check, and only then is any model built. The event stream (``started``
+first, with its own time) is held in memory until all of these checks pass, so bad input
+creates no file: its ``error`` and ``exit`` events go only to a stream the caller named
+(``--events`` or ``$DFLASH_EVENTS``). Exit status: 0 done, 1 a worker or the setup failed
+(traceback in the log and the ``error`` event), 2 bad input, 128+n on signal n.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pathlib import Path
 
 from dflash.cli import Settings, UsageError, resolve
 from dflash.events import EventLog, default_events_path, log
+from dflash.jsonl import too_short
 from dflash.topology import TopologyError
 
 
@@ -47,33 +51,48 @@ def _flag_value(argv: list[str], name: str) -> str | None:
     return value
 
 
-def _events_for(argv: list[str]) -> EventLog:
-    """The event stream, found before the arguments are known to be valid."""
-    explicit = _flag_value(argv, "--events")
-    if explicit:
-        return EventLog(Path(explicit))
-    return EventLog(default_events_path(_flag_value(argv, "--out-dir")))
+def _named_events(argv: list[str]) -> Path | None:
+    """The stream the caller named (``--events``, else ``$DFLASH_EVENTS``), found without
+    trusting the arguments: where a usage error is reported. The default one under the out
+    dir is never created for it."""
+    named = _flag_value(argv, "--events") or os.environ.get("DFLASH_EVENTS")
+    return Path(named) if named else None
+
+
+def _checked(argv: list[str]) -> Settings:
+    """Every check of the input: first those without torch, then the devices (imports torch)."""
+    s = _check_devices(resolve(argv))
+    if s.attention == "flex" and s.device == "cpu":
+        raise UsageError("--attention flex needs CUDA: no flex backward on the CPU")
+    return s
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     log(f"dflash-train starting pid={os.getpid()} argv={shlex.join(argv)}")
     _stack_dumps()
-    events = _events_for(argv)
+    t0 = time.monotonic()
+    events = EventLog(None, hold=True)  # written once the input is known good
     events.emit("started", pid=os.getpid(), argv=argv, cwd=os.getcwd())
     try:
-        settings = resolve(argv)
+        settings = _checked(argv)
     except SystemExit as exc:  # argparse: usage already printed
         code = exc.code if isinstance(exc.code, int) else 2
         if code:
             events.emit("error", kind="usage", message="bad command line", traceback=None)
         events.emit("exit", code=code)
+        events.release(_named_events(argv), warn=False)
+        events.close()
         return code
     except (UsageError, TopologyError) as exc:
-        return _fail_usage(events, str(exc))
+        code = _fail_usage(events, str(exc))
+        events.release(_named_events(argv), warn=False)
+        events.close()
+        return code
+    events.release(settings.events or default_events_path(str(settings.out_dir)))
     log(f"dflash-train: events -> {events.path}")
     try:
-        return _run(settings, events)
+        return _run(settings, events, t0)
     finally:
         events.close()
 
@@ -105,14 +124,17 @@ def _check_devices(s: Settings) -> Settings:
     return s.on("cuda")
 
 
-def _run(s: Settings, events: EventLog) -> int:
-    t0 = time.monotonic()
-    try:
-        s = _check_devices(s)
-    except UsageError as exc:
-        return _fail_usage(events, str(exc))
-    if s.attention == "flex" and s.device == "cpu":
-        return _fail_usage(events, "--attention flex needs CUDA: no flex backward on the CPU")
+def _too_short(s: Settings, exc: Exception) -> str | None:
+    """The one-line error for data whose samples all turn out too short once tokenized (text
+    needs the tokenizer, so this one is found after torch; token ids are checked before)."""
+    if not (isinstance(exc, ValueError) and str(exc).startswith("no sample has 2 blocks")):
+        return None
+    if s.data is None:
+        return f"no generated sample has 2 blocks of supervised tokens ({exc})"
+    return too_short(s.data_path, s.preset.block_size, len(s.data), " once tokenized")
+
+
+def _run(s: Settings, events: EventLog, t0: float) -> int:
     try:
         from dflash.session import train
 
@@ -121,6 +143,9 @@ def _run(s: Settings, events: EventLog) -> int:
         events.emit("exit", code=130)
         return 130
     except Exception as exc:  # setup failed in the main thread (a worker's error returns 1)
+        short = _too_short(s, exc)
+        if short is not None:
+            return _fail_usage(events, short)
         tb = traceback.format_exc()
         log(tb.rstrip(), sys.stderr)
         log(f"dflash-train: error: {type(exc).__name__}: {exc}", sys.stderr)

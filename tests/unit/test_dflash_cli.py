@@ -167,3 +167,121 @@ def test_light_modules_never_import_torch() -> None:
         "sys.exit(1 if 'torch' in sys.modules else 0)\n"
     )
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT).returncode == 0
+
+
+def _bare(*args: str, cwd: Path, env: dict[str, str] | None = None) -> tuple:
+    """dflash-train with no --events and no DFLASH_* variables: (result, torch imported?)."""
+    cmd = [sys.executable, "-X", "importtime", "-m", "dflash.train", *args]
+    base = {k: v for k, v in os.environ.items() if not k.startswith("DFLASH_")}
+    full_env = {**base, "PYTHONPATH": str(ROOT), **(env or {})}
+    res = subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=60, cwd=cwd)
+    torch_loaded = any(ln.rstrip().endswith("| torch") for ln in res.stderr.splitlines())
+    return res, torch_loaded
+
+
+def _one_error_before_torch(res: subprocess.CompletedProcess, torch_loaded: bool) -> str:
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert not torch_loaded
+    (err,) = _errors(res)
+    return err
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc")
+def test_unwritable_out_dir_is_a_usage_error(tmp_path: Path) -> None:
+    err = _one_error_before_torch(*_bare("--out-dir", "/proc/x", cwd=tmp_path))
+    assert err.startswith("dflash-train: error: --out-dir /proc/x is not writable (")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "checkpoints").write_text("")  # a file where the checkpoints folder goes
+    err = _one_error_before_torch(*_bare("--out-dir", str(out), cwd=tmp_path))
+    assert f"--out-dir {out} is not writable" in err and "checkpoints" in err
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["checkpoints", "out"]
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc")
+def test_unwritable_events_file_is_a_usage_error(tmp_path: Path) -> None:
+    err = _one_error_before_torch(*_bare("--events", "/proc/x/ev.jsonl", cwd=tmp_path))
+    assert err.startswith("dflash-train: error: --events /proc/x/ev.jsonl is not writable (")
+    err = _one_error_before_torch(*_bare("--events", str(tmp_path), cwd=tmp_path))
+    assert "is a directory" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_missing_resume_file_is_a_usage_error(tmp_path: Path) -> None:
+    res, torch_loaded = _bare("--resume", str(tmp_path / "nonexist.pt"), cwd=tmp_path)
+    err = _one_error_before_torch(res, torch_loaded)
+    assert f"--resume {tmp_path / 'nonexist.pt'}: no such file" in err
+    assert list(tmp_path.iterdir()) == []
+    s = resolve(["--resume", "auto"], environ={"DFLASH_RUN_DIR": str(tmp_path / "run")})
+    assert s.resume == "auto"  # no checkpoint yet: a fresh start, not an error
+    assert list(tmp_path.iterdir()) == []  # the write check left nothing behind
+
+
+def test_data_too_short_for_two_blocks(tmp_path: Path) -> None:
+    data = tmp_path / "data.jsonl"
+    data.write_text("[1, 2]\n\n[3]\n")
+    err = _one_error_before_torch(*_bare("--data", str(data), cwd=tmp_path))
+    assert err == (
+        f"dflash-train: error: {data}: no sample has at least 2 blocks (8 tokens at block 4) "
+        "of supervised tokens; 2 samples read"
+    )
+    data.write_text(json.dumps({"input_ids": list(range(12)), "loss_mask": [0] * 4 + [1] * 8}))
+    with pytest.raises(UsageError, match="within --seq-len 8; 1 sample read"):
+        resolve(["--data", str(data), "--seq-len", "8"], environ={})
+    assert resolve(["--data", str(data)], environ={}).data  # 8 supervised tokens in seq 64
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text('{"vocab_size": 256}')
+    data.write_text('[1, 2]\n{"text": "only the tokenizer knows"}\n')  # counted after torch
+    assert len(resolve(["--target-model", str(model), "--data", str(data)], {}).data) == 2
+
+
+def test_generated_samples_too_short_for_two_blocks() -> None:
+    with pytest.raises(UsageError, match=r"leaves 4 generated tokens .* fewer than 2 blocks"):
+        resolve(["--seq-len", "8", "--block-size", "4"], environ={})
+    with pytest.raises(UsageError, match="--gen-samples 0 generates nothing"):
+        resolve(["--gen-samples", "0"], environ={})
+
+
+def test_text_too_short_once_tokenized(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Text is counted after tokenizing (dflash.build); still one line and exit 2."""
+    pytest.importorskip("torch")
+    import types
+
+    from dflash import train
+
+    def fake_train(*_: object) -> int:
+        raise ValueError("no sample has 2 blocks (32) of supervised tokens")  # dflash.build's
+
+    monkeypatch.setitem(sys.modules, "dflash.session", types.SimpleNamespace(train=fake_train))
+    monkeypatch.setattr(train, "_stack_dumps", lambda: None)  # in-process: no SIGUSR1 handler
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text('{"vocab_size": 256}')
+    data = tmp_path / "data.jsonl"
+    data.write_text('{"text": "a b"}\n{"prompt": "a", "response": "b"}\n')
+    events = tmp_path / "ev.jsonl"
+    argv = ["--target-model", str(model), "--data", str(data), "--device", "cpu"]
+    argv += ["--target-gpus", "0", "--drafter-gpus", "1", "--out-dir", str(tmp_path / "out")]
+    assert train.main([*argv, "--events", str(events)]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"dflash-train: error: {data}: no sample has at least 2 blocks (32 tokens at block 16) "
+        "of supervised tokens once tokenized; 2 samples read\n"
+    )
+    kinds = [e["event"] for e in map(json.loads, events.open())]
+    assert kinds == ["started", "error", "exit"]
+
+
+@pytest.mark.parametrize("args", [["--device", "cuda"], ["--steps", "0"]])
+def test_usage_error_creates_no_file(args: list[str], tmp_path: Path) -> None:
+    """Events wait until the input is checked: no ./dflash-out/events.jsonl for bad input."""
+    if args[0] == "--device":
+        pytest.importorskip("torch")
+    res, _ = _bare(*args, cwd=tmp_path, env={"CUDA_VISIBLE_DEVICES": ""})
+    assert res.returncode == 2, res.stderr
+    assert res.stdout.startswith("dflash-train starting pid=")
+    assert len(_errors(res)) == 1 and "dflash-train: warning" not in res.stderr
+    assert list(tmp_path.iterdir()) == []
