@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
+import pwd
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +21,7 @@ from tui.app.procs.tree import ProcInfo, ProcTree
 from tui.app.screens import ConfirmScreen
 from tui.app.text import safe_label
 from tui.app.waits import WaitBar
+from tui.core.config import HostConfig
 from tui.core.diagnose import Diagnosis
 from tui.core.findings import ACTIVE
 from tui.core.rundir import group_members
@@ -108,7 +111,9 @@ class ControlActions(_Base):
         if info is None:
             self.notify("select a process in the tree first (tab to it)", severity="warning")
             return
-        body = process_kill_text(info, state.bridge.grace)
+        snap = state.last.snapshot if state.last else None
+        me = acting_user(state.cfg, snap, state.diagnosis)
+        body = process_kill_text(info, state.bridge.grace, me)
 
         async def job(step: StepFn) -> str:
             return await state.bridge.kill_process(info.pid, info.start_ticks, step)
@@ -231,13 +236,42 @@ def run_kill_text(snap: Snapshot, diag: Diagnosis, grace: float) -> Text:
     return t
 
 
-def process_kill_text(info: ProcInfo, grace: float) -> Text:
+def acting_user(cfg: HostConfig, snap: Snapshot | None, diag: Diagnosis | None) -> str | None:
+    """The user this app acts as where the process runs, where that is known; else None.
+
+    Here: our effective user. Elsewhere: the owner of the live run's processes (we launched
+    them), else the user named in ``user@host``. Never a guess from an ssh config or a container.
+    """
+    if cfg.address is None and cfg.container is None:
+        try:
+            return pwd.getpwuid(os.geteuid()).pw_name
+        except KeyError:
+            return str(os.geteuid())  # as the probe names a user without a passwd entry
+    if diag is not None and snap is not None and diag.run is not None:
+        users = {p.user for p in group_members(diag.run, snap.procs)} - {"?", ""}
+        if len(users) == 1:
+            return users.pop()
+    if cfg.address and "@" in cfg.address and cfg.container is None:
+        return cfg.address.split("@", 1)[0]
+    return None
+
+
+def process_kill_text(info: ProcInfo, grace: float, me: str | None = None) -> Text:
+    """The K dialog; ``me``: the user we act as there (None: unknown, no owner warning)."""
     t = Text()
     t.append(f"SIGTERM to PID {info.pid}", style="bold")
     t.append(f", then SIGKILL after {grace:.0f}s if it is still alive.\n")
     t.append(f"  command: {safe_label(info.cmd, 200)}\n")
     t.append(f"  user: {safe_label(info.user, 40)}   state: {info.state}   PGID: {info.pgid}\n")
     t.append("  GPUs held: " + (", ".join(f"GPU {g}" for g in info.gpus) or "none") + "\n")
+    if me is not None and info.user not in ("?", "", me):
+        t.append(
+            f"Warning: it belongs to user {safe_label(info.user, 40)}, not {safe_label(me, 40)}"
+            " (the user this app acts as there): another user's process.\n",
+            style="bold",
+        )
+    if info.pid == 1:
+        t.append("PID 1 is init: control refuses to signal it.\n", style="bold")
     t.append(
         f"Its identity is checked first (start time {info.start_ticks} ticks): if PID "
         f"{info.pid} now belongs to another process, nothing is sent. Never by name.\n"

@@ -368,8 +368,73 @@ do_clear() {  # PATH ALLOWED: remove the compile cache if under /tmp or the conf
   say "cleared $p"
 }
 
+pd_stat() {  # PID -> PD_PPID PD_PGID PD_SID PD_FLAGS PD_COMM; false when it is gone
+  pd_l=
+  { IFS= read -r pd_l <"/proc/$1/stat"; } 2>/dev/null
+  [ -n "$pd_l" ] || return 1
+  PD_COMM=${pd_l#*"("}
+  PD_COMM=${PD_COMM%")"*}
+  set -f
+  set -- ${pd_l##*") "}
+  set +f
+  [ $# -ge 20 ] || return 1
+  PD_PPID=$2 PD_PGID=$3 PD_SID=$4 PD_FLAGS=$7
+}
+
+pd_kthread() {  # PID: a kernel thread? (PF_KTHREAD, or no command line and no executable)
+  pd_stat "$1" || return 1
+  case $PD_FLAGS in '' | *[!0-9]*) ;; *) [ $((PD_FLAGS / 2097152 % 2)) = 1 ] && return 0 ;; esac
+  pk_cmd=$(tr -d '\000' <"/proc/$1/cmdline" 2>/dev/null)
+  [ -z "$pk_cmd" ] && [ ! -e "/proc/$1/exe" ]
+}
+
+pd_refusal() {  # PID -> PD_WHY: why it must never be signalled from here ('' when it may be)
+  PD_WHY=
+  pr_t=$1
+  if [ "$pr_t" = 1 ]; then
+    PD_WHY="PID 1 is init: killing it takes the whole machine (or container) down"
+    return
+  fi
+  # Kernel threads: kthreadd (PID 2) and its children, where PID 2 is kthreadd (in a container's
+  # PID namespace PID 2 is an ordinary process, and so are its children).
+  if pd_kthread "$pr_t"; then
+    PD_WHY="PID $pr_t is a kernel thread"
+    return
+  fi
+  pd_stat "$pr_t" || return
+  pr_comm=$PD_COMM
+  if { [ "$pr_t" = 2 ] || [ "$PD_PPID" = 2 ]; } && pd_kthread 2; then
+    PD_WHY="PID $pr_t is a kernel thread (kthreadd or its child)"
+    return
+  fi
+  # This script, then every ancestor up to PID 1: the supervisor itself when it runs here, the
+  # sshd session and login shell over SSH, the container runtime's exec under a container.
+  pr_p=$$ pr_n=0 pr_leads=' '
+  while [ "$pr_n" -lt 512 ]; do
+    case $pr_p in '' | 0 | *[!0-9]*) break ;; esac
+    pd_stat "$pr_p" || break
+    if [ "$pr_p" = "$pr_t" ]; then
+      if [ "$pr_p" = $$ ]; then
+        PD_WHY="PID $pr_t is this control script itself"
+      else
+        PD_WHY="PID $pr_t ($pr_comm) is an ancestor of the dflash-tui control command (the app, its shell, sshd or the terminal that carries it): killing it cuts the supervisor off"
+      fi
+      return
+    fi
+    pr_leads="$pr_leads$PD_PGID $PD_SID "
+    [ "$pr_p" = 1 ] && break
+    pr_p=$PD_PPID pr_n=$((pr_n + 1))
+  done
+  # The leader of a group or session of that chain (the app's terminal shell, an SSH session),
+  # even when it is no ancestor any more.
+  case $pr_leads in
+    *" $pr_t "*) PD_WHY="PID $pr_t ($pr_comm) leads the process group or session of the dflash-tui control command (the app's terminal or SSH session)" ;;
+  esac
+}
+
 do_pid() {  # PID TICKS SIG: one process, verified by its start time, never by its name
   case $1$2 in '' | *[!0-9]*) die "bad pid $1 or start ticks $2" ;; esac
+  case $1 in 0*) die "bad pid $1" ;; esac  # (kill 0 is our own group; /proc/01 is no PID)
   case $3 in TERM | KILL | 0) ;; *) die "bad signal $3" ;; esac
   if ! stat_of "$1" || [ "$S_STATE" = Z ]; then
     say "pid_gone $1"
@@ -377,6 +442,9 @@ do_pid() {  # PID TICKS SIG: one process, verified by its start time, never by i
     say "pid_reused $1 $S_TICKS"
   elif [ "$3" = 0 ]; then
     say "pid_alive $1 $S_STATE"
+  elif pd_refusal "$1" && [ -n "$PD_WHY" ]; then
+    say "pid_refused $PD_WHY"  # nothing is sent
+    return 3
   elif out=$(kill -"$3" "$1" 2>&1); then
     say "pid_signalled $3 $1"
   else

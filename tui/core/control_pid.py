@@ -1,18 +1,24 @@
 """Kill one process chosen in the process tree, verified by PID and start time (never a name).
 
 The start time read when the user picked it must still match right before each signal, so a
-PID the kernel reused for another process is never signalled.
+PID the kernel reused for another process is never signalled. Some processes are never signalled
+at all: PID 1, kernel threads, and the chain that carries the supervisor (the control command,
+its ancestors, their group and session leaders). control.sh's ``pid`` verb refuses them where it
+runs (over SSH and in containers too); here, on a plain local transport, our own PID and our
+ancestors are refused before anything runs, with a clearer message.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import shlex
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from tui.core.control import Cancel, ProgressFn, _script, emit, is_cancelled
-from tui.core.transport import Transport
+from tui.core.transport import LocalTransport, Transport
 
 
 @dataclass(frozen=True)
@@ -21,6 +27,43 @@ class PidKillResult:
     message: str
     signals: tuple[str, ...] = ()
     refused: bool = False
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return "?"
+
+
+def _ppid(pid: int) -> int:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+        return int(text.rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def local_refusal(transport: Transport, pid: int) -> str | None:
+    """Why ``pid`` is this app or one of its ancestors, on a plain local transport; else None.
+
+    A container wrapper runs the command in another PID namespace: there our PIDs mean nothing,
+    and control.sh's own check (which sees that namespace) is the one that counts. PID 1 is
+    left to that check too (its message says why).
+    """
+    if not isinstance(transport, LocalTransport) or transport.wrap("true") != "true":
+        return None
+    if pid == os.getpid():
+        return f"PID {pid} is this app itself (dflash-tui)"
+    p, seen = os.getppid(), 0
+    while p > 1 and seen < 512:
+        if p == pid:
+            return (
+                f"PID {pid} ({_comm(pid)}) is an ancestor of this app (its shell, terminal or "
+                "session): killing it would kill the app too"
+            )
+        p, seen = _ppid(p), seen + 1
+    return None
 
 
 async def _pid(transport: Transport, pid: int, ticks: int, sig: str) -> tuple[str, str]:
@@ -64,6 +107,9 @@ async def kill_process(
 ) -> PidKillResult:
     """SIGTERM ``pid``, wait ``grace`` s, then SIGKILL; each signal only if it is still the same."""
     signals: list[str] = []
+    why = local_refusal(transport, pid)
+    if why is not None:
+        return PidKillResult(False, f"refused: {why}; nothing sent", refused=True)
     for sig, limit in (("TERM", grace), ("KILL", 3.0)):
         verdict, detail = await _pid(transport, pid, start_ticks, sig)
         if verdict == "pid_gone":
@@ -75,6 +121,10 @@ async def kill_process(
                 tuple(signals),
                 refused=True,
             )
+        if verdict == "pid_refused":
+            why = detail or f"PID {pid} is protected"
+            sent = "nothing sent" if not signals else f"SIG{sig} not sent"
+            return PidKillResult(False, f"refused: {why}; {sent}", tuple(signals), refused=True)
         if verdict != "pid_signalled":
             return PidKillResult(False, f"PID {pid}: {detail or verdict}", tuple(signals))
         signals.append(sig)
