@@ -19,6 +19,7 @@ from dflash import checkpoint as ckpt
 from dflash.cli import Settings
 from dflash.data import BatchStream, Sample, collate, from_records, generate, keep_trainable
 from dflash.events import EventLog, log
+from dflash.jsonl import DataError, too_short
 from dflash.loss import LossSpec, forward_loss
 from dflash.mask import CompileFlags, compile_stats, flex_block_mask, forbid_flex_fallback
 from dflash.model import Drafter, DrafterConfig
@@ -46,14 +47,27 @@ class Built:
     start_step: int
 
 
-def _mask_id(s: Settings, tokenizer: Any, vocab: int) -> int:
+QWEN3_MASK_ID = 151669  # the released Qwen3 drafters' and serving configs' <|MASK|> slot
+
+
+def default_mask_id(model_type: str, vocab: int, tokenizer_mask: int | None) -> tuple[int, str]:
+    """The mask id when none is given, and where it came from (for the log)."""
+    if isinstance(tokenizer_mask, int):
+        return tokenizer_mask, "the tokenizer's mask token"
+    if model_type.startswith("qwen3") and vocab > QWEN3_MASK_ID:
+        return QWEN3_MASK_ID, "Qwen3's mask id, as released DFlash drafters use"
+    # No convention known: an id a tokenizer rarely emits (data holding it is refused).
+    return vocab - 1, "no mask token known for this model; the last vocabulary id"
+
+
+def _mask_id(s: Settings, tokenizer: Any, model: torch.nn.Module, vocab: int) -> int:
     if s.preset.mask_token_id is not None:
         return s.preset.mask_token_id
     tok_id = getattr(tokenizer, "mask_token_id", None) if tokenizer is not None else None
-    if isinstance(tok_id, int):
-        return tok_id
-    log(f"dflash-train: no mask token given; using the last vocabulary id {vocab - 1}")
-    return vocab - 1
+    model_type = str(getattr(getattr(model, "config", None), "model_type", "") or "")
+    mask_id, why = default_mask_id(model_type, vocab, tok_id)
+    log(f"dflash-train: mask token id {mask_id} ({why}; --mask-token-id sets it)")
+    return mask_id
 
 
 def _load_target(s: Settings, dtype: torch.dtype) -> tuple[torch.nn.Module, Any]:
@@ -67,6 +81,12 @@ def _samples(s: Settings, target: Target, tokenizer: Any, mask_id: int) -> list[
     p = s.preset
     if s.data is not None:
         samples = from_records(s.data, tokenizer, p.seq_len)
+        hits = sum(1 for x in samples if mask_id in x.ids)
+        if hits:  # the drafter would read a real token as "to be predicted"
+            raise DataError(
+                f"{s.data_path}: {hits} sample(s) contain the mask token id {mask_id}; "
+                "pass --mask-token-id with an id the data never uses"
+            )
     else:
         t0 = time.perf_counter()
         prompt = min(p.gen_prompt_len, p.seq_len // 2)  # a --seq-len override keeps a response
@@ -76,8 +96,13 @@ def _samples(s: Settings, target: Target, tokenizer: Any, mask_id: int) -> list[
             f"target (greedy) in {time.perf_counter() - t0:.1f} s"
         )
     kept = keep_trainable(samples, p.block_size)
-    if not kept:
-        raise ValueError(f"no sample has 2 blocks ({2 * p.block_size}) of supervised tokens")
+    if not kept:  # text is only counted once tokenized; token ids were checked before torch
+        if s.data is None:
+            raise DataError(
+                f"no generated sample has 2 blocks ({2 * p.block_size} tokens) of supervised "
+                "tokens; raise --seq-len or lower --block-size"
+            )
+        raise DataError(too_short(s.data_path, p.block_size, len(s.data), " once tokenized"))
     return kept
 
 
@@ -126,7 +151,7 @@ def build(s: Settings, events: EventLog) -> Built:
     t0 = time.perf_counter()
     model, tokenizer = _load_target(s, dtype)
     vocab = model.get_input_embeddings().weight.shape[0]
-    mask_id = _mask_id(s, tokenizer, vocab)
+    mask_id = _mask_id(s, tokenizer, model, vocab)
     p = s.preset
     cfg = drafter_config(model, p.drafter_layers, p.block_size, mask_id)
     targets = replicate(model, s.target_devices(), dtype, cfg.target_layer_ids)

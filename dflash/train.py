@@ -22,7 +22,7 @@ from pathlib import Path
 
 from dflash.cli import Settings, UsageError, resolve
 from dflash.events import EventLog, default_events_path, log
-from dflash.jsonl import too_short
+from dflash.jsonl import DataError
 from dflash.topology import TopologyError
 
 
@@ -124,16 +124,6 @@ def _check_devices(s: Settings) -> Settings:
     return s.on("cuda")
 
 
-def _too_short(s: Settings, exc: Exception) -> str | None:
-    """The one-line error for data whose samples all turn out too short once tokenized (text
-    needs the tokenizer, so this one is found after torch; token ids are checked before)."""
-    if not (isinstance(exc, ValueError) and str(exc).startswith("no sample has 2 blocks")):
-        return None
-    if s.data is None:
-        return f"no generated sample has 2 blocks of supervised tokens ({exc})"
-    return too_short(s.data_path, s.preset.block_size, len(s.data), " once tokenized")
-
-
 def _run(s: Settings, events: EventLog, t0: float) -> int:
     try:
         from dflash.session import train
@@ -142,10 +132,9 @@ def _run(s: Settings, events: EventLog, t0: float) -> int:
     except KeyboardInterrupt:
         events.emit("exit", code=130)
         return 130
+    except DataError as exc:  # found only once tokenized or built: still a one-line usage error
+        return _fail_usage(events, str(exc))
     except Exception as exc:  # setup failed in the main thread (a worker's error returns 1)
-        short = _too_short(s, exc)
-        if short is not None:
-            return _fail_usage(events, short)
         tb = traceback.format_exc()
         log(tb.rstrip(), sys.stderr)
         log(f"dflash-train: error: {type(exc).__name__}: {exc}", sys.stderr)

@@ -126,3 +126,15 @@ def test_resume_continues_from_the_checkpoint(tmp_path: Path) -> None:
     assert "the schedule differs from the checkpoint's (total_steps 4 -> 6)" in again.stdout
     steps = [int(m.group(1)) for ln in again.stdout.splitlines() if (m := STEP.match(ln))]
     assert steps == [5, 6]
+
+
+def test_data_holding_the_mask_token_is_refused(tmp_path: Path) -> None:
+    data = tmp_path / "data.jsonl"
+    data.write_text("[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n[1, 2, 255, 4, 5, 6, 7, 8, 9, 10]\n")
+    res, took = _train(tmp_path, "--data", str(data), "--steps", "2")
+    assert res.returncode == 2, res.stderr  # a usage error, found once the data is loaded
+    assert res.stderr == (
+        f"dflash-train: error: {data}: 1 sample(s) contain the mask token id 255; "
+        "pass --mask-token-id with an id the data never uses\n"
+    )
+    assert took < 30

@@ -251,9 +251,10 @@ def test_text_too_short_once_tokenized(
     import types
 
     from dflash import train
+    from dflash.jsonl import DataError, too_short
 
-    def fake_train(*_: object) -> int:
-        raise ValueError("no sample has 2 blocks (32) of supervised tokens")  # dflash.build's
+    def fake_train(*_: object) -> int:  # what dflash.build raises once the text is tokenized
+        raise DataError(too_short(data, 16, 2, " once tokenized"))
 
     monkeypatch.setitem(sys.modules, "dflash.session", types.SimpleNamespace(train=fake_train))
     monkeypatch.setattr(train, "_stack_dumps", lambda: None)  # in-process: no SIGUSR1 handler

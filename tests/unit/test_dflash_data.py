@@ -29,3 +29,13 @@ def test_the_avoided_token_never_appears() -> None:
     assert count > 0
     samples = generate(model, N, PROMPT, SEQ, favourite, seed=5)
     assert all(favourite not in s.ids for s in samples)  # prompts and responses
+
+
+def test_mask_id_defaults_follow_the_model() -> None:
+    from dflash.build import QWEN3_MASK_ID, default_mask_id
+
+    assert default_mask_id("qwen3", 151936, None)[0] == QWEN3_MASK_ID == 151669
+    assert default_mask_id("qwen3_moe", 151936, None)[0] == 151669
+    assert default_mask_id("qwen3", 151936, 7)[0] == 7  # a tokenizer's own mask token wins
+    assert default_mask_id("qwen3", 256, None)[0] == 255  # a small random Qwen3: no such slot
+    assert default_mask_id("llama", 128256, None)[0] == 128255
