@@ -30,8 +30,12 @@ GPU_LABELS = (
     "missing",
 )
 # Labels read off instantaneous readings: they must persist in live mode before being shown.
+# (So must an orphan-process that rests only on vanished PIDs: see _flappy.)
 _FLAPPY = frozenset({"busy-no-memory", "unexpected-activity", "throttled", "near-oom"})
 BAD_LABELS = frozenset(GPU_LABELS) - {"ok"}
+# The init PID namespace's PID 1 is forked while the kernel boots, well within this many
+# seconds; a container's init starts once the host's userspace is up, later.
+INIT_AT_BOOT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,20 @@ class ProcView:
     used_mib: int | None
     owner: str  # run | orphan | foreign | unknown
     cmd: str = ""
+    # Why an orphan is one (see ORPHAN_EVIDENCE); "" for the other owners.
+    evidence: str = ""
+    left_by: str = ""  # the run an attributed orphan is left by ("run <id>", or its group)
+    user: str = ""
+
+
+# What makes a GPU process an orphan, strongest first:
+#   group     - in an ended run's process group or session, born after that run's leader
+#   born-in-run - reparented to init, born while the (now ended) current run was alive
+#   init      - reparented to init, nothing ties it to a run of ours
+#   vanished  - its PID is not in the host's process table: what is left of a process that
+#               ended, still counted by the driver
+ORPHAN_EVIDENCE = ("group", "born-in-run", "init", "vanished")
+ATTRIBUTED = frozenset({"group", "born-in-run"})
 
 
 @dataclass(frozen=True)
@@ -57,6 +75,9 @@ class GpuView:
     gpu: Gpu | None  # None when the topology names a GPU the machine does not have
     processes: tuple[ProcView, ...]
     labels: tuple[Label, ...]
+    # A process the probe cannot place (owner unknown: a container without PID mapping) holds
+    # the GPU while no run of ours is alive: whatever it is, the GPU is not free for the run.
+    unseen_holder: bool = False
 
     @property
     def codes(self) -> tuple[str, ...]:
@@ -64,7 +85,7 @@ class GpuView:
 
     @property
     def healthy(self) -> bool:
-        return self.codes == ("ok",)
+        return self.codes == ("ok",) and not self.unseen_holder
 
 
 @dataclass(frozen=True)
@@ -104,24 +125,97 @@ class Diagnosis:
 
 def owner_of(gp: GpuProcess, snap: Snapshot) -> str:
     """Who a GPU process belongs to: the current run, an earlier one, someone else, or unknown."""
+    return _judge(gp, snap)[0]
+
+
+def _judge(gp: GpuProcess, snap: Snapshot) -> tuple[str, str, str]:
+    """(owner, evidence, left_by) of a GPU process; evidence and left_by only for orphans."""
     pid = gp.container_pid if gp.container_pid is not None else gp.pid
     proc = snap.proc(pid)
     if proc is None:
-        return "unknown"  # not visible where the probe runs (a container sees no host PIDs)
+        if gp.container_pid is None and _vanished_means_gone(snap):
+            return "orphan", "vanished", ""
+        return "unknown", "", ""  # not visible where the probe runs (a container sees no host PIDs)
     run = snap.run
     if run is not None and run.pgid is not None:
         # Once the wrapper recorded an exit, whatever is left of the group is a leftover.
         ended = run.exit_code is not None
         live = set() if ended else _live_members(snap)
         if live and (proc.pid in live or proc.sid == run.pgid or _descends(proc.pid, run, snap)):
-            return "run"
+            return "run", "", ""
         if ended and _left_by(proc, run.pgid, run.start_ticks, snap):
-            return "orphan"  # a dead current run's leftover
-        if any(_left_by(proc, g, t, snap) for g, t in _earlier(run)):
-            return "orphan"
+            return "orphan", "group", f"run {run.id}"  # a dead current run's leftover
+        for g, t in _earlier(run):
+            if _left_by(proc, g, t, snap):
+                return "orphan", "group", f"an earlier run (process group {g})"
     if proc.ppid == 1:
-        return "orphan"
-    return "foreign"
+        if run is not None and _born_in_ended_run(proc, run, snap):
+            return "orphan", "born-in-run", f"run {run.id}"
+        return "orphan", "init", ""
+    return "foreign", "", ""
+
+
+def _run_alive(snap: Snapshot) -> bool:
+    """Is a run of ours alive (or still being set up) in this sample?"""
+    run = snap.run
+    if run is None or run.exit_code is not None:
+        return False
+    if run.pgid is None:  # no pid file yet: the launcher may still be starting it
+        return run.started_at is None and not run.launch_error
+    return bool(_live_members(snap))
+
+
+def _sees_host_pids(snap: Snapshot) -> bool:
+    """Is the probe's process table the PID namespace the driver reports PIDs in (the host's)?
+
+    Only on evidence: PID 1 is in the table and started as the kernel booted (a container's
+    init starts later); nothing but PID 1 has parent 0 (``pct exec``, ``docker exec`` and
+    ``nsenter`` leave their processes with a parent outside the namespace); no GPU process was
+    mapped from the host side (that happens only in a container); /proc was fully readable.
+    """
+    cached = snap.__dict__.get("_sees_host")
+    if cached is None:
+        init = snap.proc(1)
+        cached = (
+            init is not None
+            and init.start_ticks is not None
+            and init.start_ticks <= INIT_AT_BOOT_S * snap.clk_tck
+            and not any(p.ppid == 0 and p.pid != 1 for p in snap.procs)
+            and all(gp.container_pid is None for gp in snap.gpu_procs)
+            and not any(e.startswith(("unreadable /proc", "cannot list")) for e in snap.errors)
+        )
+        snap.__dict__["_sees_host"] = cached
+    return cached
+
+
+def _vanished_means_gone(snap: Snapshot) -> bool:
+    """May a GPU PID absent from the table be called gone (a leftover), not just unseen?
+
+    Only where the table is the host's. While a run of ours is alive that is still not enough
+    (its own processes, seen through a namespace the evidence missed, would be called
+    orphans) unless another GPU PID of this sample resolves here, proving the driver's PIDs
+    are this table's.
+    """
+    if not _sees_host_pids(snap):
+        return False
+    if not _run_alive(snap):
+        return True
+    return any(gp.container_pid is None and snap.proc(gp.pid) for gp in snap.gpu_procs)
+
+
+def _born_in_ended_run(proc: Proc, run: RunRecord, snap: Snapshot) -> bool:
+    """Was ``proc`` born while the current run, now ended, was alive (after its leader
+    started and, where the clock allows the comparison, before it ended)? A worker that left
+    the run's group (setsid) and outlived it looks like that; a job started before the run,
+    or after it ended, does not."""
+    if run.pgid is None or _run_alive(snap):
+        return False
+    if run.start_ticks is None or proc.start_ticks is None or proc.start_ticks < run.start_ticks:
+        return False
+    end = run.ended_at if run.ended_at is not None else run.kill_requested_at
+    if end is None or snap.boot_time is None or snap.clk_tck <= 0:
+        return True
+    return snap.boot_time + proc.start_ticks / snap.clk_tck <= end + 1.0  # whole-second clocks
 
 
 def _earlier(run: RunRecord) -> tuple[tuple[int, int | None], ...]:
@@ -186,24 +280,32 @@ def _gpu_labels(gpu: Gpu, role: str, procs: Sequence[ProcView], th: Thresholds) 
     return labels or {"ok"}
 
 
+def _proc_view(gp: GpuProcess, snap: Snapshot) -> ProcView:
+    owner, evidence, left_by = _judge(gp, snap)
+    p = snap.proc(gp.container_pid if gp.container_pid is not None else gp.pid)
+    return ProcView(
+        pid=gp.pid,
+        container_pid=gp.container_pid,
+        name=gp.name,
+        used_mib=gp.used_mib,
+        owner=owner,
+        cmd=p.cmd if p else "",
+        evidence=evidence,
+        left_by=left_by,
+        user=p.user if p else "",
+    )
+
+
 def _views_of(
     snap: Snapshot, topology: Topology, th: Thresholds
 ) -> dict[int, tuple[GpuView, set[str]]]:
     out: dict[int, tuple[GpuView, set[str]]] = {}
+    alive = _run_alive(snap)
     for gpu in snap.gpus:
         role = topology.role(gpu.index)
-        procs = tuple(
-            ProcView(
-                pid=gp.pid,
-                container_pid=gp.container_pid,
-                name=gp.name,
-                used_mib=gp.used_mib,
-                owner=owner_of(gp, snap),
-                cmd=(p.cmd if (p := snap.proc(gp.container_pid or gp.pid)) else ""),
-            )
-            for gp in snap.procs_on(gpu)
-        )
-        view = GpuView(gpu.index, role, gpu, procs, ())
+        procs = tuple(_proc_view(gp, snap) for gp in snap.procs_on(gpu))
+        unseen = not alive and any(p.owner == "unknown" for p in procs)
+        view = GpuView(gpu.index, role, gpu, procs, (), unseen)
         out[gpu.index] = (view, _gpu_labels(gpu, role, procs, th))
     if snap.telemetry.source != "none":
         for i in topology.indices:
@@ -224,8 +326,18 @@ def _since(
     return since
 
 
-def _held(code: str, since: float, now: float, first: float, live: bool, th: Thresholds) -> bool:
-    if not live or code not in _FLAPPY:
+def _flappy(code: str, view: GpuView) -> bool:
+    """Must this label persist in live mode before it is shown? Readings-based labels, and an
+    orphan-process that rests only on vanished PIDs: a killed job's memory is usually back
+    within seconds, and a process that exits between the GPU and the /proc reads looks so."""
+    if code in _FLAPPY:
+        return True
+    orphans = [p for p in view.processes if p.owner == "orphan"]
+    return code == "orphan-process" and all(p.evidence == "vanished" for p in orphans)
+
+
+def _held(since: float, now: float, first: float, live: bool, flappy: bool, th: Thresholds) -> bool:
+    if not live or not flappy:
         return True
     # Held for the whole window, or for all the history there is when it is shorter.
     return now - since >= th.persist_s or since <= first
@@ -302,11 +414,11 @@ def diagnose(
         kept = []
         for code in sorted(labels, key=GPU_LABELS.index):
             since = _since(code, index, history, times)
-            if _held(code, since, latest.time, times[0], live, th):
+            if _held(since, latest.time, times[0], live, _flappy(code, view), th):
                 kept.append(Label(code, since))
         if not kept:
             kept = [Label("ok", latest.time)]
-        gpus.append(GpuView(view.index, view.role, view.gpu, view.processes, tuple(kept)))
+        gpus.append(replace(view, labels=tuple(kept)))
     gpus, logs = _carry(gpus, _log_views(window), earlier)
     state = run_state(latest.run, latest.procs, latest.time, th.start_window_s)
     diag = Diagnosis(

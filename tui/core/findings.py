@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -12,7 +13,7 @@ from tui.core.snapshot import Snapshot
 from tui.core.thresholds import Thresholds
 
 if TYPE_CHECKING:
-    from tui.core.diagnose import Diagnosis, GpuView
+    from tui.core.diagnose import Diagnosis, GpuView, ProcView
 
 SEVERITIES = ("info", "warning", "error")
 ACTIVE = ("starting", "running")
@@ -64,25 +65,12 @@ def _label_message(code: str, ids: Sequence[int], views: Sequence[GpuView], acti
             "It will slow or block a new run there. Next: look for leftover processes in the "
             "tree; if none, reset the GPU (nvidia-smi -r) or restart the container."
         )
-    if code in ("orphan-process", "foreign-process"):
-        owner = "orphan" if code == "orphan-process" else "foreign"
-        procs = [
-            f"pid {p.pid} ({p.name or '?'}, {p.used_mib if p.used_mib is not None else '?'} MiB)"
-            for v in views
-            for p in v.processes
-            if p.owner == owner
-        ]
-        what = (
-            "left by an earlier run or reparented to init, still holding memory"
-            if owner == "orphan"
-            else "another job's process on a GPU the topology gives to this run"
+    if code == "foreign-process":
+        procs = [_proc_text(p) for v in views for p in v.processes if p.owner == "foreign"]
+        return (
+            f"{g}: {', '.join(procs)}: another job's process on a GPU the topology gives to "
+            "this run. Next: ask its owner, or change the topology (--topology)."
         )
-        nxt = (
-            "kill it from the process tree (K) before restarting, or the new run may OOM"
-            if owner == "orphan"
-            else "ask its owner, or change the topology (--topology)"
-        )
-        return f"{g}: {', '.join(procs)}: {what}. Next: {nxt}."
     if code == "unexpected-activity":
         return (
             f"{g}: load or memory on a GPU outside the topology: another job, or a run "
@@ -114,6 +102,92 @@ def _label_message(code: str, ids: Sequence[int], views: Sequence[GpuView], acti
     return f"{g}: {code}"
 
 
+def _proc_text(p: ProcView, who: bool = False) -> str:
+    mib = p.used_mib if p.used_mib is not None else "?"
+    extra = f"; user {p.user or '?'}: {_short(p.cmd) or '?'}" if who else ""
+    return f"pid {p.pid} ({p.name or '?'}, {mib} MiB{extra})"
+
+
+def _short(cmd: str, limit: int = 80) -> str:
+    cmd = " ".join(cmd.split())
+    return cmd if len(cmd) <= limit else cmd[: limit - 3] + "..."
+
+
+def _orphan_findings(views: Sequence[GpuView], run_known: bool) -> list[Finding]:
+    """orphan-process, worded by the evidence: one finding per kind of evidence found."""
+    out = []
+    kinds: dict[str, list[tuple[int, ProcView]]] = {}
+    for v in views:
+        for p in v.processes:
+            if p.owner == "orphan":
+                kinds.setdefault(p.evidence or "init", []).append((v.index, p))
+    attributed = kinds.get("group", []) + kinds.get("born-in-run", [])
+    if attributed:
+        ids = sorted({i for i, _ in attributed})
+        parts = [
+            f"{_proc_text(p)} on GPU {i}, left by {p.left_by or 'an earlier run'} "
+            + (
+                "(born while that run was alive, reparented to init when it ended)"
+                if p.evidence == "born-in-run"
+                else "(still in that run's process group or session)"
+            )
+            for i, p in attributed
+        ]
+        out.append(
+            Finding(
+                "orphan-process",
+                "error",
+                tuple(ids),
+                f"{_gpus(ids)}: {'; '.join(parts)}: still holding memory. Next: kill it from "
+                "the process tree (K) before restarting, or the new run may OOM.",
+            )
+        )
+    reparented = kinds.get("init", [])
+    if reparented:
+        ids = sorted({i for i, _ in reparented})
+        procs = ", ".join(f"{_proc_text(p, who=True)} on GPU {i}" for i, p in reparented)
+        whose = "this run" if run_known else "a run of ours"
+        out.append(
+            Finding(
+                "orphan-process",
+                "warning",
+                tuple(ids),
+                f"{_gpus(ids)}: {procs}: reparented to init, not started by {whose} (it is in "
+                "no process group or session of our runs); it may be someone's nohup/setsid "
+                "job. Next: check its owner and command before killing it (K).",
+            )
+        )
+    vanished = kinds.get("vanished", [])
+    if vanished:
+        ids = sorted({i for i, _ in vanished})
+        procs = ", ".join(f"{_proc_text(p)} on GPU {i}" for i, p in vanished)
+        reset = (
+            f"nvidia-smi --gpu-reset -i {ids[0]}"
+            if len(ids) == 1
+            else "nvidia-smi --gpu-reset -i N, for N in " + ", ".join(str(i) for i in ids)
+        )
+        out.append(
+            Finding(
+                "orphan-process",
+                "warning",
+                tuple(ids),
+                f"{_gpus(ids)}: {procs}: "
+                + (
+                    "the PID no longer exists (it is not in the host's process table), yet the "
+                    "driver still counts its memory: a leftover of a process that ended. "
+                    if len(vanished) == 1
+                    else "the PIDs no longer exist (they are not in the host's process table), "
+                    "yet the driver still counts their memory: leftovers of processes that "
+                    "ended. "
+                )
+                + "A killed job's memory is usually released within seconds. "
+                "Next: if it stays, look for the process in containers or other PID namespaces "
+                f"on this machine, or reset the GPU ({reset}) when nothing runs on it.",
+            )
+        )
+    return out
+
+
 _LABEL_SEVERITY: dict[str, Callable[[bool], str]] = {
     "idle": lambda active: "warning" if active else "info",
     "busy-no-memory": lambda active: "warning",
@@ -132,7 +206,9 @@ def _label_findings(diag: Diagnosis) -> list[Finding]:
     out = []
     for code, severity in _LABEL_SEVERITY.items():
         views = [v for v in diag.gpus if code in v.codes]
-        if views:
+        if views and code == "orphan-process":
+            out += _orphan_findings(views, diag.run is not None)
+        elif views:
             ids = [v.index for v in views]
             msg = _label_message(code, ids, views, active)
             out.append(Finding(code, severity(active), tuple(ids), msg))
@@ -140,21 +216,37 @@ def _label_findings(diag: Diagnosis) -> list[Finding]:
 
 
 def _hidden_processes_finding(diag: Diagnosis, th: Thresholds) -> Finding | None:
-    """Memory in use with no process listed: the driver's PIDs are not visible here."""
-    ids = tuple(
+    """GPU memory whose holders cannot be judged from here: no process listed, or processes
+    whose PIDs are not in the probe's table (the driver's PIDs are not visible here)."""
+    hidden = tuple(
         v.index
         for v in diag.gpus
         if v.gpu is not None and not v.processes and (v.gpu.mem_used_mib or 0) > th.near_zero_mib
     )
-    if not ids:
+    unseen = [v for v in diag.gpus if any(p.owner == "unknown" for p in v.processes)]
+    if not hidden and not unseen:
         return None
+    parts = []
+    if hidden:
+        parts.append(
+            f"{_gpus(hidden)}: memory in use but no process listed; inside a container the "
+            "driver often hides them, so ownership cannot be judged."
+        )
+    if unseen:
+        ids = [v.index for v in unseen]
+        pids = ", ".join(str(p.pid) for v in unseen for p in v.processes if p.owner == "unknown")
+        idle = any(v.unseen_holder for v in unseen)
+        parts.append(
+            f"{_gpus(ids)}: held by pid {pids}, not in this process table; inside a container "
+            "the driver reports host PIDs, so ownership cannot be judged"
+            + ("; no run of ours is alive, so the GPU is not counted healthy." if idle else ".")
+        )
     return Finding(
         "processes-not-visible",
         "info",
-        ids,
-        f"{_gpus(ids)}: memory in use but no process listed; inside a container the driver "
-        "often hides them, so ownership cannot be judged. Next: set --container so the "
-        "host side maps PIDs, or run the probe on the host.",
+        tuple(sorted({*hidden, *(v.index for v in unseen)})),
+        " ".join(parts) + " Next: set --container so the host side maps PIDs, or run the "
+        "probe on the host.",
     )
 
 
@@ -164,7 +256,7 @@ def _topology_finding(diag: Diagnosis) -> Finding | None:
     if ht == nt and hd == nd:
         return None
     bad = tuple(i for i in diag.topology.indices if not _healthy(diag, i))
-    others = any(set(v.codes) - {"idle", "ok"} for v in diag.gpus)
+    others = any(set(v.codes) - {"idle", "ok"} or v.unseen_holder for v in diag.gpus)
     severity = "error" if diag.run_state in ACTIVE else ("warning" if others else "info")
     return Finding(
         "topology-mismatch",
@@ -235,16 +327,17 @@ def _run_findings(diag: Diagnosis, th: Thresholds, progress: Progress | None) ->
                 "run-exited",
                 "info" if ok else "error",
                 (),
-                f"run {run.id} {state} (exit code {code}: {cause}). "
-                + ("" if ok else "Next: read the log's last lines; restart with r when fixed."),
+                f"run {run.id} {state} (exit code {code}: {cause})."
+                + ("" if ok else " Next: read the log's last lines; restart with r when fixed."),
             )
         ]
+    out = _loss_findings(run.id, state, progress)
     if state == "running" and progress is not None and progress.last_step_at is not None:
         usual = progress.typical_interval or 0.0
         limit = max(th.no_progress_factor * usual, th.no_progress_min_s)
         stalled = diag.time - progress.last_step_at
         if stalled > limit:
-            return [
+            out.append(
                 Finding(
                     "no-progress",
                     "warning",
@@ -254,8 +347,28 @@ def _run_findings(diag: Diagnosis, th: Thresholds, progress: Progress | None) ->
                     "between workers, or a long recompile. Next: check the log and the GPUs' "
                     "load; restart with r if it stays stuck.",
                 )
-            ]
-    return []
+            )
+    return out
+
+
+def _loss_findings(run_id: str, state: str, progress: Progress | None) -> list[Finding]:
+    """loss-not-finite: the latest step's loss is nan or inf while the run is alive."""
+    last = progress.last if progress is not None else None
+    if state not in ACTIVE or last is None or last.loss is None or math.isfinite(last.loss):
+        return []
+    step = last.step
+    if step is None and progress is not None:
+        step = progress.last_step
+    at = f" at step {step}" if step is not None else ""
+    return [
+        Finding(
+            "loss-not-finite",
+            "error",
+            (),
+            f"loss is {last.loss}{at}: training diverged; run {run_id} is still burning GPU "
+            "time. Next: stop it (k) or restart from the last checkpoint (r).",
+        )
+    ]
 
 
 def _telemetry_findings(snap: Snapshot) -> list[Finding]:
