@@ -1,16 +1,27 @@
-"""The header: host, link state, the run (state, id, PID/PGID, uptime or exit code with its
-meaning) and the topology summary (healthy target x/5, drafter y/3)."""
+"""The header: the run first (state, id, uptime or exit code with its meaning), auto-restart,
+PID/PGID, host and link state; then the topology summary (healthy target x/5, drafter y/3),
+which problem GPUs are scrolled out of the grid, and the count of findings.
+
+Each line is built from parts ranked by importance: when the line is wider than the header,
+the least important parts are shortened or left out first (the run's state, id and uptime
+never are), and only then is the line cut with an ellipsis."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from rich.style import Style
 from rich.text import Text
+from textual.events import Resize
 from textual.widgets import Static
 
+from tui.app.gpus.grid import GpuGrid
+from tui.app.gpus.panel import label_severity
 from tui.app.palette import Palette
 from tui.app.text import safe_label
 from tui.app.widgets import Themed
 from tui.core.diagnose import Diagnosis
-from tui.core.findings import duration
+from tui.core.findings import ACTIVE, duration
 from tui.core.rundir import exit_meaning
 
 STATE_SEVERITY = {
@@ -21,6 +32,49 @@ STATE_SEVERITY = {
     "killed": "warning",
     "launch-failed": "error",
 }
+KEEP = 100  # rank of a part that is never shortened
+
+
+@dataclass
+class Part:
+    """One field of a header line: its forms, longest first (the last one may be empty),
+    and its rank: the lower, the sooner it is shortened when the line does not fit."""
+
+    forms: list[Text]
+    rank: int = KEEP
+
+
+def part(text: str, style: Style | str = "", rank: int = KEEP, *shorter: str) -> Part:
+    forms = [Text(text, style=style), *(Text(s, style=style) for s in shorter)]
+    return Part(forms, rank)
+
+
+def fit(parts: list[Part], width: int) -> Text:
+    """Join ``parts`` in order, shortening the lowest-ranked ones until the line fits
+    ``width`` cells (0: unknown, nothing is shortened)."""
+    chosen = [0] * len(parts)
+
+    def total() -> int:
+        return sum(p.forms[c].cell_len for p, c in zip(parts, chosen, strict=True))
+
+    while width > 0 and total() > width:
+        left = [i for i, p in enumerate(parts) if chosen[i] < len(p.forms) - 1]
+        if not left:
+            break
+        # The lowest rank first; of equal ranks, the rightmost first.
+        i = min(left, key=lambda i: (parts[i].rank, -i))
+        chosen[i] += 1
+    # Shortening a later part may have made room for an earlier one: give back what fits.
+    for i in sorted(range(len(parts)), key=lambda i: (-parts[i].rank, i)):
+        while chosen[i] > 0:
+            chosen[i] -= 1
+            if total() > width:
+                chosen[i] += 1
+                break
+    out = Text(no_wrap=True, overflow="ellipsis", end="")
+    for p, c in zip(parts, chosen, strict=True):
+        out.append_text(p.forms[c])
+    return out
 
 
 class RunHeader(Static, Themed):
@@ -38,13 +92,22 @@ class RunHeader(Static, Themed):
         self.link_detail = ""
         self.diag: Diagnosis | None = None
         self.auto = "off"  # auto-restart: off | on | fatal (nothing drawn while off)
+        # Problem GPUs whose panel is scrolled out of the grid: (index, codes, arrow).
+        self.offscreen: tuple[tuple[int, tuple[str, ...], str], ...] = ()
+        self._watched: GpuGrid | None = None
 
     def on_mount(self) -> None:
         self.redraw()
+        self.call_after_refresh(self.recheck)
+
+    def on_resize(self, _event: Resize) -> None:
+        self.redraw()
+        self.call_after_refresh(self.recheck)  # the grid reflows its columns too
 
     def show(self, diag: Diagnosis) -> None:
         self.diag, self.link, self.link_detail = diag, "connected", diag.telemetry_source
         self.redraw()
+        self.call_after_refresh(self.recheck)  # once the grid has drawn this sample
 
     def show_link(self, state: str, detail: str) -> None:
         self.link, self.link_detail = state, detail
@@ -54,76 +117,182 @@ class RunHeader(Static, Themed):
         self.auto = auto
         self.redraw()
 
+    # -- problem GPUs out of sight --
+
+    def _grid(self) -> GpuGrid | None:
+        if self.parent is None:
+            return None
+        grids = self.parent.query_children(GpuGrid)
+        return grids.first() if grids else None
+
+    def recheck(self) -> None:
+        """Find the problem GPUs whose panel is not wholly in the grid's viewport; redraw
+        if that changed. Runs after each sample, resize and scroll of the grid."""
+        if not self.is_attached:
+            return
+        grid = self._grid()
+        if grid is None:
+            return
+        if self._watched is not grid:
+            self._watched = grid
+            # Panels move on the next refresh after a scroll: check then.
+            self.watch(
+                grid, "scroll_y", lambda _y: self.call_after_refresh(self.recheck), init=False
+            )
+        offscreen = self._find_offscreen(grid)
+        if offscreen is not None and offscreen != self.offscreen:
+            self.offscreen = offscreen
+            self.redraw()
+
+    def _find_offscreen(self, grid: GpuGrid) -> tuple[tuple[int, tuple[str, ...], str], ...] | None:
+        d = self.diag
+        viewport = grid.scrollable_content_region
+        if d is None or not viewport.area:
+            return None  # not drawn yet, or this host's pane is hidden: nothing to say
+        active = d.run_state in ACTIVE
+        out = []
+        for view in d.gpus:
+            bad = tuple(c for c in view.codes if label_severity(c, active) in ("warning", "error"))
+            panel = grid.panels.get(view.index)
+            if not bad or panel is None:
+                continue
+            region = panel.region
+            if not region.area or viewport.contains_region(region):
+                continue
+            out.append((view.index, bad, "↓" if region.y >= viewport.y else "↑"))
+        return tuple(out)
+
+    # -- drawing --
+
     def redraw(self) -> None:
         pal = self.palette
-        t = Text(no_wrap=True, overflow="ellipsis")
-        t.append("dflash-tui ", pal.fg("info", bold=True))
-        t.append(f"{safe_label(self.host, 60)} ")
-        self._link(t, pal)
-        self._auto(t, pal)
-        self._run(t, pal)
-        t.append("\n")
-        self._topology(t, pal)
+        width = self.size.width  # the content area (padding excluded); 0 until laid out
+        top = self._run(pal) + self._auto(pal) + self._pids(pal) + self._where(pal)
+        bottom = self._topology(pal) + self._hint(pal) + self._counts(pal)
         if self.read_only:
-            t.append("  READ-ONLY ", pal.chip("warning"))
+            bottom.append(part("  READ-ONLY ", pal.chip("warning")))
+        t = fit(top, width)
+        t.append("\n")
+        t.append_text(fit(bottom, width))
         self.update(t)
 
-    def _link(self, t: Text, pal: Palette) -> None:
-        if self.link == "connected":
-            t.append("● connected", pal.fg("ok", bold=True))
-            if self.link_detail:
-                t.append(f" (GPUs via {safe_label(self.link_detail, 20)})", pal.fg("muted"))
-        elif self.link == "down":
-            t.append("● DISCONNECTED ", pal.fg("error", bold=True))
-            t.append(safe_label(self.link_detail, 80), pal.fg("error"))
-        else:
-            t.append("○ connecting …", pal.fg("warning"))
-
-    def _auto(self, t: Text, pal: Palette) -> None:
-        # Before the run, so a long run line cannot push it out of sight.
-        if self.auto == "on":
-            t.append("  │ ", pal.fg("muted"))
-            t.append("auto-restart on", pal.fg("ok"))
-        elif self.auto == "fatal":
-            t.append("  │ auto-restart ", pal.fg("muted"))
-            t.append(" FATAL ", pal.chip("error"))
-
-    def _run(self, t: Text, pal: Palette) -> None:
+    def _run(self, pal: Palette) -> list[Part]:
         d = self.diag
-        t.append("  │ run ", pal.fg("muted"))
+        out = [part("run ", pal.fg("muted"), 10, "")]
         if d is None:
-            t.append("?", pal.fg("muted"))
-            return
+            out.append(part("?", pal.fg("muted")))
+            return out
         run, state = d.run, d.run_state
-        t.append(f" {state.upper()} ", pal.chip(STATE_SEVERITY.get(state, "info")))
+        out.append(part(f" {state.upper()} ", pal.chip(STATE_SEVERITY.get(state, "info"))))
         if run is None:
-            t.append("  no run launched from here yet", pal.fg("muted"))
-            return
-        t.append(f" {safe_label(run.id, 40)}")
-        t.append(f"  PID {run.pid} PGID {run.pgid}", pal.fg("muted"))
-        if state in ("starting", "running") and run.started_at is not None:
-            t.append(f"  up {duration(d.time - run.started_at)}")
+            out.append(part("  no run launched from here yet", pal.fg("muted"), 30, ""))
+            return out
+        out.append(part(f"  {safe_label(run.id, 40)}"))
+        if state in ACTIVE and run.started_at is not None:
+            out.append(part(f"  up {duration(d.time - run.started_at)}"))
         elif run.exit_code is not None or state == "killed":
-            t.append(f"  exit {run.exit_code}: ", pal.fg("muted"))
-            t.append(exit_meaning(run.exit_code), pal.fg("error" if run.exit_code else "ok"))
+            out.append(part(f"  exit {run.exit_code}", pal.fg("muted")))
+            meaning = exit_meaning(run.exit_code)
+            forms = []
+            for m in (meaning, safe_label(meaning, 24), None):
+                form = Text(": " if m else "", pal.fg("muted"))
+                form.append(m or "", pal.fg("error" if run.exit_code else "ok"))
+                forms.append(form)
+            out.append(Part(forms, 45))
         if run.launch_error:
-            t.append(f"  {safe_label(run.launch_error, 80)}", pal.fg("error"))
+            err = safe_label(run.launch_error, 80)
+            out.append(part(f"  {err}", pal.fg("error"), 25, f"  {safe_label(err, 24)}", ""))
+        return out
 
-    def _topology(self, t: Text, pal: Palette) -> None:
+    def _auto(self, pal: Palette) -> list[Part]:
+        if self.auto == "on":
+            return [
+                part("  │ ", pal.fg("muted")),
+                part("auto-restart on", pal.fg("ok"), 44, "AR"),
+            ]
+        if self.auto == "fatal":
+            return [
+                part("  │ auto-restart ", pal.fg("muted"), 44, "  │ AR "),
+                part(" FATAL ", pal.chip("error")),
+            ]
+        return []
+
+    def _pids(self, pal: Palette) -> list[Part]:
+        run = self.diag.run if self.diag else None
+        if run is None:
+            return []
+        return [part(f"  │ PID {run.pid} PGID {run.pgid}", pal.fg("muted"), 35, "")]
+
+    def _where(self, pal: Palette) -> list[Part]:
+        labels = [f"  │ {safe_label(self.host, 60)} ", f"  │ {safe_label(self.host, 16)} "]
+        if self.link == "connected":
+            # The usual state: at a squeeze it shrinks to a green dot.
+            forms = []
+            for label in [*labels, "  │ "]:
+                form = Text(label)
+                form.append("● connected" if label.strip() != "│" else "●", pal.fg("ok", bold=True))
+                forms.append(form)
+            out = [Part(forms, 42)]
+            if self.link_detail:
+                detail = f" (GPUs via {safe_label(self.link_detail, 20)})"
+                out.append(part(detail, pal.fg("muted"), 20, ""))
+            return out
+        out = [part(labels[0], "", 40, labels[1])]
+        if self.link == "down":
+            out.append(part("● DISCONNECTED ", pal.fg("error", bold=True), 65, "● DOWN "))
+            detail = safe_label(self.link_detail, 80)
+            out.append(part(detail, pal.fg("error"), 60, safe_label(detail, 30), ""))
+        else:
+            out.append(part("○ connecting …", pal.fg("warning")))
+        return out
+
+    def _topology(self, pal: Palette) -> list[Part]:
         d = self.diag
         if d is None:
-            t.append("topology ?", pal.fg("muted"))
-            return
-        t.append(f"topology {d.topology.spec()}  healthy ", pal.fg("muted"))
+            return [part("topology ?", pal.fg("muted"))]
+        out = [
+            part("topology ", pal.fg("muted"), 15, ""),
+            part(f"{d.topology.spec()}", pal.fg("muted")),
+            part("  healthy ", pal.fg("muted"), 18, "  "),
+        ]
         for role in ("target", "drafter"):
             ok, want = d.healthy(role)
-            t.append(f"{role} ")
+            t = Text(f"{role} ")
             t.append(f"{ok}/{want}", pal.fg("ok" if ok == want else "error", bold=True))
             t.append("  ")
+            out.append(Part([t]))
+        return out
+
+    def _hint(self, pal: Palette) -> list[Part]:
+        """Problem GPUs scrolled out of the grid, so none goes unnoticed at small sizes."""
+        if not self.offscreen:
+            return []
+        gpus = ", ".join(str(i) for i, _, _ in self.offscreen)
+        noun = "GPU" if len(self.offscreen) == 1 else "GPUs"
+        codes = ", ".join(dict.fromkeys(c for _, cs, _ in self.offscreen for c in cs))
+        arrows = "".join(sorted({a for _, _, a in self.offscreen}, key="↑↓".index))
+        style = pal.fg("warning", bold=True)
+        return [
+            part("│ ", pal.fg("muted")),
+            part(
+                f"{noun} {gpus} {codes} off-screen {arrows}  ",
+                style,
+                70,
+                f"{noun} {gpus} {codes} {arrows}  ",
+                f"{noun} {gpus} off-screen {arrows}  ",
+                f"{noun} {gpus} {arrows}  ",
+            ),
+        ]
+
+    def _counts(self, pal: Palette) -> list[Part]:
+        d = self.diag
+        if d is None:
+            return []
         counts = {s: sum(1 for f in d.findings if f.severity == s) for s in ("error", "warning")}
-        t.append("│ ", pal.fg("muted"))
+        t = Text("│ ", pal.fg("muted"))
         if not any(counts.values()):
             t.append("no problems found", pal.fg("ok"))
         for sev, n in counts.items():
             if n:
                 t.append(f"{n} {sev}{'s' if n > 1 else ''} ", pal.fg(sev, bold=True))
+        return [Part([t], 60)]

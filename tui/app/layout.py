@@ -48,6 +48,10 @@ DESTRUCTIVE = frozenset({"launch", "kill", "restart", "kill_process", "auto_rest
 HIDDEN = frozenset(
     {"toggle_filter", "other_tab", "auto_restart"}
 )  # in the help and the palette; the footer is full
+# The footer's order: help and quit first, so a narrow terminal (80 columns) still shows them
+# whatever is cut at the right. The help keeps KEYS' order.
+FIRST = ("help", "quit")
+FOOTER_KEYS = [k for a in FIRST for k in KEYS if k[1] == a] + [k for k in KEYS if k[1] not in FIRST]
 KEY_NAMES = {"slash": "/", "question_mark": "?"}
 # Host keys: only with two or more hosts (check_action hides them otherwise).
 HOST_ACTIONS = frozenset({"next_host", "prev_host", "show_host"})
@@ -57,15 +61,22 @@ HOST_HELP: tuple[tuple[str, str], ...] = (
 )
 
 
-class MainScreen(Screen[None]):
+class MainScreen(Screen[None], inherit_bindings=False):
+    # Not inherited: Screen binds tab first, which would put "tab Areas" first in the footer.
     BINDINGS: ClassVar[list[BindingType]] = [
-        # First, so the footer shows it (only with several hosts: check_action hides it).
+        *(
+            Binding(key, f"app.{action}", text, show=action not in HIDDEN)
+            for key, action, text, _ in FOOTER_KEYS[: len(FIRST)]
+        ),
+        # Early, so the footer shows it (only with several hosts: check_action hides it).
         Binding("right_square_bracket", "app.next_host", "Host", key_display="[ ]"),
         *(
             Binding(key, f"app.{action}", text, show=action not in HIDDEN)
-            for key, action, text, _ in KEYS
+            for key, action, text, _ in FOOTER_KEYS[len(FIRST) :]
         ),
         Binding("escape", "app.escape", "Cancel", show=False),
+        Binding("shift+tab", "app.focus_previous", "Focus Previous", show=False),
+        Binding("ctrl+c,super+c", "screen.copy_text", "Copy selected text", show=False),
         Binding("left_square_bracket", "app.prev_host", "Previous host", show=False),
         *(
             Binding(str(n), f"app.show_host({n - 1})", f"Host {n}", show=False)
@@ -113,6 +124,9 @@ class MainScreen(Screen[None]):
     def show_pane(self, index: int) -> None:
         if len(self.hosts) > 1:
             self.query_one("#hosts", ContentSwitcher).current = f"host-{index}"
+            # Its header tells which problem GPUs are out of sight: check once it is laid out.
+            header = self.query_one(f"#host-{index}", Vertical).query_one(RunHeader)
+            self.call_after_refresh(header.recheck)
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         # Lines added while the timeline was hidden could not scroll it; show the newest now.
