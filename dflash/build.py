@@ -175,6 +175,13 @@ def build(s: Settings, events: EventLog) -> Built:
     )
     samples = _samples(s, targets[0], tokenizer, mask_id)
     stream = BatchStream(samples, p.batch_size, p.bucket, p.seq_len, p.seed)
+    if p.eval_batches > 0:
+        held = len(stream.held_out)
+        log(
+            f"dflash-train: eval batch: {held} held-out samples"
+            if held
+            else "dflash-train: eval batch: a training batch (too few samples to hold one out)"
+        )
     spec = LossSpec(
         p.block_size,
         p.num_anchors,

@@ -115,6 +115,19 @@ class BatchStream:
         for s in samples:
             self.buckets.setdefault(padded_len(len(s.ids), bucket, seq_len), []).append(s)
         self.rng = random.Random(seed)
+        self.held_out: list[Sample] = []
+        self.held_out_len = 0
+        self._hold_out()
+
+    def _hold_out(self) -> None:
+        """Keep one batch out of training for the before/after eval, so it measures what the
+        drafter learned rather than what it memorised; only when its bucket keeps at least a
+        batch to train on (same shape: the eval runs through the graphs warmed for training)."""
+        length = max(self.buckets, key=lambda n: (len(self.buckets[n]), -n))
+        items = sorted(self.buckets[length], key=lambda s: s.ids)
+        if len(items) >= 2 * self.batch_size:
+            self.held_out, self.buckets[length] = items[: self.batch_size], items[self.batch_size :]
+            self.held_out_len = length
 
     @property
     def shapes(self) -> list[tuple[int, int]]:
@@ -140,7 +153,10 @@ class BatchStream:
                 index += 1
 
     def first(self) -> Batch:
-        """A fixed batch (the held-out-style eval batch: the same one before and after)."""
+        """The fixed eval batch, the same before and after: the held-out one when there is
+        one, else (too few samples) the first batch of the shortest bucket."""
+        if self.held_out:
+            return collate(self.held_out, self.held_out_len, -1)
         length = min(self.buckets)
         items = sorted(self.buckets[length], key=lambda s: s.ids)[: self.batch_size]
         while len(items) < self.batch_size:

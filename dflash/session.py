@@ -43,7 +43,8 @@ def _eval(b: Built, s: Settings, events: EventLog, phase: str) -> None:
         return
     r = evaluate(b, s.preset.seed + 7)
     log(f"eval {phase}: loss={r['loss']:.4f} acc={r['acc']:.3f} al={r['accept_len']:.2f}")
-    events.emit("eval", phase=phase, **{k: round(v, 5) for k, v in r.items()})
+    held_out = bool(b.stream.held_out)
+    events.emit("eval", phase=phase, held_out=held_out, **{k: round(v, 5) for k, v in r.items()})
 
 
 def _install_signals(pipe: Pipeline) -> None:

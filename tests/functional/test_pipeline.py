@@ -52,6 +52,7 @@ def test_tiny_trains_with_5_target_and_3_drafter_workers(tmp_path: Path) -> None
     assert kinds[-3:] == ["checkpoint", "done", "exit"] and events[-1]["code"] == 0
     assert kinds.count("step") == 60
     evals = {e["phase"]: e for e in events if e["event"] == "eval"}
+    assert evals["after"]["held_out"] and evals["before"]["held_out"]  # not a training batch
     assert evals["after"]["loss"] < evals["before"]["loss"] - 0.2, evals
     assert evals["after"]["acc"] > evals["before"]["acc"]
     step_events = [e for e in events if e["event"] == "step"]

@@ -39,3 +39,18 @@ def test_mask_id_defaults_follow_the_model() -> None:
     assert default_mask_id("qwen3", 151936, 7)[0] == 7  # a tokenizer's own mask token wins
     assert default_mask_id("qwen3", 256, None)[0] == 255  # a small random Qwen3: no such slot
     assert default_mask_id("llama", 128256, None)[0] == 128255
+
+
+def test_the_eval_batch_is_held_out_of_training() -> None:
+    from itertools import islice
+
+    from dflash.data import BatchStream, Sample
+
+    samples = [Sample(tuple(range(i, i + 16)), (0,) * 4 + (1,) * 12) for i in range(10)]
+    stream = BatchStream(samples, batch_size=2, bucket=16, seq_len=16, seed=1)
+    held = {tuple(row) for row in stream.first().input_ids.tolist()}
+    assert len(held) == 2 and stream.first().input_ids.shape == (2, 16)
+    seen = {tuple(row) for b in islice(iter(stream), 40) for row in b.input_ids.tolist()}
+    assert len(seen) == 8 and not seen & held  # every other sample trains, never these two
+    few = BatchStream(samples[:3], batch_size=2, bucket=16, seq_len=16, seed=1)
+    assert few.held_out == []  # a batch to train on must remain: eval falls back to training data
