@@ -408,3 +408,7 @@ def test_a_run_dir_without_pid_file_yet_is_starting() -> None:
     run = {"id": "20261202-090000-abcd", "dir": "/runs/x"}
     d = diagnose([snap([gpu(0)], run=run)], Topology.parse("0:"))
     assert d.run_state == "starting" and "launch-failed" not in codes(d)
+    # A start time is written after the pid file: with no readable pid it is a broken record.
+    broken = diagnose([snap([gpu(0)], run={**run, "started_at": T0 - 600})], Topology.parse("0:"))
+    assert broken.run_state == "launch-failed"
+    assert "no readable pid file" in finding(broken, "launch-failed").message

@@ -307,7 +307,11 @@ def _run_findings(diag: Diagnosis, th: Thresholds, progress: Progress | None) ->
     if run is None:
         return []
     if state == "launch-failed":
-        why = run.launch_error or f"exit {run.exit_code}: {exit_meaning(run.exit_code)}"
+        why = run.launch_error or (
+            f"exit {run.exit_code}: {exit_meaning(run.exit_code)}"
+            if run.exit_code is not None
+            else "its directory has a start time but no readable pid file (a broken record)"
+        )
         return [
             Finding(
                 "launch-failed",
