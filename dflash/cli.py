@@ -7,20 +7,15 @@ here, before torch is imported, and reported as one line with exit status 2.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
-import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from dflash.jsonl import DataError, Record, check_trainable, check_vocab, read_jsonl
 from dflash.presets import PRESETS, Preset
 from dflash.topology import Topology, TopologyError, parse_indices
-
-
-class UsageError(ValueError):
-    """A bad argument, reported as one line before any heavy work."""
+from dflash.usage import UsageError, check_paths, check_target_model, vocab_size
 
 
 @dataclass(frozen=True)
@@ -224,107 +219,6 @@ def _topology(ns: argparse.Namespace) -> Topology:
         raise UsageError(f"{exc}; pass --allow-shared-gpus to allow it") from None
 
 
-def _target_model(ns: argparse.Namespace, preset: Preset) -> Path | None:
-    path: Path | None = ns.target_model
-    if path is None:
-        if preset.target_config is None:
-            raise UsageError(f"--preset {preset.name} needs --target-model PATH")
-        return None
-    if not path.exists():
-        raise UsageError(f"--target-model {path} does not exist (a local model directory)")
-    if not (path / "config.json").is_file():
-        raise UsageError(f"--target-model {path} has no config.json (not a Hugging Face model)")
-    return path
-
-
-def _vocab_size(preset: Preset, target_model: Path | None) -> int | None:
-    if target_model is None:
-        return int(preset.target_config["vocab_size"]) if preset.target_config else None
-    try:
-        cfg = json.loads((target_model / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"--target-model {target_model}: unreadable config.json ({exc})") from None
-    vocab = cfg.get("vocab_size") or cfg.get("text_config", {}).get("vocab_size")
-    return int(vocab) if isinstance(vocab, int) else None
-
-
-def _unwritable(dirs: list[Path]) -> tuple[Path, str] | None:
-    """The first directory of ``dirs`` where no file can be created, and why (None: all can).
-
-    Really tries (missing directories, parents too, then a temporary file in each), since
-    permission bits say little (root, read-only mounts, /proc), but leaves no trace: the
-    directories it had to create are removed again, so a run that fails a later check has
-    created nothing.
-    """
-    made: list[Path] = []
-    try:
-        for folder in dirs:
-            folder = Path(os.path.abspath(folder))
-            missing = []
-            p = folder
-            while not p.exists() and p != p.parent:
-                missing.append(p)
-                p = p.parent
-            for d in reversed(missing):
-                try:
-                    d.mkdir()
-                except OSError as exc:
-                    return folder, f"cannot create directory {d}: {exc.strerror or exc}"
-                made.append(d)
-            try:
-                fd, name = tempfile.mkstemp(prefix=".dflash-write-check-", dir=folder)
-                os.close(fd)
-                os.unlink(name)
-            except OSError as exc:
-                return folder, f"cannot create a file in {folder}: {exc.strerror or exc}"
-        return None
-    finally:
-        for d in reversed(made):
-            try:
-                d.rmdir()
-            except OSError:  # something else put a file there meanwhile: leave it
-                pass
-
-
-def _check_paths(ns: argparse.Namespace, env: dict[str, str], out_dir: Path) -> None:
-    """Files the run reads or writes, before torch: a missing ``--resume`` file, an out dir
-    (and its checkpoints/) or an explicit ``--events`` file that cannot be written."""
-    if ns.resume is not None and ns.resume != "auto":
-        path = Path(ns.resume)
-        if not path.is_file():
-            what = "a directory, not a checkpoint file" if path.is_dir() else "no such file"
-            raise UsageError(
-                f"--resume {ns.resume}: {what} (a step_N.pt, or 'auto' for the latest)"
-            )
-        try:
-            path.open("rb").close()
-        except OSError as exc:
-            raise UsageError(f"--resume {ns.resume} cannot be read ({exc.strerror})") from None
-    if ns.out_dir is not None:
-        label = f"--out-dir {out_dir}"
-    elif env.get("DFLASH_RUN_DIR"):
-        label = f"$DFLASH_RUN_DIR {out_dir}"
-    else:
-        label = f"the default out dir {out_dir} (--out-dir)"
-    bad = _unwritable([out_dir, out_dir / "checkpoints"])
-    if bad is not None:
-        raise UsageError(f"{label} is not writable ({bad[1]})")
-    events: Path | None = ns.events
-    if events is None:  # $DFLASH_EVENTS (the supervisor's) stays best effort: a warning
-        return
-    if events.is_dir():
-        raise UsageError(f"--events {events} is a directory, not a file")
-    if events.exists():
-        try:
-            events.open("a").close()  # appending nothing changes nothing
-        except OSError as exc:
-            raise UsageError(f"--events {events} is not writable ({exc.strerror})") from None
-        return
-    bad = _unwritable([events.parent])
-    if bad is not None:
-        raise UsageError(f"--events {events} is not writable ({bad[1]})")
-
-
 def resolve(argv: list[str], environ: dict[str, str] | None = None) -> Settings:
     """Parse and check everything that needs no torch. Raises UsageError or SystemExit.
 
@@ -334,7 +228,7 @@ def resolve(argv: list[str], environ: dict[str, str] | None = None) -> Settings:
     ns = build_parser().parse_args(argv)
     preset = _preset(ns)
     topology = _topology(ns)
-    target_model = _target_model(ns, preset)
+    target_model = check_target_model(ns.target_model, preset)
     fault = parse_fault(ns.fault or env.get("DFLASH_FAULT"))
     _positive("queue-size", ns.queue_size)
     _positive("stall-timeout", ns.stall_timeout)
@@ -352,7 +246,7 @@ def resolve(argv: list[str], environ: dict[str, str] | None = None) -> Settings:
     if ns.data is not None:
         try:
             data = read_jsonl(ns.data, have_tokenizer=target_model is not None)
-            vocab = _vocab_size(preset, target_model)
+            vocab = vocab_size(preset, target_model)
             if vocab is not None:
                 check_vocab(data, ns.data, vocab)
             check_trainable(data, ns.data, preset.block_size, preset.seq_len)
@@ -375,7 +269,7 @@ def resolve(argv: list[str], environ: dict[str, str] | None = None) -> Settings:
         raise UsageError("--attention flex needs CUDA: flex_attention has no backward on CPU")
     gpus_given = ns.target_gpus is not None or ns.drafter_gpus is not None
     out_dir = ns.out_dir or Path(env.get("DFLASH_RUN_DIR") or "dflash-out")
-    _check_paths(ns, env, out_dir)  # last: every check before it touches no file
+    check_paths(ns, env, out_dir)  # last: every check before it touches no file
     settings = Settings(
         preset=preset,
         target_model=target_model,

@@ -20,10 +20,11 @@ import time
 import traceback
 from pathlib import Path
 
-from dflash.cli import Settings, UsageError, resolve
+from dflash.cli import Settings, resolve
 from dflash.events import EventLog, default_events_path, log
 from dflash.jsonl import DataError
 from dflash.topology import TopologyError
+from dflash.usage import UsageError
 
 
 def _stack_dumps() -> None:

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from dflash.cli import UsageError, parse_fault, resolve
+from dflash.cli import parse_fault, resolve
 from dflash.events import format_step
 from dflash.jsonl import DataError, read_jsonl
+from dflash.usage import UsageError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -286,3 +287,29 @@ def test_usage_error_creates_no_file(args: list[str], tmp_path: Path) -> None:
     assert res.stdout.startswith("dflash-train starting pid=")
     assert len(_errors(res)) == 1 and "dflash-train: warning" not in res.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "rope",
+    [
+        {"rope_scaling": {"type": "yarn", "factor": 4.0}},
+        {"rope_parameters": {"rope_type": "llama3", "rope_theta": 5e5}},
+        {"text_config": {"vocab_size": 256, "rope_scaling": {"rope_type": "dynamic"}}},
+    ],
+)
+def test_a_target_with_rope_scaling_is_refused(rope: dict, tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"vocab_size": 256, **rope}))
+    res = _run("--target-model", str(model), "--device", "cpu", tmp=tmp_path)
+    assert res.returncode == 2, res.stderr
+    (err,) = _errors(res)
+    assert f"--target-model {model} uses " in err and "rope scaling" in err
+
+
+def test_plain_rope_configs_pass_the_check() -> None:
+    from dflash.usage import rope_scaling
+
+    assert rope_scaling({"rope_scaling": None, "rope_theta": 1e6}) is None  # Qwen3-8B's
+    assert rope_scaling({"rope_parameters": {"rope_type": "default", "rope_theta": 1e6}}) is None
+    assert rope_scaling({"rope_scaling": {"type": "yarn"}}) == "yarn"
