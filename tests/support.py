@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
+import pytest
 from textual.pilot import Pilot
 
 
@@ -15,3 +20,36 @@ async def until(pilot: Pilot, cond: Callable[[], bool], timeout: float = 20.0) -
         if time.monotonic() - t0 > timeout:
             raise AssertionError("condition not met in time")
         await pilot.pause(0.02)
+
+
+async def open_kill_process_dialog(pilot: Pilot, app: Any, pid: int) -> str:
+    """Select ``pid`` in the process tree as a user would (open the way to it), press K,
+    and return the confirm dialog's text."""
+    from tui.app.procs.tree import ProcTree
+    from tui.app.screens import ConfirmScreen
+
+    tree = app.screen.query_one(ProcTree)
+    await until(pilot, lambda: pid in tree.nodes)
+    node = tree.nodes[pid]
+    parent = node.parent
+    while parent is not None:
+        parent.expand()
+        parent = parent.parent
+    await pilot.pause(0.1)
+    tree.move_cursor(node)
+    await pilot.pause(0.05)
+    await pilot.press("K")
+    await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+    return str(app.screen.query_one("#confirm-body").render())
+
+
+def busybox_bin(tmp_path: Path) -> Path:
+    """A folder of BusyBox applets only (sh, setsid, kill, date ...), as on a minimal image."""
+    bb = shutil.which("busybox")
+    if bb is None:
+        pytest.skip("busybox is not installed")
+    bin_dir = tmp_path / "bb"
+    bin_dir.mkdir()
+    for name in subprocess.run([bb, "--list"], capture_output=True, text=True).stdout.split():
+        (bin_dir / name).symlink_to(bb)
+    return bin_dir

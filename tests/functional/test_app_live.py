@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from support import until
+from support import open_kill_process_dialog, until
 from textual.pilot import Pilot
 
 from tui.app.app import DflashApp
@@ -159,20 +159,9 @@ async def test_kill_selected_process_confirms_identity(host: HostConfig) -> None
     app = live(host)
     try:
         async with app.run_test(size=SIZE) as pilot:
-            tree = app.screen.query_one(ProcTree)
-            await until(pilot, lambda: victim.pid in tree.nodes)
-            node = tree.nodes[victim.pid]
-            parent = node.parent
-            while parent is not None:  # open the way to it, as a user would
-                parent.expand()
-                parent = parent.parent
-            await pilot.pause(0.1)
-            tree.move_cursor(node)
-            await pilot.pause(0.05)
-            await pilot.press("K")
-            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-            body = str(app.screen.query_one("#confirm-body").render())
-            info = tree.nodes[victim.pid].data
+            body = await open_kill_process_dialog(pilot, app, victim.pid)
+            under = app.screen_stack[-2]  # the main screen, under the dialog
+            info = under.query_one(ProcTree).nodes[victim.pid].data
             assert info is not None and f"SIGTERM to PID {victim.pid}" in body
             assert f"start time {info.start_ticks} ticks" in body and "sleep 300" in body
             await pilot.press("y")

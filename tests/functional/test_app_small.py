@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from rich.text import Text
 from support import until
 from textual.geometry import Region
@@ -72,29 +73,25 @@ def many_members(snap: Snapshot, n: int) -> Snapshot:
     return dataclasses.replace(snap, procs=(*snap.procs, *extra))
 
 
-async def test_kill_dialog_shows_its_buttons_at_80x24() -> None:
+@pytest.mark.parametrize(
+    ("key", "close", "needles"),
+    [
+        ("k", "n", ("4242", "GPUs held")),  # kill
+        ("r", "escape", ("launch again", "A new run id")),  # restart
+    ],
+)
+async def test_confirm_dialogs_show_their_buttons_at_80x24(
+    key: str, close: str, needles: tuple[str, ...]
+) -> None:
     snaps = scenes.healthy_run(samples=2)
     app = make_app(snaps)
     async with app.run_test(size=SMALL) as pilot:
         await settle(pilot, app, 2)
-        dialog = await open_dialog(pilot, app, "k")
+        dialog = await open_dialog(pilot, app, key)
         assert_buttons_on_screen(dialog)
         body = str(dialog.query_one("#confirm-body").render())
-        assert "4242" in body and "GPUs held" in body
-        await pilot.press("n")
-        await until(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
-
-
-async def test_restart_dialog_shows_its_buttons_at_80x24() -> None:
-    snaps = scenes.healthy_run(samples=2)
-    app = make_app(snaps)
-    async with app.run_test(size=SMALL) as pilot:
-        await settle(pilot, app, 2)
-        dialog = await open_dialog(pilot, app, "r")
-        assert_buttons_on_screen(dialog)
-        body = str(dialog.query_one("#confirm-body").render())
-        assert "launch again" in body and "A new run id" in body
-        await pilot.press("escape")
+        assert all(n in body for n in needles), body
+        await pilot.press(close)
         await until(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
 
 

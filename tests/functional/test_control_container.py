@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from support import busybox_bin
 
 from tui.core.config import HostConfig
 from tui.core.container import wrapper
@@ -234,13 +235,7 @@ async def test_a_container_that_is_not_running_is_reported_at_once(
 @pytest.fixture
 def busybox_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A PATH of BusyBox applets only (sh, setsid, kill, date ...), as on a minimal image."""
-    bb = shutil.which("busybox")
-    if bb is None:
-        pytest.skip("busybox is not installed")
-    bin_dir = tmp_path / "bb"
-    bin_dir.mkdir()
-    for name in subprocess.run([bb, "--list"], capture_output=True, text=True).stdout.split():
-        (bin_dir / name).symlink_to(bb)
+    bin_dir = busybox_bin(tmp_path)
     monkeypatch.setenv("PATH", str(bin_dir))
     return bin_dir
 

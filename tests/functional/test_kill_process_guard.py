@@ -19,12 +19,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support import until
-from textual.pilot import Pilot
+from support import busybox_bin, open_kill_process_dialog, until
 
 from tui.app.app import DflashApp
-from tui.app.procs.tree import ProcTree
-from tui.app.screens import ConfirmScreen
 from tui.core.config import Config, HostConfig
 from tui.core.control import SCRIPT_PATH
 from tui.core.control_pid import kill_process
@@ -89,14 +86,7 @@ def shell_env(
 ) -> Iterator[dict[str, str]]:
     """The environment for a host-side run: the system sh, or BusyBox applets only on PATH."""
     if request.param == "busybox":
-        bb = shutil.which("busybox")
-        if bb is None:
-            pytest.skip("busybox is not installed")
-        bin_dir = tmp_path / "bb"
-        bin_dir.mkdir()
-        for name in subprocess.run([bb, "--list"], capture_output=True, text=True).stdout.split():
-            (bin_dir / name).symlink_to(bb)
-        yield {**os.environ, "PATH": str(bin_dir)}
+        yield {**os.environ, "PATH": str(busybox_bin(tmp_path))}
     else:
         yield dict(os.environ)
 
@@ -276,27 +266,11 @@ def live(host: HostConfig) -> DflashApp:
     return DflashApp(Config(hosts=(host,), interval=0.5))
 
 
-async def open_kill_dialog(app: DflashApp, pilot: Pilot, pid: int) -> str:
-    tree = app.screen.query_one(ProcTree)
-    await until(pilot, lambda: pid in tree.nodes)
-    node = tree.nodes[pid]
-    parent = node.parent
-    while parent is not None:
-        parent.expand()
-        parent = parent.parent
-    await pilot.pause(0.1)
-    tree.move_cursor(node)
-    await pilot.pause(0.05)
-    await pilot.press("K")
-    await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-    return str(app.screen.query_one("#confirm-body").render())
-
-
 async def test_app_k_on_pid_1_says_so_and_is_refused(tmp_path: Path) -> None:
     app = live(HostConfig(run_root=str(tmp_path / "runs")))
     before = stat(1)
     async with app.run_test(size=(120, 40)) as pilot:
-        body = await open_kill_dialog(app, pilot, 1)
+        body = await open_kill_process_dialog(pilot, app, 1)
         assert "PID 1 is init" in body, body
         await pilot.press("y")
         await until(pilot, lambda: any("refused" in str(n.message) for n in app._notifications))
@@ -318,7 +292,7 @@ async def test_app_k_warns_of_another_users_process(tmp_path: Path) -> None:
         time.sleep(0.1)  # setpriv execs sleep as nobody
         me = pwd.getpwuid(os.geteuid()).pw_name
         async with app.run_test(size=(120, 40)) as pilot:
-            body = await open_kill_dialog(app, pilot, victim.pid)
+            body = await open_kill_process_dialog(pilot, app, victim.pid)
             assert f"Warning: it belongs to user nobody, not {me}" in body, body
             await pilot.press("n")
         assert victim.poll() is None

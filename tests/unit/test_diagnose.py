@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from fakes.rows import gpu_row as gpu
 
 from dflash.topology import Topology
 from tui.core.diagnose import diagnose
@@ -23,18 +24,6 @@ SEED = [
     (6, 0, 0),
     (7, 0, 100),
 ]
-
-
-def gpu(i: int, used: int | None = 0, util: int | None = 0, **kw: Any) -> dict[str, Any]:
-    return {
-        "index": i,
-        "uuid": f"GPU-{i}",
-        "name": "NVIDIA H200",
-        "mem_used_mib": used,
-        "util": util,
-        "mem_total_mib": 143771,
-        **kw,
-    }
 
 
 def proc(

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from fakes.rows import gpu_row as gpu
+
 from dflash.topology import Topology
 from tui.core.config import HostConfig
 from tui.core.diagnose import Diagnosis, diagnose
@@ -30,17 +32,6 @@ RUN_ID = "20261202-090000-abcd"
 def ticks(at: float) -> int:
     """start_ticks of a process started at epoch ``at``."""
     return int((at - BOOT) * HZ)
-
-
-def gpu(i: int, used: int = 0, util: int = 0) -> dict[str, Any]:
-    return {
-        "index": i,
-        "uuid": f"GPU-{i}",
-        "name": "NVIDIA H200",
-        "mem_used_mib": used,
-        "util": util,
-        "mem_total_mib": 143771,
-    }
 
 
 def proc(

@@ -50,7 +50,7 @@ root_abs() {  # the run root: ~ or $HOME is the remote user's home; absolute, no
   (cd "$r" && pwd)
 }
 
-stat_of() {  # PID -> S_STATE S_PPID S_PGID S_SID S_TICKS S_COMM; false when it is gone
+stat_of() {  # PID -> S_STATE S_PPID S_PGID S_SID S_FLAGS S_TICKS S_COMM; false when it is gone
   line=
   { IFS= read -r line <"/proc/$1/stat"; } 2>/dev/null
   [ -n "$line" ] || return 1
@@ -61,7 +61,7 @@ stat_of() {  # PID -> S_STATE S_PPID S_PGID S_SID S_TICKS S_COMM; false when it 
   set -- ${line##*") "}
   set +f
   [ $# -ge 20 ] || return 1
-  S_STATE=$1 S_PPID=$2 S_PGID=$3 S_SID=$4 S_TICKS=${20}
+  S_STATE=$1 S_PPID=$2 S_PGID=$3 S_SID=$4 S_FLAGS=$7 S_TICKS=${20}
 }
 
 marked() {  # DIR: does a member carry DFLASH_RUN_DIR=DIR? (none readable: benefit of the doubt)
@@ -368,22 +368,9 @@ do_clear() {  # PATH ALLOWED: remove the compile cache if under /tmp or the conf
   say "cleared $p"
 }
 
-pd_stat() {  # PID -> PD_PPID PD_PGID PD_SID PD_FLAGS PD_COMM; false when it is gone
-  pd_l=
-  { IFS= read -r pd_l <"/proc/$1/stat"; } 2>/dev/null
-  [ -n "$pd_l" ] || return 1
-  PD_COMM=${pd_l#*"("}
-  PD_COMM=${PD_COMM%")"*}
-  set -f
-  set -- ${pd_l##*") "}
-  set +f
-  [ $# -ge 20 ] || return 1
-  PD_PPID=$2 PD_PGID=$3 PD_SID=$4 PD_FLAGS=$7
-}
-
 pd_kthread() {  # PID: a kernel thread? (PF_KTHREAD, or no command line and no executable)
-  pd_stat "$1" || return 1
-  case $PD_FLAGS in '' | *[!0-9]*) ;; *) [ $((PD_FLAGS / 2097152 % 2)) = 1 ] && return 0 ;; esac
+  stat_of "$1" || return 1
+  case $S_FLAGS in '' | *[!0-9]*) ;; *) [ $((S_FLAGS / 2097152 % 2)) = 1 ] && return 0 ;; esac
   pk_cmd=$(tr -d '\000' <"/proc/$1/cmdline" 2>/dev/null)
   [ -z "$pk_cmd" ] && [ ! -e "/proc/$1/exe" ]
 }
@@ -401,9 +388,9 @@ pd_refusal() {  # PID -> PD_WHY: why it must never be signalled from here ('' wh
     PD_WHY="PID $pr_t is a kernel thread"
     return
   fi
-  pd_stat "$pr_t" || return
-  pr_comm=$PD_COMM
-  if { [ "$pr_t" = 2 ] || [ "$PD_PPID" = 2 ]; } && pd_kthread 2; then
+  stat_of "$pr_t" || return
+  pr_comm=$S_COMM
+  if { [ "$pr_t" = 2 ] || [ "$S_PPID" = 2 ]; } && pd_kthread 2; then
     PD_WHY="PID $pr_t is a kernel thread (kthreadd or its child)"
     return
   fi
@@ -412,7 +399,7 @@ pd_refusal() {  # PID -> PD_WHY: why it must never be signalled from here ('' wh
   pr_p=$$ pr_n=0 pr_leads=' '
   while [ "$pr_n" -lt 512 ]; do
     case $pr_p in '' | 0 | *[!0-9]*) break ;; esac
-    pd_stat "$pr_p" || break
+    stat_of "$pr_p" || break
     if [ "$pr_p" = "$pr_t" ]; then
       if [ "$pr_p" = $$ ]; then
         PD_WHY="PID $pr_t is this control script itself"
@@ -421,9 +408,9 @@ pd_refusal() {  # PID -> PD_WHY: why it must never be signalled from here ('' wh
       fi
       return
     fi
-    pr_leads="$pr_leads$PD_PGID $PD_SID "
+    pr_leads="$pr_leads$S_PGID $S_SID "
     [ "$pr_p" = 1 ] && break
-    pr_p=$PD_PPID pr_n=$((pr_n + 1))
+    pr_p=$S_PPID pr_n=$((pr_n + 1))
   done
   # The leader of a group or session of that chain (the app's terminal shell, an SSH session),
   # even when it is no ancestor any more.
