@@ -8,6 +8,8 @@
 #   bench: bench/flex_vs_dense.py at seq 4096 (flex, dense, flex-eager), then flex again with
 #          the drafter layers checkpointed (the same kernels: Inductor's cache makes it cheap).
 #   medium: only the medium preset's run (about 5 minutes).
+#   drill: the tiny preset stopped by SIGTERM at step 40 (a checkpoint must appear), then
+#          `--resume auto` from it, stopped again (the supervisor's restart, on the GPU).
 #   mask:  bench/block_mask_compile.py at the medium shape: the pipeline's compile options,
 #          torch's defaults (which hung ptxas there), and eager; each in a fresh process.
 #   all:   train and bench (needs about 15 minutes).
@@ -91,8 +93,29 @@ part_mask() { # variant seconds [extra args]: one fresh process and Inductor cac
   grep '^{' "$OUT/mask.log" | tee -a "$SUMMARY"
 }
 
+part_drill() {
+  local args=("${ROLES[@]}" --preset tiny --out-dir /tmp/dflash-drill --steps 100000)
+  rm -rf /tmp/dflash-drill
+  $PY -m dflash.train "${args[@]}" >"$OUT/drill.log" 2>&1 &
+  local p=$! i
+  for i in $(seq 1 150); do grep -q '^step=40 ' "$OUT/drill.log" && break; sleep 1; done
+  kill -TERM $p
+  wait $p
+  note "drill: SIGTERM rc=$?; checkpoints: $(ls /tmp/dflash-drill/checkpoints | tr '\n' ' ')"
+  $PY -m dflash.train "${args[@]}" --resume auto >"$OUT/resume.log" 2>&1 &
+  p=$!
+  for i in $(seq 1 150); do grep -q '^step=' "$OUT/resume.log" && break; sleep 1; done
+  sleep 2
+  kill -TERM $p
+  wait $p
+  note "drill: resumed run SIGTERM rc=$?; checkpoints: $(ls /tmp/dflash-drill/checkpoints | tr '\n' ' ')"
+  grep -hE 'resumed|stopped|checkpoint|schedule' "$OUT/drill.log" "$OUT/resume.log" | tee -a "$SUMMARY"
+  grep -h '^step=' "$OUT/resume.log" | sed -n '1p;$p' | tee -a "$SUMMARY"
+}
+
 env_info
 case "$PART" in
+  drill) part_drill ;;
   train) part_train ;;
   medium) run_train medium 330 --preset medium ;;
   mask) part_mask ;;
