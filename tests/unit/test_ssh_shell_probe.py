@@ -25,8 +25,11 @@ TOOLS = "sh awk sed cat grep ps tail head wc ls date od tr mktemp rm mkdir mv sl
 TOOLS += " hostname getconf uname env"
 
 
-def shell_probe(*args: str, path: str | None = None) -> dict[str, Any]:
-    env = dict(os.environ, PATH=path) if path else None
+def shell_probe(
+    *args: str, path: str | None = None, env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    if path:
+        env = dict(env or os.environ, PATH=path)
     out = subprocess.run(
         ["sh", str(SHELL_PROBE), "-", "--once", *args], capture_output=True, env=env, timeout=60
     )
@@ -162,3 +165,19 @@ async def test_the_loader_picks_the_shell_probe_without_python3(
     assert (full.probe_mode, degraded.probe_mode) == ("python", "shell")
     assert degraded.gpus == full.gpus
     assert any("python3 is not on PATH" in e for e in degraded.errors)
+
+
+@pytest.mark.parametrize("spelling", ["~/x.log", "$HOME/x.log", "${HOME}/x.log"])
+def test_both_probes_read_home_in_log_and_run_root_paths(tmp_path: Path, spelling: str) -> None:
+    # As control.sh reads a run root: ~, $HOME or ${HOME} at the start, nothing else expanded.
+    (tmp_path / "x.log").write_text("step=1 loss=2.0\n")
+    rid = "20261202-090000-abcd"
+    run_dir(tmp_path / "runs", os.getpid(), rid)
+    root = spelling.replace("x.log", "runs")
+    env = dict(os.environ, HOME=str(tmp_path))
+    args = (f"--log={spelling}", f"--log={tmp_path}/$HOME/x.log", f"--run-root={root}")
+    for out in (shell_probe(*args, env=env), run_probe(*args, env=env)):
+        logs = {log["path"]: log for log in out["logs"]}
+        assert logs[spelling]["exists"] and logs[spelling]["lines"] == ["step=1 loss=2.0"]
+        assert not logs[f"{tmp_path}/$HOME/x.log"]["exists"]  # mid-path: a literal name
+        assert out["run"] is not None and out["run"]["id"] == rid

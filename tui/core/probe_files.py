@@ -32,7 +32,7 @@ class LogTail:
         out = {"path": self.path, "exists": False, "size": None, "mtime": None, "lines": [],
                "truncated": False, "skipped_bytes": 0, "error": None,
                "is_run_log": is_run_log}  # fmt: skip
-        real = os.path.expanduser(self.path)
+        real = expand_home(self.path)
         try:
             st = os.stat(real)
         except (FileNotFoundError, NotADirectoryError):
@@ -121,15 +121,20 @@ def decode_line(b: bytes) -> str:
     return (b[:-1] if b.endswith(b"\r") else b).decode("utf-8", "replace")
 
 
+def expand_home(path: str) -> str:
+    """A leading ~, $HOME or ${HOME} (alone or before a /) is the home directory, as in
+    control.sh and the shell probe; no other variable is expanded (paths are data)."""
+    for head in ("~", "$HOME", "${HOME}"):
+        if path == head or path.startswith(head + "/"):
+            return os.path.expanduser("~") + path[len(head) :]
+    return os.path.expanduser(path)  # ~user/...
+
+
 def read_run(root, errors: list):
     """The latest run directory under `root` (greatest run-id name) as the contract's dict."""
     if not root:
         return None
-    # ~ and $HOME only, as control.sh expands them: both must read the same directory.
-    home = os.path.expanduser("~")
-    for var in ("${HOME}", "$HOME"):
-        root = root.replace(var, home)
-    root = os.path.expanduser(root)
+    root = expand_home(root)
     try:
         names = sorted(n for n in os.listdir(root) if RUN_ID.match(n))
     except (FileNotFoundError, NotADirectoryError):

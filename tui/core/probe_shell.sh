@@ -100,11 +100,18 @@ procs() { # S stat / C cmdline / N Uid and NSpid lines / W passwd: all from /pro
 	sed "s/^/W /" /etc/passwd 2>/dev/null
 }
 
+expand_home() { # $1 -> EH: a leading ~, $HOME or ${HOME} is the home dir, as control.sh reads it
+	EH=$1
+	case $EH in
+	"~" | "\$HOME" | "\${HOME}") EH=$HOME ;;
+	"~/"* | "\$HOME/"* | "\${HOME}/"*) EH=$HOME/${EH#*/} ;;
+	esac
+}
+
 first_line() { [ -r "$1" ] && head -n 1 "$1" | tr -d "\000"; }
 
 run_dir() { # R key value / RC command lines / RE launch_error lines / RP earlier pgid
-	root=$run_root
-	case $root in "~" | "~/"*) root=$HOME${root#"~"} ;; esac
+	expand_home "$run_root" && root=$EH
 	[ -n "$root" ] && [ -d "$root" ] || return 0
 	latest="" earlier=""
 	for d in "$root"/$IDGLOB; do # run ids as control.sh makes them, oldest first
@@ -141,8 +148,7 @@ tail_state() { # find or add the tail state of path $1: sets k, off, ino
 
 tail_log() { # $1 path, $2 is_run (0|1), $3 index: LP path / LM meta / LL lines
 	tail_state "$1"
-	f=$1
-	case $f in "~" | "~/"*) f=$HOME${f#"~"} ;; esac
+	expand_home "$1" && f=$EH
 	echo "LP $3 $1"
 	if [ ! -e "$f" ]; then
 		[ "$off" = -1 ] && off=0
