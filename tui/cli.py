@@ -16,7 +16,9 @@ from tui.core.config import Config, ConfigError, resolve
 SUBCOMMANDS = ("status", "launch", "kill", "restart", "app")
 
 
-def _common(p: argparse.ArgumentParser, suppress: bool) -> None:
+def _common(
+    p: argparse.ArgumentParser, suppress: bool, runs: bool = True, watch: bool = True
+) -> None:
     # Subparsers use SUPPRESS so a flag given before the subcommand is not reset to None.
     d: Any = argparse.SUPPRESS if suppress else None
     p.add_argument("--config", metavar="FILE", default=d, help="TOML config file")
@@ -27,15 +29,21 @@ def _common(p: argparse.ArgumentParser, suppress: bool) -> None:
     p.add_argument("--run-root", default=d, metavar="DIR", help="where run directories live")
     p.add_argument("--command", default=d, metavar="CMD", help="the run command")
     p.add_argument("--interval", type=float, default=d, help="seconds between samples")
-    p.add_argument(
-        "--auto-restart",
-        action="store_true",
-        default=d,
-        help="relaunch the run after a crash, as the config's [restart] table says",
-    )
-    p.add_argument(
-        "--keep-runs", type=int, default=d, metavar="N", help="prune older run dirs (0: keep all)"
-    )
+    if watch:  # only the app watches a run long enough to restart it
+        p.add_argument(
+            "--auto-restart",
+            action="store_true",
+            default=d,
+            help="relaunch the run after a crash, as the config's [restart] table says",
+        )
+    if runs:  # a launch prunes
+        p.add_argument(
+            "--keep-runs",
+            type=int,
+            default=d,
+            metavar="N",
+            help="prune older run dirs (0: keep all)",
+        )
     p.add_argument(
         "--insecure-accept-new-host-key",
         action="store_true",
@@ -53,12 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--theme", help="dflash-dark, dflash-light, dflash-contrast, ...")
     sub = parser.add_subparsers(dest="subcommand")
     st = sub.add_parser("status", help="one sample + diagnosis")
-    _common(st, suppress=True)
+    _common(st, suppress=True, runs=False, watch=False)
     st.add_argument("--json", action="store_true", help="print the schema-1 JSON document")
     st.add_argument("--fail-on", choices=("warning", "error"), help="non-zero exit on findings")
     for name in ("launch", "kill", "restart"):
         c = sub.add_parser(name, help=f"{name} the run")
-        _common(c, suppress=True)
+        _common(c, suppress=True, runs=name != "kill", watch=False)
         c.add_argument("--json", action="store_true", help="print the result as JSON")
         c.add_argument("--grace", type=float, default=10.0, help="seconds between TERM and KILL")
         if name in ("launch", "restart"):
