@@ -206,6 +206,11 @@ def test_in_a_container_without_mapping_unseen_pids_stay_unknown_but_not_healthy
     d = diagnose([snap(_gpus(), live, _holders(), run())], Topology())
     assert d.run_state == "running" and d.healthy("target") == (5, 5)
     assert set(owners(d).values()) == {"unknown"}
+    # No run record at all (a job launched by hand, as in the seed): judged by the labels
+    # alone, as before; busy GPUs held by processes we cannot see are not a mismatch.
+    d = diagnose([snap(_gpus(), CONTAINER_BASE, _holders(), None)], Topology.parse("0-4:"))
+    assert d.run_state == "none" and d.healthy("target") == (5, 5), labels(d)
+    assert not findings(d, "topology-mismatch")
 
 
 def test_a_live_run_guards_unseen_pids_unless_the_drivers_pids_resolve_here() -> None:
