@@ -90,6 +90,14 @@ def main(argv: list[str] | None = None) -> int:
         events.release(_named_events(argv), warn=False)
         events.close()
         return code
+    except Exception as exc:  # a check that broke (torch's import, CUDA): the traceback, exit 1
+        tb = traceback.format_exc()
+        log(f"{tb.rstrip()}\ndflash-train: error: {type(exc).__name__}: {exc}", sys.stderr)
+        events.emit("error", kind="setup", worker="main", message=str(exc), traceback=tb)
+        events.emit("exit", code=1)
+        events.release(_named_events(argv), warn=False)
+        events.close()
+        return 1
     events.release(settings.events or default_events_path(str(settings.out_dir)))
     log(f"dflash-train: events -> {events.path}")
     try:

@@ -107,6 +107,14 @@ def _unwritable(dirs: list[Path]) -> tuple[Path, str] | None:
 
 
 def check_paths(ns: argparse.Namespace, env: dict[str, str], out_dir: Path) -> None:
+    try:
+        _check_paths(ns, env, out_dir)
+    except OSError as exc:  # e.g. a parent directory we may not even look into (EACCES)
+        where = f" {exc.filename}" if exc.filename else ""
+        raise UsageError(f"cannot check{where}: {exc.strerror or exc}") from None
+
+
+def _check_paths(ns: argparse.Namespace, env: dict[str, str], out_dir: Path) -> None:
     """Files the run reads or writes, before torch: a missing ``--resume`` file, an out dir
     (and its checkpoints/) or an explicit ``--events`` file that cannot be written."""
     if ns.resume is not None and ns.resume != "auto":

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -313,3 +315,28 @@ def test_plain_rope_configs_pass_the_check() -> None:
     assert rope_scaling({"rope_scaling": None, "rope_theta": 1e6}) is None  # Qwen3-8B's
     assert rope_scaling({"rope_parameters": {"rope_type": "default", "rope_theta": 1e6}}) is None
     assert rope_scaling({"rope_scaling": {"type": "yarn"}}) == "yarn"
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root and setpriv"
+)
+def test_a_path_we_may_not_look_into_is_a_usage_error() -> None:
+    """EACCES while checking (not just "not writable"): one line, exit 2, as another user."""
+    top = Path(tempfile.mkdtemp(prefix="dflash-eacces-"))
+    try:
+        top.chmod(0o755)
+        shutil.copytree(ROOT / "dflash", top / "src" / "dflash")  # readable by that user
+        locked = top / "locked"
+        locked.mkdir(mode=0o700)
+        as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        train = ["/usr/bin/python3", "-m", "dflash.train", "--device", "cpu"]  # stdlib is enough
+        for extra in (["--out-dir", str(locked / "out")], ["--events", str(locked / "e.jsonl")]):
+            res = subprocess.run(
+                [*as_nobody, *train, *extra], capture_output=True, text=True, timeout=60,
+                cwd=top, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(top / "src")},
+            )  # fmt: skip
+            assert res.returncode == 2, res.stderr
+            assert "Traceback" not in res.stderr, res.stderr
+            assert _errors(res) == [res.stderr.strip()], res.stderr
+    finally:
+        shutil.rmtree(top)
