@@ -36,6 +36,8 @@ def save(
     folder = checkpoint_dir(out_dir)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"step_{step:08d}.pt"
+    for stale in folder.glob("step_*.pt.tmp"):  # a save cut short by SIGKILL (one writer: us)
+        stale.unlink(missing_ok=True)
     tmp = path.with_suffix(".pt.tmp")
     state = {
         "step": step,

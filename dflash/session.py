@@ -68,6 +68,12 @@ class _Saver:
 
     def __call__(self, step: int) -> None:
         rep, s = self.b.replicas[0], self.s
+        if not all(bool(torch.isfinite(p).all()) for p in rep.params()):
+            # A diverged drafter must not become the latest checkpoint --resume auto picks.
+            msg = f"checkpoint at step {step} not saved: the weights are not finite (nan/inf)"
+            log(f"dflash-train: warning: {msg}")
+            self.events.emit("warning", what="checkpoint skipped", message=msg, step=step)
+            return
         path = ckpt.save(
             s.out_dir, step, rep.model, self.b.cfg, rep.optimizer, ckpt.schedule_of(s.preset)
         )

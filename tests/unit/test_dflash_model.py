@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 from pathlib import Path
 
@@ -142,3 +143,33 @@ def test_averaged_replicas_stay_identical(tmp_path: Path) -> None:
     longer = {**schedule, "total_steps": 20}
     assert ckpt.schedule_changes(state["schedule"], longer) == ["total_steps 10 -> 20"]
     assert ckpt.schedule_changes(None, longer) == []  # a file from before schedules were kept
+
+
+def test_a_diverged_drafter_is_not_saved_and_stale_temporaries_go(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from dflash.events import EventLog
+    from dflash.presets import PRESETS
+    from dflash.session import _Saver
+
+    model = _drafter()
+    rep = SimpleNamespace(model=model, optimizer=make_optimizer(model.trainable(), 1e-2, 0.0))
+    rep.params = model.trainable
+    b = SimpleNamespace(replicas=[rep], cfg=CFG, start_step=0)
+    s = SimpleNamespace(out_dir=tmp_path, preset=PRESETS["tiny"])
+    events = EventLog(tmp_path / "ev.jsonl")
+    save = _Saver(s, b, events)  # type: ignore[arg-type]
+    (tmp_path / "checkpoints").mkdir()
+    stale = tmp_path / "checkpoints" / "step_00000001.pt.tmp"  # a save cut short by SIGKILL
+    stale.write_bytes(b"torn")
+    save(2)
+    assert ckpt.latest(tmp_path) == tmp_path / "checkpoints" / "step_00000002.pt"
+    assert not stale.exists() and save.last == 2
+    with torch.no_grad():
+        next(iter(model.trainable())).fill_(float("nan"))
+    save(3)  # diverged: the good checkpoint stays the latest
+    assert ckpt.latest(tmp_path) == tmp_path / "checkpoints" / "step_00000002.pt"
+    assert save.last == 2
+    events.close()
+    warned = [e for e in map(json.loads, (tmp_path / "ev.jsonl").open()) if e["event"] == "warning"]
+    assert warned and "not finite" in warned[0]["message"]

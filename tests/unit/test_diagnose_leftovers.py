@@ -338,7 +338,7 @@ def test_non_finite_loss_in_the_latest_step_is_an_error() -> None:
         assert f.severity == "error", loss
         assert f.message.startswith(f"loss is {shown} at step 120: training diverged"), f.message
         assert "still burning GPU time" in f.message
-        assert "stop it (k)" in f.message and "restart from the last checkpoint (r)" in f.message
+        assert "stop it (k)" in f.message and "--resume auto" in f.message
     # A stalled diverged run gets both findings.
     prog = Progress(40, T0 - 300, 2.0, Metric(step=40, loss=float("nan")))
     d = diagnose([snap([gpu(0)], procs, [], r)], Topology.parse("0:"), progress=prog)

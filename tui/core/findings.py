@@ -370,7 +370,8 @@ def _loss_findings(run_id: str, state: str, progress: Progress | None) -> list[F
             "error",
             (),
             f"loss is {last.loss}{at}: training diverged; run {run_id} is still burning GPU "
-            "time. Next: stop it (k) or restart from the last checkpoint (r).",
+            "time. Next: stop it (k), then lower the learning rate or check the data before "
+            "launching again (a run resumes only with a fixed --out-dir and --resume auto).",
         )
     ]
 
