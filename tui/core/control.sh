@@ -368,10 +368,15 @@ do_clear() {  # PATH ALLOWED: remove the compile cache if under /tmp or the conf
   say "cleared $p"
 }
 
-pd_kthread() {  # PID: a kernel thread? (PF_KTHREAD, or no command line and no executable)
+pd_kthread() {  # PID: a kernel thread? (the PF_KTHREAD flag; where the flags cannot be read,
+  # no command line and no executable. Not both always: an exiting process or another
+  # user's can show neither, and is no kernel thread.)
   stat_of "$1" || return 1
-  case $S_FLAGS in '' | *[!0-9]*) ;; *) [ $((S_FLAGS / 2097152 % 2)) = 1 ] && return 0 ;; esac
-  pk_cmd=$(tr -d '\000' <"/proc/$1/cmdline" 2>/dev/null)
+  case $S_FLAGS in
+    '' | *[!0-9]*) ;;
+    *) [ $((S_FLAGS / 2097152 % 2)) = 1 ] && return 0 || return 1 ;;
+  esac
+  pk_cmd=$({ tr -d '\000' <"/proc/$1/cmdline"; } 2>/dev/null)
   [ -z "$pk_cmd" ] && [ ! -e "/proc/$1/exe" ]
 }
 
