@@ -127,7 +127,7 @@ def expand_home(path: str) -> str:
     for head in ("~", "$HOME", "${HOME}"):
         if path == head or path.startswith(head + "/"):
             return os.path.expanduser("~") + path[len(head) :]
-    return os.path.expanduser(path)  # ~user/...
+    return path  # ~user/... too is a plain name there
 
 
 def read_run(root, errors: list):

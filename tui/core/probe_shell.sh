@@ -102,6 +102,8 @@ procs() { # S stat / C cmdline / N Uid and NSpid lines / W passwd: all from /pro
 
 expand_home() { # $1 -> EH: a leading ~, $HOME or ${HOME} is the home dir, as control.sh reads it
 	EH=$1
+	# (some container execs set no HOME: ask the password database, as control.sh does)
+	[ -n "${HOME:-}" ] || HOME=$(awk -F: -v u="$(id -u)" '$3 == u { print $6; exit }' /etc/passwd)
 	case $EH in
 	"~" | "\$HOME" | "\${HOME}") EH=$HOME ;;
 	"~/"* | "\$HOME/"* | "\${HOME}/"*) EH=$HOME/${EH#*/} ;;
