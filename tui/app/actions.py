@@ -23,7 +23,7 @@ from tui.app.text import safe_label
 from tui.app.waits import WaitBar
 from tui.core.config import HostConfig
 from tui.core.diagnose import Diagnosis
-from tui.core.findings import ACTIVE
+from tui.core.finding import ACTIVE
 from tui.core.rundir import group_members
 from tui.core.snapshot import Snapshot
 from tui.core.transport import Transport

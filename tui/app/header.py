@@ -21,7 +21,7 @@ from tui.app.palette import Palette
 from tui.app.text import safe_label
 from tui.app.widgets import Themed
 from tui.core.diagnose import Diagnosis
-from tui.core.findings import ACTIVE, duration
+from tui.core.finding import ACTIVE, duration
 from tui.core.rundir import exit_meaning
 
 STATE_SEVERITY = {

@@ -11,10 +11,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from dflash.topology import Topology
-from tui.core.findings import Finding, build_findings
+from tui.core.finding import Finding
+from tui.core.findings import build_findings
 from tui.core.metrics import Progress
-from tui.core.rundir import group_members, run_state
-from tui.core.snapshot import Gpu, GpuProcess, LogState, Proc, RunRecord, Snapshot
+from tui.core.ownership import judge, run_alive
+from tui.core.rundir import run_state
+from tui.core.snapshot import Gpu, GpuProcess, LogState, RunRecord, Snapshot
 from tui.core.thresholds import DEFAULT, Thresholds
 
 GPU_LABELS = (
@@ -33,9 +35,6 @@ GPU_LABELS = (
 # (So must an orphan-process that rests only on vanished PIDs: see _flappy.)
 _FLAPPY = frozenset({"busy-no-memory", "unexpected-activity", "throttled", "near-oom"})
 BAD_LABELS = frozenset(GPU_LABELS) - {"ok"}
-# The init PID namespace's PID 1 is forked while the kernel boots, well within this many
-# seconds; a container's init starts once the host's userspace is up, later.
-INIT_AT_BOOT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -52,20 +51,10 @@ class ProcView:
     used_mib: int | None
     owner: str  # run | orphan | foreign | unknown
     cmd: str = ""
-    # Why an orphan is one (see ORPHAN_EVIDENCE); "" for the other owners.
+    # Why an orphan is one (see ownership.ORPHAN_EVIDENCE); "" for the other owners.
     evidence: str = ""
     left_by: str = ""  # the run an attributed orphan is left by ("run <id>", or its group)
     user: str = ""
-
-
-# What makes a GPU process an orphan, strongest first:
-#   group     - in an ended run's process group or session, born after that run's leader
-#   born-in-run - reparented to init, born while the (now ended) current run was alive
-#   init      - reparented to init, nothing ties it to a run of ours
-#   vanished  - its PID is not in the host's process table: what is left of a process that
-#               ended, still counted by the driver
-ORPHAN_EVIDENCE = ("group", "born-in-run", "init", "vanished")
-ATTRIBUTED = frozenset({"group", "born-in-run"})
 
 
 @dataclass(frozen=True)
@@ -123,138 +112,6 @@ class Diagnosis:
         return max(self.findings, key=lambda f: order[f.severity]).severity
 
 
-def owner_of(gp: GpuProcess, snap: Snapshot) -> str:
-    """Who a GPU process belongs to: the current run, an earlier one, someone else, or unknown."""
-    return _judge(gp, snap)[0]
-
-
-def _judge(gp: GpuProcess, snap: Snapshot) -> tuple[str, str, str]:
-    """(owner, evidence, left_by) of a GPU process; evidence and left_by only for orphans."""
-    pid = gp.container_pid if gp.container_pid is not None else gp.pid
-    proc = snap.proc(pid)
-    if proc is None:
-        if gp.container_pid is None and _vanished_means_gone(snap):
-            return "orphan", "vanished", ""
-        return "unknown", "", ""  # not visible where the probe runs (a container sees no host PIDs)
-    run = snap.run
-    if run is not None and run.pgid is not None:
-        # Once the wrapper recorded an exit, whatever is left of the group is a leftover.
-        ended = run.exit_code is not None
-        live = set() if ended else _live_members(snap)
-        if live and (proc.pid in live or proc.sid == run.pgid or _descends(proc.pid, run, snap)):
-            return "run", "", ""
-        if ended and _left_by(proc, run.pgid, run.start_ticks, snap):
-            return "orphan", "group", f"run {run.id}"  # a dead current run's leftover
-        for g, t in _earlier(run):
-            if _left_by(proc, g, t, snap):
-                return "orphan", "group", f"an earlier run (process group {g})"
-    if proc.ppid == 1:
-        if run is not None and _born_in_ended_run(proc, run, snap):
-            return "orphan", "born-in-run", f"run {run.id}"
-        return "orphan", "init", ""
-    return "foreign", "", ""
-
-
-def _run_alive(snap: Snapshot) -> bool:
-    """Is a run of ours alive (or still being set up) in this sample?"""
-    run = snap.run
-    if run is None or run.exit_code is not None:
-        return False
-    if run.pgid is None:  # no pid file yet: the launcher may still be starting it
-        return run.started_at is None and not run.launch_error
-    return bool(_live_members(snap))
-
-
-def _sees_host_pids(snap: Snapshot) -> bool:
-    """Is the probe's process table the PID namespace the driver reports PIDs in (the host's)?
-
-    Only on evidence: PID 1 is in the table and started as the kernel booted (a container's
-    init starts later); nothing but PID 1 has parent 0 (``pct exec``, ``docker exec`` and
-    ``nsenter`` leave their processes with a parent outside the namespace); no GPU process was
-    mapped from the host side (that happens only in a container); /proc was fully readable.
-    """
-    cached = snap.__dict__.get("_sees_host")
-    if cached is None:
-        init = snap.proc(1)
-        cached = (
-            init is not None
-            and init.start_ticks is not None
-            and init.start_ticks <= INIT_AT_BOOT_S * snap.clk_tck
-            and not any(p.ppid == 0 and p.pid != 1 for p in snap.procs)
-            and all(gp.container_pid is None for gp in snap.gpu_procs)
-            and not any(e.startswith(("unreadable /proc", "cannot list")) for e in snap.errors)
-        )
-        snap.__dict__["_sees_host"] = cached
-    return cached
-
-
-def _vanished_means_gone(snap: Snapshot) -> bool:
-    """May a GPU PID absent from the table be called gone (a leftover), not just unseen?
-
-    Only where the table is the host's. While a run of ours is alive that is still not enough
-    (its own processes, seen through a namespace the evidence missed, would be called
-    orphans) unless another GPU PID of this sample resolves here, proving the driver's PIDs
-    are this table's.
-    """
-    if not _sees_host_pids(snap):
-        return False
-    if not _run_alive(snap):
-        return True
-    return any(gp.container_pid is None and snap.proc(gp.pid) for gp in snap.gpu_procs)
-
-
-def _born_in_ended_run(proc: Proc, run: RunRecord, snap: Snapshot) -> bool:
-    """Was ``proc`` born while the current run, now ended, was alive (after its leader
-    started and, where the clock allows the comparison, before it ended)? A worker that left
-    the run's group (setsid) and outlived it looks like that; a job started before the run,
-    or after it ended, does not."""
-    if run.pgid is None or _run_alive(snap):
-        return False
-    if run.start_ticks is None or proc.start_ticks is None or proc.start_ticks < run.start_ticks:
-        return False
-    end = run.ended_at if run.ended_at is not None else run.kill_requested_at
-    if end is None or snap.boot_time is None or snap.clk_tck <= 0:
-        return True
-    return snap.boot_time + proc.start_ticks / snap.clk_tck <= end + 1.0  # whole-second clocks
-
-
-def _earlier(run: RunRecord) -> tuple[tuple[int, int | None], ...]:
-    return run.earlier_runs or tuple((g, None) for g in run.earlier_pgids)
-
-
-def _left_by(proc: Proc, pgid: int, ticks: int | None, snap: Snapshot) -> bool:
-    """Is ``proc`` what is left of a run whose group was ``pgid``, led by a process started at
-    ``ticks``? The kernel reuses PGID numbers: a group whose leader started at another time,
-    or a process older than that run, belongs to someone else."""
-    if pgid not in (proc.pgid, proc.sid):
-        return False
-    if ticks is None or proc.start_ticks is None:
-        return True
-    leader = snap.proc(pgid)
-    if leader is not None and leader.start_ticks is not None and leader.start_ticks != ticks:
-        return False
-    return proc.start_ticks >= ticks
-
-
-def _live_members(snap: Snapshot) -> set[int]:
-    """PIDs of the run's group, once per snapshot (memoised on the frozen snapshot)."""
-    cached = snap.__dict__.get("_run_members")
-    if cached is None:
-        cached = {p.pid for p in group_members(snap.run, snap.procs)}
-        snap.__dict__["_run_members"] = cached
-    return cached
-
-
-def _descends(pid: int, run: RunRecord, snap: Snapshot) -> bool:
-    parents = snap.parents
-    seen = 0
-    while pid in parents and seen < 512:
-        if pid == run.pgid:
-            return True
-        pid, seen = parents[pid], seen + 1
-    return False
-
-
 def _gpu_labels(gpu: Gpu, role: str, procs: Sequence[ProcView], th: Thresholds) -> set[str]:
     labels: set[str] = set()
     used, util = gpu.mem_used_mib, gpu.util
@@ -281,7 +138,7 @@ def _gpu_labels(gpu: Gpu, role: str, procs: Sequence[ProcView], th: Thresholds) 
 
 
 def _proc_view(gp: GpuProcess, snap: Snapshot) -> ProcView:
-    owner, evidence, left_by = _judge(gp, snap)
+    owner, evidence, left_by = judge(gp, snap)
     p = snap.proc(gp.container_pid if gp.container_pid is not None else gp.pid)
     return ProcView(
         pid=gp.pid,
@@ -300,7 +157,7 @@ def _views_of(
     snap: Snapshot, topology: Topology, th: Thresholds
 ) -> dict[int, tuple[GpuView, set[str]]]:
     out: dict[int, tuple[GpuView, set[str]]] = {}
-    alive = _run_alive(snap)
+    alive = run_alive(snap)
     for gpu in snap.gpus:
         role = topology.role(gpu.index)
         procs = tuple(_proc_view(gp, snap) for gp in snap.procs_on(gpu))

@@ -2,54 +2,21 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from tui.core.finding import ACTIVE, SEVERITIES, Finding, gpus_text
+from tui.core.findings_run import log_findings, run_findings, telemetry_findings
 from tui.core.metrics import Progress
-from tui.core.rundir import exit_meaning
 from tui.core.snapshot import Snapshot
 from tui.core.thresholds import Thresholds
 
 if TYPE_CHECKING:
     from tui.core.diagnose import Diagnosis, GpuView, ProcView
 
-SEVERITIES = ("info", "warning", "error")
-ACTIVE = ("starting", "running")
-
-
-@dataclass(frozen=True)
-class Finding:
-    code: str
-    severity: str  # info | warning | error
-    gpus: tuple[int, ...]
-    message: str
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "code": self.code,
-            "severity": self.severity,
-            "gpus": list(self.gpus),
-            "message": self.message,
-        }
-
-
-def duration(seconds: float) -> str:
-    s = max(0, int(seconds))
-    if s < 120:
-        return f"{s}s"
-    if s < 7200:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s // 3600}h{(s % 3600) // 60:02d}m"
-
-
-def _gpus(ids: Sequence[int]) -> str:
-    return ("GPU " if len(ids) == 1 else "GPUs ") + ", ".join(str(i) for i in ids)
-
 
 def _label_message(code: str, ids: Sequence[int], views: Sequence[GpuView], active: bool) -> str:
-    g = _gpus(ids)
+    g = gpus_text(ids)
     if code == "idle":
         why = (
             "the run is supposed to be using them"
@@ -138,7 +105,7 @@ def _orphan_findings(views: Sequence[GpuView], run_known: bool) -> list[Finding]
                 "orphan-process",
                 "error",
                 tuple(ids),
-                f"{_gpus(ids)}: {'; '.join(parts)}: still holding memory. Next: kill it from "
+                f"{gpus_text(ids)}: {'; '.join(parts)}: still holding memory. Next: kill it from "
                 "the process tree (K) before restarting, or the new run may OOM.",
             )
         )
@@ -152,7 +119,7 @@ def _orphan_findings(views: Sequence[GpuView], run_known: bool) -> list[Finding]
                 "orphan-process",
                 "warning",
                 tuple(ids),
-                f"{_gpus(ids)}: {procs}: reparented to init, not started by {whose} (it is in "
+                f"{gpus_text(ids)}: {procs}: reparented to init, not started by {whose} (it is in "
                 "no process group or session of our runs); it may be someone's nohup/setsid "
                 "job. Next: check its owner and command before killing it (K).",
             )
@@ -171,7 +138,7 @@ def _orphan_findings(views: Sequence[GpuView], run_known: bool) -> list[Finding]
                 "orphan-process",
                 "warning",
                 tuple(ids),
-                f"{_gpus(ids)}: {procs}: "
+                f"{gpus_text(ids)}: {procs}: "
                 + (
                     "the PID no longer exists (it is not in the host's process table), yet the "
                     "driver still counts its memory: a leftover of a process that ended. "
@@ -229,7 +196,7 @@ def _hidden_processes_finding(diag: Diagnosis, th: Thresholds) -> Finding | None
     parts = []
     if hidden:
         parts.append(
-            f"{_gpus(hidden)}: memory in use but no process listed; inside a container the "
+            f"{gpus_text(hidden)}: memory in use but no process listed; inside a container the "
             "driver often hides them, so ownership cannot be judged."
         )
     if unseen:
@@ -237,7 +204,7 @@ def _hidden_processes_finding(diag: Diagnosis, th: Thresholds) -> Finding | None
         pids = ", ".join(str(p.pid) for v in unseen for p in v.processes if p.owner == "unknown")
         idle = any(v.unseen_holder for v in unseen)
         parts.append(
-            f"{_gpus(ids)}: held by pid {pids}, not in this process table; inside a container "
+            f"{gpus_text(ids)}: held by pid {pids}, not in this process table; inside a container "
             "the driver reports host PIDs, so ownership cannot be judged"
             + ("; no run of ours is alive, so the GPU is not counted healthy." if idle else ".")
         )
@@ -272,162 +239,14 @@ def _healthy(diag: Diagnosis, index: int) -> bool:
     return any(v.index == index and v.healthy for v in diag.gpus)
 
 
-def _log_findings(diag: Diagnosis, th: Thresholds) -> list[Finding]:
-    out = []
-    run = diag.run
-    for log in diag.logs:
-        if log.exists:
-            continue
-        if run is not None and run.started_at is not None and log.is_run_log:
-            missing_for: float | None = diag.time - run.started_at
-        elif log.missing_since is not None and log.missing_since < diag.time:
-            missing_for = diag.time - log.missing_since
-        else:
-            missing_for = None
-        how_long = f" for {duration(missing_for)}" if missing_for is not None else ""
-        late = diag.run_state in ACTIVE and (missing_for or 0) >= th.log_grace_s
-        out.append(
-            Finding(
-                "log-missing",
-                "error" if late or log.is_run_log else "warning",
-                (),
-                f"log {log.path!r} does not exist{how_long}"
-                + (f" ({log.error})" if log.error else "")
-                + ": a program that started would have created it, so the launch failed "
-                "before it could write a line (shell, container, interpreter or a wrong path). "
-                "Next: check the launch command and the path; launch with l to capture the "
-                "launcher's own error.",
-            )
-        )
-    return out
-
-
-def _run_findings(diag: Diagnosis, th: Thresholds, progress: Progress | None) -> list[Finding]:
-    run, state = diag.run, diag.run_state
-    if run is None:
-        return []
-    if state == "launch-failed":
-        why = run.launch_error or (
-            f"exit {run.exit_code}: {exit_meaning(run.exit_code)}"
-            if run.exit_code is not None
-            else "its directory has a start time but no readable pid file (a broken record)"
-        )
-        return [
-            Finding(
-                "launch-failed",
-                "error",
-                (),
-                f"run {run.id} failed to start: {why.strip()[-400:]}. Next: read the log's "
-                "last lines, fix the command or environment, then launch again.",
-            )
-        ]
-    if state in ("exited", "killed"):
-        asked = run.kill_requested_at is not None
-        ok = run.exit_code == 0 or (state == "killed" and asked)
-        code = "none" if run.exit_code is None else str(run.exit_code)
-        cause = "stopped on request" if asked else exit_meaning(run.exit_code)
-        return [
-            Finding(
-                "run-exited",
-                "info" if ok else "error",
-                (),
-                f"run {run.id} {state} (exit code {code}: {cause})."
-                + ("" if ok else " Next: read the log's last lines; restart with r when fixed."),
-            )
-        ]
-    out = _loss_findings(run.id, state, progress)
-    if state == "running" and progress is not None and progress.last_step_at is not None:
-        usual = progress.typical_interval or 0.0
-        limit = max(th.no_progress_factor * usual, th.no_progress_min_s)
-        stalled = diag.time - progress.last_step_at
-        if stalled > limit:
-            out.append(
-                Finding(
-                    "no-progress",
-                    "warning",
-                    (),
-                    f"run {run.id} alive but no new step for {duration(stalled)} (usual step "
-                    f"time {usual:.1f}s, last step {progress.last_step}): a hang, a deadlock "
-                    "between workers, or a long recompile. Next: check the log and the GPUs' "
-                    "load; restart with r if it stays stuck.",
-                )
-            )
-    return out
-
-
-def _loss_findings(run_id: str, state: str, progress: Progress | None) -> list[Finding]:
-    """loss-not-finite: the latest step's loss is nan or inf while the run is alive."""
-    last = progress.last if progress is not None else None
-    if state not in ACTIVE or last is None or last.loss is None or math.isfinite(last.loss):
-        return []
-    step = last.step
-    if step is None and progress is not None:
-        step = progress.last_step
-    at = f" at step {step}" if step is not None else ""
-    return [
-        Finding(
-            "loss-not-finite",
-            "error",
-            (),
-            f"loss is {last.loss}{at}: training diverged; run {run_id} is still burning GPU "
-            "time. Next: stop it (k), then lower the learning rate or check the data before "
-            "launching again (a run resumes only with a fixed --out-dir and --resume auto).",
-        )
-    ]
-
-
-def _telemetry_findings(snap: Snapshot) -> list[Finding]:
-    out = []
-    tel = snap.telemetry
-    if tel.source == "none":
-        out.append(
-            Finding(
-                "telemetry-unavailable",
-                "warning",
-                (),
-                f"no GPU readings: {tel.error or 'no NVML and no nvidia-smi'}. GPU labels cannot "
-                "be judged; run and log state still are. Next: install the NVIDIA driver tools "
-                "or check that the container sees the GPUs.",
-            )
-        )
-    if snap.probe_mode == "shell":
-        why = next((e for e in snap.errors if e.startswith("degraded probe")), "no python3")
-        out.append(
-            Finding(
-                "probe-degraded",
-                "warning",
-                (),
-                f"{why.rstrip(';')}: the host has no python3, so the shell probe (nvidia-smi, "
-                "/proc, tail) runs instead: no NVML, no CPU load per process. "
-                "Next: install python3 on the host or in the container.",
-            )
-        )
-    problems = [e for e in snap.errors if not e.startswith("degraded probe")]
-    problems += [tel.error] if tel.error and tel.source != "none" else []
-    if problems:
-        shown = "; ".join(problems[:3]) + (
-            f" (+{len(problems) - 3} more)" if len(problems) > 3 else ""
-        )
-        out.append(
-            Finding(
-                "telemetry-degraded",
-                "warning",
-                (),
-                f"some readings were malformed or unreadable and were skipped: {shown}. "
-                "Values shown may be incomplete.",
-            )
-        )
-    return out
-
-
 def build_findings(
     diag: Diagnosis, snap: Snapshot, th: Thresholds, progress: Progress | None
 ) -> list[Finding]:
     found = [
-        *_run_findings(diag, th, progress),
-        *_log_findings(diag, th),
+        *run_findings(diag, th, progress),
+        *log_findings(diag, th),
         *_label_findings(diag),
-        *_telemetry_findings(snap),
+        *telemetry_findings(snap),
     ]
     hidden = _hidden_processes_finding(diag, th)
     if hidden is not None:

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from tui.core.config import HostConfig
 from tui.core.diagnose import Diagnosis
-from tui.core.findings import duration
+from tui.core.finding import duration
 from tui.core.rundir import exit_meaning
 from tui.core.sanitize import printable
 

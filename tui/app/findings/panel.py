@@ -14,7 +14,7 @@ from tui.app.findings.timeline import MAX_EVENTS, Event
 from tui.app.palette import Palette, palette_for
 from tui.app.text import safe_label
 from tui.app.widgets import redraw_guarded
-from tui.core.findings import Finding
+from tui.core.finding import Finding
 
 _BADGE = {"error": " ERROR ", "warning": " WARN  ", "info": " INFO  "}
 

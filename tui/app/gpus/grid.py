@@ -8,7 +8,7 @@ from textual.widgets import Static
 
 from tui.app.gpus.panel import GpuPanel
 from tui.core.diagnose import Diagnosis
-from tui.core.findings import ACTIVE
+from tui.core.finding import ACTIVE
 
 PANEL_WIDTH = 30  # columns per panel: 4 x 30 = 120
 

@@ -13,7 +13,7 @@ from tui.app.spark import bar, sparkline
 from tui.app.text import mib, safe_label
 from tui.app.widgets import Themed
 from tui.core.diagnose import GpuView, ProcView
-from tui.core.findings import duration
+from tui.core.finding import duration
 
 HISTORY = 60  # samples of utilisation and memory kept per GPU for the sparklines
 _BAR, _SPARK = 8, 7

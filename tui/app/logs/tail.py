@@ -21,7 +21,7 @@ from tui.app.palette import Palette, palette_for
 from tui.app.text import safe_label
 from tui.app.widgets import redraw_guarded
 from tui.core.diagnose import LogView
-from tui.core.findings import duration
+from tui.core.finding import duration
 
 
 class ErrorHighlighter(Highlighter):
