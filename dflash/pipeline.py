@@ -23,7 +23,7 @@ from dflash.cli import Fault
 from dflash.data import Batch
 from dflash.events import EventLog, format_step, log
 from dflash.loss import LossSpec, forward_loss
-from dflash.mask import forbid_flex_fallback
+from dflash.mask import compile_stats, forbid_flex_fallback
 from dflash.model import Drafter
 from dflash.optim import average_grads, lr_at
 from dflash.target import Target
@@ -159,6 +159,7 @@ class Pipeline:
         self.done = [plan.start_step] * len(replicas)
         self.last_step_at = time.perf_counter()
         self.flex = plan.spec.attention == "flex"
+        self.graphs = compile_stats()["unique_graphs"]  # after warm-up: none should follow
 
     # ---- threads -------------------------------------------------------------------------
 
@@ -236,6 +237,7 @@ class Pipeline:
 
     def _on_step(self) -> None:
         average_grads([r.params() for r in self.replicas])
+        self._watch_compiles()
         reports = [r for r in self.reports if r is not None]
         now = time.perf_counter()
         elapsed, self.last_step_at = now - self.last_step_at, now
@@ -264,6 +266,19 @@ class Pipeline:
                 tq=tq,
                 dq=dq,
             )
+
+    def _watch_compiles(self) -> None:
+        """Say at once when a graph is compiled after warm-up: a worker thread (or autograd's,
+        re-running checkpointed layers, where dynamo's per-thread limits are torch's) has
+        recompiled, the first link of the seed's failure chain. The end of the run counts
+        them too (``graphs_after_warmup``)."""
+        now = compile_stats()["unique_graphs"]
+        if now > self.graphs:
+            n, step = now - self.graphs, self.step + 1
+            msg = f"{n} graph(s) compiled after warm-up, by step {step}"
+            log(f"dflash-train: warning: {msg}")
+            self.events.emit("warning", what="recompiled after warm-up", message=msg)
+            self.graphs = now
 
     # ---- the main thread -----------------------------------------------------------------
 

@@ -173,3 +173,24 @@ def test_a_diverged_drafter_is_not_saved_and_stale_temporaries_go(tmp_path: Path
     events.close()
     warned = [e for e in map(json.loads, (tmp_path / "ev.jsonl").open()) if e["event"] == "warning"]
     assert warned and "not finite" in warned[0]["message"]
+
+
+def test_a_graph_compiled_after_warm_up_is_reported_at_the_step(tmp_path: Path) -> None:
+    """The seed's chain began with a recompile in a worker thread: say so at once."""
+    from dflash.events import EventLog
+    from dflash.pipeline import Pipeline, Plan, Replica, Report
+
+    model = _drafter()
+    rep = Replica(model, make_optimizer(model.trainable(), 1e-2, 0.0), torch.device("cpu"))
+    spec = LossSpec(4, 6, 2.0, 49, "dense")
+    plan = Plan(10, 0, 1e-2, 0.1, 1.0, 1, 0, spec, None, None, 60.0, 4)
+    events = EventLog(tmp_path / "ev.jsonl")
+    pipe = Pipeline(plan, [], [rep], iter([]), events, lambda step: None)
+    pipe.reports = [Report(1.0, 0.0, 1.0, 64, 0.01)]
+    pipe._on_step()  # warmed: nothing compiled since
+    torch.compile(lambda x: x * 2 + 1, backend="eager")(torch.ones(3))  # a new graph
+    pipe._on_step()
+    pipe._on_step()  # reported once, not again at every later step
+    events.close()
+    warned = [e for e in map(json.loads, (tmp_path / "ev.jsonl").open()) if e["event"] == "warning"]
+    assert [w["message"] for w in warned] == ["1 graph(s) compiled after warm-up, by step 2"]
