@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 from fakes.rows import gpu_row as gpu
+from fakes.rows import proc_row as proc
 
 from dflash.topology import Topology
 from tui.core.diagnose import diagnose
@@ -24,27 +25,6 @@ SEED = [
     (6, 0, 0),
     (7, 0, 100),
 ]
-
-
-def proc(
-    pid: int,
-    ppid: int = 100,
-    pgid: int | None = None,
-    sid: int | None = None,
-    start: int = 1000,
-    cmd: str = "python3 train.py",
-    state: str = "S",
-) -> dict[str, Any]:
-    return {
-        "pid": pid,
-        "ppid": ppid,
-        "pgid": pgid or pid,
-        "sid": sid or pgid or pid,
-        "state": state,
-        "start_ticks": start,
-        "user": "root",
-        "cmd": cmd,
-    }
 
 
 def snap(

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from fakes.rows import gpu_row as gpu
+from fakes.rows import proc_row
 
 from dflash.topology import Topology
 from tui.core.config import HostConfig
@@ -43,17 +44,9 @@ def proc(
     user: str = "root",
     cmd: str = "python3 train.py",
 ) -> dict[str, Any]:
-    return {
-        "pid": pid,
-        "ppid": ppid,
-        "pgid": pgid or pid,
-        "sid": sid or pgid or pid,
-        "state": "S",
-        "start_ticks": ticks(T0 - 3600) if start is None else start,
-        "user": user,
-        "cmd": cmd,
-        "nspid": [pid],
-    }
+    """Started an hour ago unless told; its PID namespace is the host's."""
+    start = ticks(T0 - 3600) if start is None else start
+    return proc_row(pid, ppid, pgid, sid, start, cmd, user=user, nspid=[pid])
 
 
 # The host's table: PID 1 forked as the kernel booted, sshd and a shell under it.
