@@ -24,11 +24,6 @@ ORPHAN_EVIDENCE = ("group", "born-in-run", "init", "vanished")
 ATTRIBUTED = frozenset({"group", "born-in-run"})
 
 
-def owner_of(gp: GpuProcess, snap: Snapshot) -> str:
-    """Who a GPU process belongs to: the current run, an earlier one, someone else, or unknown."""
-    return judge(gp, snap)[0]
-
-
 def judge(gp: GpuProcess, snap: Snapshot) -> tuple[str, str, str]:
     """(owner, evidence, left_by) of a GPU process; evidence and left_by only for orphans."""
     pid = gp.container_pid if gp.container_pid is not None else gp.pid
