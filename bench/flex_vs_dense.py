@@ -37,6 +37,7 @@ from dflash.mask import (
 )
 from dflash.model import Drafter, DrafterConfig
 from dflash.optim import make_optimizer
+from dflash.pipeline import sync
 from dflash.presets import gamma_for_block
 
 
@@ -54,11 +55,6 @@ def drafter_config(a: argparse.Namespace) -> DrafterConfig:
         mask_token_id=min(151669, a.vocab - 1),
         rope_theta=1e6,
     )
-
-
-def _sync(dev: torch.device) -> None:
-    if dev.type == "cuda":
-        torch.cuda.synchronize(dev)
 
 
 def _mem(dev: torch.device, what: str) -> int:
@@ -101,14 +97,14 @@ def run_mode(mode: str, a: argparse.Namespace, dev: torch.device) -> dict:
     CompileFlags.block_mask = mode == "flex" and _block_mask_compiles(a, dev)
 
     def step() -> float:
-        _sync(dev)
+        sync(dev)
         t0 = time.perf_counter()
         with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == "cuda"):
             loss, _ = forward_loss(model, ids, lm, feats, spec)
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
-        _sync(dev)
+        sync(dev)
         return time.perf_counter() - t0
 
     t_first = time.perf_counter()
