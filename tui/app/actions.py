@@ -23,7 +23,6 @@ from tui.app.text import safe_label
 from tui.app.waits import WaitBar
 from tui.core.config import HostConfig
 from tui.core.diagnose import Diagnosis
-from tui.core.finding import ACTIVE
 from tui.core.rundir import group_members
 from tui.core.snapshot import Snapshot
 from tui.core.transport import Transport
@@ -59,10 +58,12 @@ class ControlActions(_Base):
 
     def action_launch(self) -> None:
         state = self.current
-        diag = state.diagnosis
-        if diag is not None and diag.run_state in ACTIVE and diag.run is not None:
+        live = state.live_run()
+        if live is not None:
+            run = live[1].run
+            assert run is not None
             self.notify(
-                f"run {diag.run.id} is alive on {state.key} (PGID {diag.run.pgid}): r restarts it",
+                f"run {run.id} is alive on {state.key} (PGID {run.pgid}): r restarts it",
                 severity="warning",
             )
             return
@@ -70,10 +71,12 @@ class ControlActions(_Base):
 
     def action_kill(self) -> None:
         state = self.current
-        diag, snap = state.diagnosis, state.last.snapshot if state.last else None
-        if diag is None or snap is None or diag.run is None or diag.run_state not in ACTIVE:
+        live = state.live_run()
+        if live is None:
             self.notify(f"no live run to kill on {state.key}", severity="warning")
             return
+        snap, diag = live
+        assert diag.run is not None
         body = run_kill_text(snap, diag, state.bridge.grace)
         rid = diag.run.id  # the run named in the dialog is the one signalled, never a newer one
         self._confirm(
@@ -86,10 +89,10 @@ class ControlActions(_Base):
 
     def action_restart(self) -> None:
         state = self.current
-        diag, snap = state.diagnosis, state.last.snapshot if state.last else None
+        diag, live = state.diagnosis, state.live_run()
         body = Text()
-        if diag and snap and diag.run and diag.run_state in ACTIVE:
-            body = run_kill_text(snap, diag, state.bridge.grace)
+        if live is not None:
+            body = run_kill_text(*live, state.bridge.grace)
             body.append("\nThen wait until its GPU memory is released, and launch again:\n")
         else:
             body.append("No live run: this launches a new one:\n")
@@ -111,8 +114,7 @@ class ControlActions(_Base):
         if info is None:
             self.notify("select a process in the tree first (tab to it)", severity="warning")
             return
-        snap = state.last.snapshot if state.last else None
-        me = acting_user(state.cfg, snap, state.diagnosis)
+        me = acting_user(state.cfg, state.snapshot, state.diagnosis)
         body = process_kill_text(info, state.bridge.grace, me)
 
         async def job(step: StepFn) -> str:

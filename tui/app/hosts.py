@@ -21,6 +21,7 @@ from tui.app.messages import SampleReady
 from tui.app.source import EventSource
 from tui.core.config import Config, HostConfig
 from tui.core.diagnose import Diagnosis
+from tui.core.finding import ACTIVE
 from tui.core.snapshot import Snapshot
 from tui.core.tracker import Tracker
 from tui.core.transport import Transport
@@ -76,6 +77,19 @@ class HostState:
     @property
     def diagnosis(self) -> Diagnosis | None:
         return self.last.diagnosis if self.last else None
+
+    @property
+    def snapshot(self) -> Snapshot | None:
+        return self.last.snapshot if self.last else None
+
+    def live_run(self) -> tuple[Snapshot, Diagnosis] | None:
+        """The latest sample while its run is alive (starting or running), else None."""
+        if self.last is None:
+            return None
+        diag = self.last.diagnosis
+        if diag.run is None or diag.run_state not in ACTIVE:
+            return None
+        return self.last.snapshot, diag
 
     def fold(self, snap: Snapshot) -> SampleReady:
         """Tracker + Timeline (runs in a thread: a big sample must not block drawing)."""
