@@ -7,6 +7,9 @@ the kernel, so group membership is always checked against the leader's start tic
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from tui.core.rundir import group_members
 from tui.core.snapshot import GpuProcess, Proc, RunRecord, Snapshot
 
@@ -22,6 +25,8 @@ INIT_AT_BOOT_S = 5.0
 #               ended, still counted by the driver
 ORPHAN_EVIDENCE = ("group", "born-in-run", "init", "vanished")
 ATTRIBUTED = frozenset({"group", "born-in-run"})
+
+T = TypeVar("T")
 
 
 def judge(gp: GpuProcess, snap: Snapshot) -> tuple[str, str, str]:
@@ -69,19 +74,19 @@ def _sees_host_pids(snap: Snapshot) -> bool:
     ``nsenter`` leave their processes with a parent outside the namespace); no GPU process was
     mapped from the host side (that happens only in a container); /proc was fully readable.
     """
-    cached = snap.__dict__.get("_sees_host")
-    if cached is None:
-        init = snap.proc(1)
-        cached = (
-            init is not None
-            and init.start_ticks is not None
-            and init.start_ticks <= INIT_AT_BOOT_S * snap.clk_tck
-            and not any(p.ppid == 0 and p.pid != 1 for p in snap.procs)
-            and all(gp.container_pid is None for gp in snap.gpu_procs)
-            and not any(e.startswith(("unreadable /proc", "cannot list")) for e in snap.errors)
-        )
-        snap.__dict__["_sees_host"] = cached
-    return cached
+    return _memo(snap, "_sees_host", lambda: _table_is_hosts(snap))
+
+
+def _table_is_hosts(snap: Snapshot) -> bool:
+    init = snap.proc(1)
+    return (
+        init is not None
+        and init.start_ticks is not None
+        and init.start_ticks <= INIT_AT_BOOT_S * snap.clk_tck
+        and not any(p.ppid == 0 and p.pid != 1 for p in snap.procs)
+        and all(gp.container_pid is None for gp in snap.gpu_procs)
+        and not any(e.startswith(("unreadable /proc", "cannot list")) for e in snap.errors)
+    )
 
 
 def _vanished_means_gone(snap: Snapshot) -> bool:
@@ -133,12 +138,16 @@ def _left_by(proc: Proc, pgid: int, ticks: int | None, snap: Snapshot) -> bool:
 
 
 def _live_members(snap: Snapshot) -> set[int]:
-    """PIDs of the run's group, once per snapshot (memoised on the frozen snapshot)."""
-    cached = snap.__dict__.get("_run_members")
-    if cached is None:
-        cached = {p.pid for p in group_members(snap.run, snap.procs)}
-        snap.__dict__["_run_members"] = cached
-    return cached
+    """PIDs of the run's group, once per snapshot."""
+    return _memo(snap, "_run_members", lambda: {p.pid for p in group_members(snap.run, snap.procs)})
+
+
+def _memo(snap: Snapshot, key: str, make: Callable[[], T]) -> T:
+    """``make()``, computed once per snapshot and kept on the frozen snapshot itself (as
+    functools.cached_property does), so every GPU process of a sample shares it."""
+    if key not in snap.__dict__:
+        snap.__dict__[key] = make()
+    return snap.__dict__[key]
 
 
 def _descends(pid: int, run: RunRecord, snap: Snapshot) -> bool:
