@@ -169,10 +169,17 @@ def _positive(name: str, value: int | float | None, zero_ok: bool = False) -> No
 def _preset(ns: argparse.Namespace) -> Preset:
     name = ns.preset or ("recipe" if ns.target_model else "tiny")
     base = PRESETS[name]
-    for key in ("steps", "batch_size", "seq_len", "block_size", "num_anchors", "drafter_layers"):
-        _positive(key.replace("_", "-"), getattr(ns, key))
-    _positive("lr", ns.lr)
-    for key in ("log_every", "loss_chunk_blocks"):
+    for key in (
+        "steps",
+        "batch_size",
+        "seq_len",
+        "block_size",
+        "num_anchors",
+        "drafter_layers",
+        "lr",
+        "log_every",
+        "loss_chunk_blocks",
+    ):
         _positive(key.replace("_", "-"), getattr(ns, key))
     _positive("checkpoint-every", ns.checkpoint_every, zero_ok=True)
     _positive("eval-batches", ns.eval_batches, zero_ok=True)
