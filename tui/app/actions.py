@@ -10,7 +10,7 @@ import functools
 import os
 import pwd
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.worker import Worker, WorkerState
@@ -25,7 +25,6 @@ from tui.core.config import HostConfig
 from tui.core.diagnose import Diagnosis
 from tui.core.rundir import group_members
 from tui.core.snapshot import Snapshot
-from tui.core.transport import Transport
 
 if TYPE_CHECKING:
     from tui.app.app import DflashApp
@@ -44,15 +43,6 @@ class ControlActions(_Base):
     def _init_control(self) -> None:
         self.control_steps: list[str] = []  # the latest progress texts (tests read them)
         self._control_host: HostState | None = None  # the host of the running action
-
-    @property
-    def transport(self) -> Transport:
-        """One transport per host, shared by its feed and control (one SSH connection)."""
-        return self.current.transport
-
-    @property
-    def bridge(self) -> Any:
-        return self.current.bridge
 
     # -- the actions --
 

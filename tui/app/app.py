@@ -132,8 +132,8 @@ class DflashApp(HostFeeds, ControlActions, AutoRestarts, App[None]):
         return self.current.cfg
 
     @property
-    def source(self) -> EventSource | None:
-        return self.current.source
+    def bridge(self) -> Any:
+        return self.current.bridge
 
     @property
     def tracker(self) -> Tracker:
@@ -146,10 +146,6 @@ class DflashApp(HostFeeds, ControlActions, AutoRestarts, App[None]):
     @property
     def last(self) -> SampleReady | None:
         return self.current.last
-
-    @property
-    def link_error(self) -> str | None:
-        return self.current.link_text()
 
     def detail(self) -> DOMNode:
         """The detail widgets of the host shown (the main screen itself with one host)."""
