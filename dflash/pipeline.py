@@ -159,7 +159,8 @@ class Pipeline:
         self.done = [plan.start_step] * len(replicas)
         self.last_step_at = time.perf_counter()
         self.flex = plan.spec.attention == "flex"
-        self.graphs = compile_stats()["unique_graphs"]  # after warm-up: none should follow
+        self.graphs_warm = compile_stats()["unique_graphs"]  # after warm-up: none should follow
+        self.graphs = self.graphs_warm  # the count last seen by the step watch
 
     # ---- threads -------------------------------------------------------------------------
 
@@ -279,6 +280,10 @@ class Pipeline:
             log(f"dflash-train: warning: {msg}")
             self.events.emit("warning", what="recompiled after warm-up", message=msg)
             self.graphs = now
+
+    def recompiles(self) -> int:
+        """Graphs compiled since warm-up (the ``done`` event's ``graphs_after_warmup``)."""
+        return compile_stats()["unique_graphs"] - self.graphs_warm
 
     # ---- the main thread -----------------------------------------------------------------
 

@@ -15,7 +15,6 @@ from dflash import checkpoint as ckpt
 from dflash.build import Built, build, evaluate, warm
 from dflash.cli import Settings
 from dflash.events import EventLog, log
-from dflash.mask import compile_stats
 from dflash.optim import max_replica_diff
 from dflash.pipeline import Pipeline, Plan
 
@@ -103,14 +102,13 @@ def train(s: Settings, events: EventLog, t0: float) -> int:
     save = _Saver(s, b, events)
     pipe = Pipeline(_plan(s, b), b.targets, b.replicas, iter(b.stream), events, save)
     _install_signals(pipe)
-    graphs_before = compile_stats()["unique_graphs"]
     log(
         f"dflash-train: training steps {b.start_step}..{s.preset.steps} with "
         f"{len(b.targets)} target + {len(b.replicas)} drafter workers ({s.attention} attention)"
     )
     pipe.run()
     alive = [t.name for t in threading.enumerate() if t.name.startswith(("drafter", "target"))]
-    code = _finish(s, b, pipe, events, graphs_before, save, "drafter-0" not in alive)
+    code = _finish(s, b, pipe, events, save, "drafter-0" not in alive)
     events.emit("exit", code=code, seconds=round(time.monotonic() - t0, 2))
     if alive:  # a worker stuck in a C call: do not let interpreter shutdown wait on it
         log(f"dflash-train: threads still running at exit: {alive}", sys.stderr)
@@ -126,7 +124,6 @@ def _finish(
     b: Built,
     pipe: Pipeline,
     events: EventLog,
-    graphs_before: int,
     save: _Saver,
     saveable: bool,
 ) -> int:
@@ -140,7 +137,7 @@ def _finish(
         if saveable and pipe.done[0] > save.last:
             save(pipe.done[0])
         return 128 + pipe.shared.signal
-    recompiles = compile_stats()["unique_graphs"] - graphs_before
+    recompiles = pipe.recompiles()
     diff = max_replica_diff([r.params() for r in b.replicas])
     log(
         f"dflash-train: done {pipe.step} steps; replicas max diff {diff:.3g}; "
