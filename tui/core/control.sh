@@ -64,12 +64,17 @@ stat_of() {  # PID -> S_STATE S_PPID S_PGID S_SID S_FLAGS S_TICKS S_COMM; false 
   S_STATE=$1 S_PPID=$2 S_PGID=$3 S_SID=$4 S_FLAGS=$7 S_TICKS=${20}
 }
 
+carries() {  # PID DIR: 0 if its environment holds DFLASH_RUN_DIR=DIR, 1 if not, 2 unreadable
+  ca_env=$(tr '\000' '\n' 2>/dev/null <"/proc/$1/environ") || return 2
+  case "$NL$ca_env$NL" in *"${NL}DFLASH_RUN_DIR=$2$NL"*) return 0 ;; esac
+  return 1
+}
+
 marked() {  # DIR: does a member carry DFLASH_RUN_DIR=DIR? (none readable: benefit of the doubt)
   mk_seen=0
   for mk_p in $(printf '%s' "$MEMBERS" | cut -d' ' -f1); do
-    mk_env=$(tr '\000' '\n' 2>/dev/null <"/proc/$mk_p/environ") || continue
-    mk_seen=1
-    case "$NL$mk_env$NL" in *"${NL}DFLASH_RUN_DIR=$1$NL"*) return 0 ;; esac
+    carries "$mk_p" "$1"
+    case $? in 0) return 0 ;; 1) mk_seen=1 ;; esac
   done
   [ $mk_seen = 0 ]
 }
@@ -114,8 +119,7 @@ strays() {  # DIR -> STRAYS: the job's processes that left its group (setsid, ne
     st_p=${st_p%/environ}
     stat_of "$st_p" || continue
     [ "$S_PGID" != "$PGID" ] && [ "$S_STATE" != Z ] && [ "$S_TICKS" -ge "$TICKS" ] || continue
-    st_env=$(tr '\000' '\n' 2>/dev/null <"/proc/$st_p/environ") || continue
-    case "$NL$st_env$NL" in *"${NL}DFLASH_RUN_DIR=$1$NL"*) ;; *) continue ;; esac
+    carries "$st_p" "$1" || continue
     STRAYS="$STRAYS$st_p $S_PPID $S_PGID $S_SID $S_STATE $S_TICKS $S_COMM$NL"
   done
 }
