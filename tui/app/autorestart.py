@@ -74,9 +74,6 @@ class AutoRestarts(_Base):
         state.auto_stop, state.auto = None, "off"
         self._show_auto(state)
 
-    def auto_running(self, state: HostState) -> bool:
-        return any(w.group == auto_group(state) and w.is_running for w in self.workers)
-
     def action_auto_restart(self) -> None:
         state = self.current
         if self.read_only:  # the binding is hidden too; this is the second lock
