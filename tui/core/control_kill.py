@@ -38,6 +38,7 @@ class GpuHold:
     used_mib: int | None
     name: str
     uuid: str | None = None
+    container_pid: int | None = None  # the PID in the probe's own table, when mapped
 
 
 @dataclass(frozen=True)
@@ -205,7 +206,7 @@ def gpu_holders(snap: Snapshot, pids: Iterable[int]) -> tuple[GpuHold, ...]:
     want = set(pids)
     index = {g.uuid: g.index for g in snap.gpus}
     return tuple(
-        GpuHold(index.get(gp.gpu_uuid), gp.pid, gp.used_mib, gp.name, gp.gpu_uuid)
+        GpuHold(index.get(gp.gpu_uuid), gp.pid, gp.used_mib, gp.name, gp.gpu_uuid, gp.container_pid)
         for gp in snap.gpu_procs
         if gp.pid in want or gp.container_pid in want
     )

@@ -50,7 +50,7 @@ def holders_text(snap: Snapshot, pids: set[int], uuids: set[str], th: Thresholds
     gone = " (process gone; the driver has not released it yet)"
     out = [
         f"GPU {h.gpu}: pid {h.pid} {h.name} holds {h.used_mib} MiB"
-        + (gone if snap.proc(h.pid) is None else "")
+        + (gone if snap.proc(h.container_pid or h.pid) is None else "")
         for h in holds
     ]
     named = {h.uuid for h in holds if h.uuid} | {h.gpu for h in holds if h.gpu is not None}
