@@ -139,6 +139,7 @@ class HostFeeds(_Base):
         state = self.state_of(msg.host)
         state.link_down(msg.error, msg.retry_in)
         self._show_link(state)
+        self.refresh_overview()
 
     def _show_link(self, state: HostState) -> None:
         text = state.link_text() or ""
@@ -146,12 +147,13 @@ class HostFeeds(_Base):
         pane.query_one(RunHeader).show_link("down", text)
         findings = state.last.diagnosis.findings if state.last else ()
         pane.query_one(FindingsList).show(findings, note=f"probe link down: {text}")
-        self.refresh_overview()
 
     def _tick_links(self) -> None:
-        for state in self.host_states:
-            if state.link == "down":
-                self._show_link(state)
+        down = [state for state in self.host_states if state.link == "down"]
+        for state in down:
+            self._show_link(state)
+        if down:  # the overview draws every host: once a tick, not once per host down
+            self.refresh_overview()
 
     def on_sample_malformed(self, msg: SampleMalformed) -> None:
         title = self.host_title(self.state_of(msg.host), "unreadable sample")
