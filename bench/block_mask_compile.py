@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a plain
 import torch
 from torch.nn.attention.flex_attention import create_block_mask
 
-from dflash.mask import COMPILE_OPTIONS, mask_mod_for
+from dflash_train.mask import COMPILE_OPTIONS, mask_mod_for
 
 
 def _maker(variant: str) -> Callable[..., Any]:

@@ -28,17 +28,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a plain
 
 import torch
 
-from dflash.loss import LossSpec, forward_loss
-from dflash.mask import (
+from dflash_train.loss import LossSpec, forward_loss
+from dflash_train.mask import (
     FLEX_FALLBACK_WARNING,
     CompileFlags,
     flex_block_mask,
     forbid_flex_fallback,
 )
-from dflash.model import Drafter, DrafterConfig
-from dflash.optim import make_optimizer
-from dflash.pipeline import sync
-from dflash.presets import gamma_for_block
+from dflash_train.model import Drafter, DrafterConfig
+from dflash_train.optim import make_optimizer
+from dflash_train.pipeline import sync
+from dflash_train.presets import gamma_for_block
 
 
 def drafter_config(a: argparse.Namespace) -> DrafterConfig:

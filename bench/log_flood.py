@@ -14,12 +14,12 @@ import time
 
 from textual import events
 
-from tui.app.app import DflashApp
-from tui.app.logs.area import LogArea
-from tui.app.logs.tail import LogTail
-from tui.app.source import ScriptedSource
-from tui.core.config import Config
-from tui.core.snapshot import Snapshot
+from dflash_tui.app.app import DflashApp
+from dflash_tui.app.logs.area import LogArea
+from dflash_tui.app.logs.tail import LogTail
+from dflash_tui.app.source import ScriptedSource
+from dflash_tui.core.base.config import Config
+from dflash_tui.core.base.snapshot import Snapshot
 
 
 def snap(t: float, lines: list[str]) -> Snapshot:

@@ -31,9 +31,10 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "integratio
 from fakes.scenario import FAKES, NVML_FAKE_DIR, box, write_scenario  # noqa: E402
 from loopback_sshd import ALIAS, LoopbackSshd, sshd_unavailable  # noqa: E402
 
-from tui.core.config import HostConfig  # noqa: E402
-from tui.core.feed import probe_command, probe_source  # noqa: E402
-from tui.core.ssh import SshTransport  # noqa: E402
+from dflash_tui.core.base.config import HostConfig  # noqa: E402
+from dflash_tui.core.link.feed import probe_command  # noqa: E402
+from dflash_tui.core.link.ssh import SshTransport  # noqa: E402
+from dflash_tui.core.probe.bundle import probe_source  # noqa: E402
 
 PATTERN = "Exception|Error|tok/s|step=|compile|warmed"
 SMI = "nvidia-smi --query-gpu=index,memory.used,utilization.gpu --format=csv,noheader"

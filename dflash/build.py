@@ -15,18 +15,18 @@ from typing import Any
 
 import torch
 
-from dflash import checkpoint as ckpt
-from dflash.cli import Settings
-from dflash.data import BatchStream, Sample, collate, from_records, generate, keep_trainable
-from dflash.events import EventLog, log
-from dflash.jsonl import DataError, too_short
-from dflash.loss import LossSpec, forward_loss
-from dflash.mask import CompileFlags, compile_stats, flex_block_mask, forbid_flex_fallback
-from dflash.model import Drafter, DrafterConfig
-from dflash.optim import make_optimizer
-from dflash.pipeline import Replica, amp_context, sync
-from dflash.presets import gamma_for_block
-from dflash.target import (
+from dflash_train import checkpoint as ckpt
+from dflash_train.cli import Settings
+from dflash_train.data import BatchStream, Sample, collate, from_records, generate, keep_trainable
+from dflash_train.events import EventLog, log
+from dflash_train.jsonl import DataError, too_short
+from dflash_train.loss import LossSpec, forward_loss
+from dflash_train.mask import CompileFlags, compile_stats, flex_block_mask, forbid_flex_fallback
+from dflash_train.model import Drafter, DrafterConfig
+from dflash_train.optim import make_optimizer
+from dflash_train.pipeline import Replica, amp_context, sync
+from dflash_train.presets import gamma_for_block
+from dflash_train.target import (
     Target,
     drafter_config,
     embed_and_head,

@@ -15,8 +15,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from dflash.model import DrafterConfig
-from dflash.presets import Preset
+from dflash_train.model import DrafterConfig
+from dflash_train.presets import Preset
 
 _NAME = re.compile(r"^step_(\d+)\.pt$")
 

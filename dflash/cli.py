@@ -12,10 +12,10 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from dflash.jsonl import DataError, Record, check_trainable, check_vocab, read_jsonl
-from dflash.presets import PRESETS, Preset
-from dflash.topology import Topology, TopologyError, parse_indices
-from dflash.usage import UsageError, check_paths, check_target_model, vocab_size
+from dflash_train.jsonl import DataError, Record, check_trainable, check_vocab, read_jsonl
+from dflash_train.presets import PRESETS, Preset
+from dflash_train.topology import Topology, TopologyError, parse_indices
+from dflash_train.usage import UsageError, check_paths, check_target_model, vocab_size
 
 
 @dataclass(frozen=True)
@@ -263,7 +263,7 @@ def resolve(argv: list[str], environ: dict[str, str] | None = None) -> Settings:
         if preset.target_config is None:
             raise UsageError("--data is needed with --target-model (or --gen-samples N)")
         raise UsageError(f"--gen-samples {preset.gen_samples} generates nothing; give --data")
-    if data is None:  # generated: a prompt, then the supervised response (dflash.build)
+    if data is None:  # generated: a prompt, then the supervised response (dflash_train.build)
         prompt = min(preset.gen_prompt_len, preset.seq_len // 2)
         response = preset.seq_len - prompt
         if response < 2 * preset.block_size:

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from dflash.jsonl import Record
+from dflash_train.jsonl import Record
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The pipeline's two outputs: human log lines on stdout and a JSON-lines event stream.
 
-Stdlib only, so ``dflash.train`` can write its first line and the ``started`` event before
+Stdlib only, so ``dflash_train.train`` can write its first line and the ``started`` event before
 torch is imported (a missing log then always means the process never started).
 """
 
@@ -54,8 +54,8 @@ def format_step(
 ) -> str:
     """``step=120 loss=2.3100 acc=0.410 tok/s=2810 lr=6.00e-04 tq=2 dq=1 ...`` (regex-friendly).
 
-    The first six fields keep this order and shape (tui.core.metrics parses them); extra
-    fields go after ``dq``.
+    The first six fields keep this order and shape (dflash_tui.core.diagnosis.progress parses
+    them); extra fields go after ``dq``.
     """
     line = (
         f"step={step} loss={loss:.4f} acc={acc:.3f} tok/s={tok_s:.0f} lr={lr:.2e} tq={tq} dq={dq}"
@@ -88,7 +88,7 @@ class EventLog:
 
     A stream that cannot be written is reported once on stderr and then ignored: losing the
     timeline must never stop training. ``hold=True`` keeps the events in memory (with their
-    own times) until ``release`` names the file: ``dflash.train`` opens nothing before the
+    own times) until ``release`` names the file: ``dflash_train.train`` opens nothing before the
     arguments are checked, so a usage error creates no file.
     """
 

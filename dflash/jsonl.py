@@ -120,7 +120,7 @@ def too_short(path: Path | None, block: int, samples: int, note: str = "") -> st
 def check_trainable(records: list[Record], path: Path, block: int, seq_len: int) -> None:
     """Some sample must have 2 blocks of supervised tokens in its first ``seq_len`` (samples
     with fewer are dropped: the recipe's filter). Text is counted only once tokenized, after
-    torch (dflash.build), so a file holding text passes here unless a token-id sample fits."""
+    torch (dflash_train.build), so a file holding text passes here unless a token-id sample fits."""
     need = 2 * block
     counted = [(r.mask or (1,) * len(r.ids)) for r in records if r.ids is not None]
     if any(sum(m[:seq_len]) >= need for m in counted):

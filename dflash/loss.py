@@ -19,8 +19,8 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.utils.checkpoint import checkpoint
 
-from dflash.mask import build_mask
-from dflash.model import Drafter
+from dflash_train.mask import build_mask
+from dflash_train.model import Drafter
 
 
 def valid_anchor_positions(loss_mask: Tensor) -> Tensor:

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
-from dflash.mask import Mask, attend
+from dflash_train.mask import Mask, attend
 
 
 @dataclass(frozen=True)

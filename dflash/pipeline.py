@@ -19,14 +19,14 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from dflash.cli import Fault
-from dflash.data import Batch
-from dflash.events import EventLog, format_step, log
-from dflash.loss import LossSpec, forward_loss
-from dflash.mask import compile_stats, forbid_flex_fallback
-from dflash.model import Drafter
-from dflash.optim import average_grads, lr_at
-from dflash.target import Target
+from dflash_train.cli import Fault
+from dflash_train.data import Batch
+from dflash_train.events import EventLog, format_step, log
+from dflash_train.loss import LossSpec, forward_loss
+from dflash_train.mask import compile_stats, forbid_flex_fallback
+from dflash_train.model import Drafter
+from dflash_train.optim import average_grads, lr_at
+from dflash_train.target import Target
 
 POLL_S = 0.1  # how often a blocked thread looks at the stop event
 

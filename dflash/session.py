@@ -11,12 +11,12 @@ from types import FrameType
 
 import torch
 
-from dflash import checkpoint as ckpt
-from dflash.build import Built, build, evaluate, warm
-from dflash.cli import Settings
-from dflash.events import EventLog, log
-from dflash.optim import max_replica_diff
-from dflash.pipeline import Pipeline, Plan
+from dflash_train import checkpoint as ckpt
+from dflash_train.build import Built, build, evaluate, warm
+from dflash_train.cli import Settings
+from dflash_train.events import EventLog, log
+from dflash_train.optim import max_replica_diff
+from dflash_train.pipeline import Pipeline, Plan
 
 
 def _plan(s: Settings, b: Built) -> Plan:

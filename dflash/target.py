@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from dflash.model import DrafterConfig
+from dflash_train.model import DrafterConfig
 
 
 def build_target_layer_ids(num_target_layers: int, num_draft_layers: int) -> list[int]:

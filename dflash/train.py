@@ -1,4 +1,4 @@
-"""``dflash-train``: the DFlash drafter-training pipeline (also ``python -m dflash.train``).
+"""``dflash-train``: the DFlash drafter-training pipeline (also ``python -m dflash_train.train``).
 
 Order matters here. The first log line is written before anything else (so a missing log
 always means the process never started), then every check that needs no torch, then torch is
@@ -20,11 +20,11 @@ import time
 import traceback
 from pathlib import Path
 
-from dflash.cli import Settings, resolve
-from dflash.events import EventLog, default_events_path, log
-from dflash.jsonl import DataError
-from dflash.topology import TopologyError
-from dflash.usage import UsageError
+from dflash_train.cli import Settings, resolve
+from dflash_train.events import EventLog, default_events_path, log
+from dflash_train.jsonl import DataError
+from dflash_train.topology import TopologyError
+from dflash_train.usage import UsageError
 
 
 def _stack_dumps() -> None:
@@ -135,7 +135,7 @@ def _check_devices(s: Settings) -> Settings:
 
 def _run(s: Settings, events: EventLog, t0: float) -> int:
     try:
-        from dflash.session import train
+        from dflash_train.session import train
 
         return train(s, events, t0)
     except KeyboardInterrupt:

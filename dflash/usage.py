@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from dflash.presets import Preset
+from dflash_train.presets import Preset
 
 
 class UsageError(ValueError):

@@ -25,8 +25,8 @@ async def until(pilot: Pilot, cond: Callable[[], bool], timeout: float = 20.0) -
 async def open_kill_process_dialog(pilot: Pilot, app: Any, pid: int) -> str:
     """Select ``pid`` in the process tree as a user would (open the way to it), press K,
     and return the confirm dialog's text."""
-    from tui.app.procs.tree import ProcTree
-    from tui.app.screens import ConfirmScreen
+    from dflash_tui.app.procs.tree import ProcTree
+    from dflash_tui.app.screens import ConfirmScreen
 
     tree = app.screen.query_one(ProcTree)
     await until(pilot, lambda: pid in tree.nodes)

@@ -1,4 +1,4 @@
-"""Run tui/core/probe.py the way the transports do: ``python3 - ARGS`` with the source on stdin."""
+"""Run tui/core/probe/main.py the way the transports do: ``python3 - ARGS``, source on stdin."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tui.core.feed import PROBE_PARTS, probe_source
+from dflash_tui.core.probe.bundle import PROBE_PARTS, probe_source
 
-PROBE = Path(__file__).resolve().parents[2] / "tui" / "core" / "probe.py"
+PROBE = Path(__file__).resolve().parents[2] / "tui" / "core" / "probe" / "main.py"
 PROBE_FILES = (PROBE, *(PROBE.with_name(p) for p in PROBE_PARTS))
 SOURCE = probe_source()  # what the transports send: the parts, then probe.py
 

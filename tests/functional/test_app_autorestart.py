@@ -11,14 +11,14 @@ import pytest
 from support import until
 from textual.pilot import Pilot
 
-from tui.app.app import DflashApp
-from tui.app.autorestart import AUTO_GROUP
-from tui.app.header import RunHeader
-from tui.app.screens import ConfirmScreen
-from tui.core import control_kill
-from tui.core.config import Config, HostConfig
-from tui.core.connect import make_transport
-from tui.core.rundir import RestartPolicy
+from dflash_tui.app.app import DflashApp
+from dflash_tui.app.autorestart import AUTO_GROUP
+from dflash_tui.app.header import RunHeader
+from dflash_tui.app.screens import ConfirmScreen
+from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.timings import RestartPolicy
+from dflash_tui.core.control import kill as control_kill
+from dflash_tui.core.link.connect import make_transport
 
 SIZE = (120, 40)
 CRASH = "echo step=1 loss=1 tok/s=1; exit 3"

@@ -15,18 +15,18 @@ import pytest
 from support import until
 from textual.pilot import Pilot
 
-from tui.app import scenes
-from tui.app.app import DflashApp
-from tui.app.gpus.grid import GpuGrid
-from tui.app.header import RunHeader
-from tui.app.logs.tail import LogTail
-from tui.app.overview import HostOverview
-from tui.app.screens import ConfirmScreen, HelpScreen
-from tui.app.source import Disconnected, ScriptedSource
-from tui.core import control_kill
-from tui.core.config import Config, HostConfig
-from tui.core.connect import make_transport
-from tui.core.snapshot import Snapshot
+from dflash_tui.app import scenes
+from dflash_tui.app.app import DflashApp
+from dflash_tui.app.gpus.grid import GpuGrid
+from dflash_tui.app.header import RunHeader
+from dflash_tui.app.logs.tail import LogTail
+from dflash_tui.app.overview import HostOverview
+from dflash_tui.app.screens import ConfirmScreen, HelpScreen
+from dflash_tui.app.source import Disconnected, ScriptedSource
+from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.control import kill as control_kill
+from dflash_tui.core.link.connect import make_transport
 
 SIZE = (120, 40)
 A, B = "gpu-a", "gpu-b"

@@ -18,9 +18,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 from loopback_sshd import ALIAS, LoopbackSshd, sshd_unavailable
 from support import until
 
-from tui.app.app import DflashApp
-from tui.app.overview import HostOverview
-from tui.core.config import Config, HostConfig
+from dflash_tui.app.app import DflashApp
+from dflash_tui.app.overview import HostOverview
+from dflash_tui.core.base.config import Config, HostConfig
 
 pytestmark = [pytest.mark.ssh, pytest.mark.slow]
 

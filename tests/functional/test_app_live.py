@@ -17,17 +17,17 @@ import pytest
 from support import open_kill_process_dialog, until
 from textual.pilot import Pilot
 
-from tui.app.app import DflashApp
-from tui.app.gpus.grid import GpuGrid
-from tui.app.header import RunHeader
-from tui.app.logs.tail import LogTail
-from tui.app.procs.tree import ProcTree
-from tui.app.screens import ConfirmScreen
-from tui.app.waits import WaitBar
-from tui.core import control_kill
-from tui.core.config import Config, HostConfig
-from tui.core.connect import make_transport
-from tui.core.rundir import group_members
+from dflash_tui.app.app import DflashApp
+from dflash_tui.app.gpus.grid import GpuGrid
+from dflash_tui.app.header import RunHeader
+from dflash_tui.app.logs.tail import LogTail
+from dflash_tui.app.procs.tree import ProcTree
+from dflash_tui.app.screens import ConfirmScreen
+from dflash_tui.app.waits import WaitBar
+from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.rundir import group_members
+from dflash_tui.core.control import kill as control_kill
+from dflash_tui.core.link.connect import make_transport
 
 SIZE = (120, 40)
 JOB = (

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from support import until
 
-from tui.app import scenes
-from tui.app.app import DflashApp
-from tui.app.source import ScriptedSource
-from tui.core.config import Config
+from dflash_tui.app import scenes
+from dflash_tui.app.app import DflashApp
+from dflash_tui.app.source import ScriptedSource
+from dflash_tui.core.base.config import Config
 
 
 async def test_hostile_notification_is_shown_as_text() -> None:

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from support import until
 
-from tui.app.app import DflashApp
-from tui.app.metrics import MetricsStrip
-from tui.app.source import ScriptedSource
-from tui.core import control_kill
-from tui.core.config import Config, HostConfig
-from tui.core.connect import make_transport
-from tui.core.snapshot import Snapshot
+from dflash_tui.app.app import DflashApp
+from dflash_tui.app.progress_strip import MetricsStrip
+from dflash_tui.app.source import ScriptedSource
+from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.control import kill as control_kill
+from dflash_tui.core.link.connect import make_transport
 
 SIZE = (120, 40)
 SCRIPT = """\

@@ -15,17 +15,17 @@ from textual.pilot import Pilot
 from textual.widgets import Button, Footer
 from textual.widgets._footer import FooterKey
 
-from tui.app import scenes
-from tui.app.app import DflashApp
-from tui.app.gpus.grid import GpuGrid
-from tui.app.header import RunHeader
-from tui.app.screens import ConfirmScreen, HelpScreen
-from tui.app.source import ScriptedSource
-from tui.core.config import Config, HostConfig
-from tui.core.snapshot import Snapshot
+from dflash_tui.app import scenes
+from dflash_tui.app.app import DflashApp
+from dflash_tui.app.gpus.grid import GpuGrid
+from dflash_tui.app.header import RunHeader
+from dflash_tui.app.screens import ConfirmScreen, HelpScreen
+from dflash_tui.app.source import ScriptedSource
+from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.snapshot import Snapshot
 
 SMALL = (80, 24)
-LONG_COMMAND = "python3 -m dflash.train " + " ".join(f"--opt{i} value{i}" for i in range(60))
+LONG_COMMAND = "python3 -m dflash_train.train " + " ".join(f"--opt{i} value{i}" for i in range(60))
 
 
 def make_app(snaps: list[Snapshot], command: str | None = None) -> DflashApp:

@@ -7,15 +7,22 @@ from pathlib import Path
 
 import pytest
 
-from dflash.topology import Topology
-from tui.app.findings.timeline import Timeline
-from tui.app.logs.lines import DEFAULT_FILTER, LineStore, compile_filter
-from tui.app.procs.tree import gpu_list
-from tui.app.spark import bar, sparkline
-from tui.app.text import clean_line, safe_label, si
-from tui.app.themes import BUNDLED, ThemeError, bundled_dir, discover, theme_from_dict, user_dir
-from tui.core.diagnose import diagnose
-from tui.core.snapshot import Snapshot
+from dflash_train.topology import Topology
+from dflash_tui.app.logs.lines import DEFAULT_FILTER, LineStore, compile_filter
+from dflash_tui.app.procs.tree import gpu_list
+from dflash_tui.app.spark import bar, sparkline
+from dflash_tui.app.themes import (
+    BUNDLED,
+    ThemeError,
+    bundled_dir,
+    discover,
+    theme_from_dict,
+    user_dir,
+)
+from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.base.text import clean_line, safe_label, si
+from dflash_tui.core.diagnosis.diagnose import diagnose
+from dflash_tui.core.diagnosis.timeline import Timeline
 
 
 @pytest.mark.parametrize(

@@ -13,17 +13,17 @@ from support import until
 from textual import events
 from textual.pilot import Pilot
 
-from tui.app import scenes
-from tui.app.app import DflashApp
-from tui.app.gpus.grid import GpuGrid
-from tui.app.logs.area import LogArea
-from tui.app.logs.lines import MAX_LINES
-from tui.app.logs.tail import LogTail
-from tui.app.procs.tree import ProcTree
-from tui.app.screens import ConfirmScreen, HelpScreen
-from tui.app.source import ScriptedSource
-from tui.core.config import Config
-from tui.core.snapshot import Snapshot
+from dflash_tui.app import scenes
+from dflash_tui.app.app import DflashApp
+from dflash_tui.app.gpus.grid import GpuGrid
+from dflash_tui.app.logs.area import LogArea
+from dflash_tui.app.logs.lines import MAX_LINES
+from dflash_tui.app.logs.tail import LogTail
+from dflash_tui.app.procs.tree import ProcTree
+from dflash_tui.app.screens import ConfirmScreen, HelpScreen
+from dflash_tui.app.source import ScriptedSource
+from dflash_tui.core.base.config import Config
+from dflash_tui.core.base.snapshot import Snapshot
 
 SIZE = (120, 40)
 

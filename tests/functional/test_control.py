@@ -16,12 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from tui.core.config import HostConfig
-from tui.core.control import ControlError, launch, read_run, run_script
-from tui.core.control_kill import kill
-from tui.core.control_restart import clear_compile_cache, restart, supervise
-from tui.core.rundir import Decision, RestartPolicy
-from tui.core.transport import LocalTransport
+from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.timings import RestartPolicy
+from dflash_tui.core.control.kill import kill
+from dflash_tui.core.control.launch import launch
+from dflash_tui.core.control.policy import Decision
+from dflash_tui.core.control.restart import clear_compile_cache, restart, supervise
+from dflash_tui.core.control.script import ControlError, fetch_run, run_script
+from dflash_tui.core.link.transport import LocalTransport
 
 FAST = {"start_window": 0.3, "poll": 0.05}
 
@@ -63,7 +65,7 @@ async def wait_state(t: LocalTransport, h: HostConfig, want: str, timeout: float
     end = time.monotonic() + timeout
     state = ""
     while time.monotonic() < end:
-        state = (await read_run(t, h.run_root)).state(FAST["start_window"])
+        state = (await fetch_run(t, h.run_root)).state(FAST["start_window"])
         if state == want:
             break
         await asyncio.sleep(0.05)
@@ -161,7 +163,7 @@ async def test_exit_3_is_exited_with_code_3(t: LocalTransport, runs: Path) -> No
     h = host(runs, "sleep 0.6; exit 3")
     assert (await launch(t, h, **FAST)).ok
     assert await wait_state(t, h, "exited") == "exited"
-    rec = (await read_run(t, h.run_root)).record
+    rec = (await fetch_run(t, h.run_root)).record
     assert rec is not None and rec.exit_code == 3
 
 
@@ -169,7 +171,7 @@ async def test_killed_by_signal_9_is_killed(t: LocalTransport, runs: Path) -> No
     h = host(runs, "sleep 0.6; kill -9 $$")
     assert (await launch(t, h, **FAST)).ok
     assert await wait_state(t, h, "killed") == "killed"
-    rec = (await read_run(t, h.run_root)).record
+    rec = (await fetch_run(t, h.run_root)).record
     assert rec is not None and rec.exit_code == 137
 
 
@@ -220,7 +222,7 @@ async def test_a_reused_pgid_is_never_signalled(
     d.mkdir(parents=True)
     (d / "pid").write_text(f"{other.pid} {other.pid} {ticks - 1}\n")  # another start time
     h = host(runs, "exec sleep 30")
-    assert (await read_run(t, h.run_root)).verdict == "reused"
+    assert (await fetch_run(t, h.run_root)).verdict == "reused"
     k = await kill(t, h, grace=0.2, poll=0.05)
     assert k.refused and not k.ok and "nothing was signalled" in k.message
     assert alive(other.pid) and not (d / "kill_requested").exists()
@@ -271,7 +273,7 @@ async def test_restart_replaces_the_run(t: LocalTransport, runs: Path, tmp_path:
     assert r.launch.run_id != old.run_id and (r.launch.run_id or "") > (old.run_id or "")
     assert old_log.read_text().startswith(before) and "line-from-" in before  # kept, not reused
     assert alive(r.launch.pid or 0) and not cache.exists() and r.cache
-    assert (await read_run(t, h.run_root)).record.id == r.launch.run_id  # type: ignore[union-attr]
+    assert (await fetch_run(t, h.run_root)).record.id == r.launch.run_id  # type: ignore[union-attr]
     assert "starting" in phases
 
 
@@ -380,7 +382,7 @@ async def test_a_second_supervisor_reads_the_same_run(t: LocalTransport, runs: P
     h = host(runs, "exec sleep 30")
     res = await launch(t, h, **FAST)
     await t.close()  # the first supervisor goes away; the job does not depend on it
-    other = await read_run(LocalTransport(), h.run_root)
+    other = await fetch_run(LocalTransport(), h.run_root)
     assert other.record is not None and other.record.id == res.run_id
     assert other.state() in ("starting", "running") and alive(res.pid or 0)
 
@@ -400,7 +402,7 @@ async def test_kill_reports_gpu_memory_and_restart_waits_for_its_release(
 
     h = host(runs, "exec sleep 30")
     res = await launch(t, h, **FAST)
-    job = max(p.pid for p in (await read_run(t, h.run_root)).members)
+    job = max(p.pid for p in (await fetch_run(t, h.run_root)).members)
     fake_smi.write(gpus(70_000), [app(job, gpu=5, used_mib=70_000)])
     # The driver still lists the process after it died (as it does for a D-state one).
     r = await restart(t, h, grace=1, release_timeout=0.5, **FAST)
@@ -409,14 +411,14 @@ async def test_kill_reports_gpu_memory_and_restart_waits_for_its_release(
     assert len(list(runs.glob("2*"))) == 1 and not group(res.pgid or 0)
 
     res = await launch(t, h, **FAST)
-    job = max(p.pid for p in (await read_run(t, h.run_root)).members)
+    job = max(p.pid for p in (await fetch_run(t, h.run_root)).members)
     fake_smi.write(gpus(70_000), [app(job, gpu=5, used_mib=70_000)])
     k = await kill(t, h, grace=1, poll=0.05)
     assert [(x.gpu, x.pid, x.used_mib) for x in k.gpu_held] == [(5, job, 70_000)], k
     assert "still hold 70000 MiB" in k.message
 
     res = await launch(t, h, **FAST)
-    job = max(p.pid for p in (await read_run(t, h.run_root)).members)
+    job = max(p.pid for p in (await fetch_run(t, h.run_root)).members)
     fake_smi.write(gpus(70_000), [app(job, gpu=5, used_mib=70_000)])
     seen: list[str] = []
 
@@ -510,7 +512,7 @@ async def test_confirmed_run_id_protects_a_newer_run(t: LocalTransport, runs: Pa
     assert not res.ok and "nothing done" in res.message
     k = await kill(t, h, grace=1, poll=0.05, check_gpu=False, run_id=a.run_id)
     assert k.run_id == a.run_id and k.signals == ()
-    rep = await read_run(t, h.run_root)
+    rep = await fetch_run(t, h.run_root)
     assert rep.record is not None and rep.record.id == b.run_id and rep.members  # B untouched
     assert (await kill(t, h, grace=1, poll=0.05, check_gpu=False)).ok
 
@@ -526,7 +528,7 @@ async def test_a_child_that_left_the_group_is_killed_too(t: LocalTransport, runs
             break
         await asyncio.sleep(0.05)
     stray = int(pidfile.read_text())
-    rep = await read_run(t, h.run_root)
+    rep = await fetch_run(t, h.run_root)
     assert rep.record is not None and os.getpgid(stray) != rep.record.pgid
     assert stray in {p.pid for p in rep.members}
     res = await kill(t, h, grace=2, poll=0.05, check_gpu=False)

@@ -21,12 +21,13 @@ from pathlib import Path
 import pytest
 from support import busybox_bin
 
-from tui.core.config import HostConfig
-from tui.core.container import wrapper
-from tui.core.control import launch, read_run
-from tui.core.control_kill import kill
-from tui.core.control_restart import restart
-from tui.core.transport import LocalTransport
+from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.control.kill import kill
+from dflash_tui.core.control.launch import launch
+from dflash_tui.core.control.restart import restart
+from dflash_tui.core.control.script import fetch_run
+from dflash_tui.core.link.container import wrapper
+from dflash_tui.core.link.transport import LocalTransport
 
 FAST = {"start_window": 0.3, "poll": 0.05}
 # PID 1 of the container: reaps whatever is reparented to it, as a real init does.
@@ -145,7 +146,7 @@ async def test_launch_kill_and_restart_inside_the_namespace(
     r2 = await restart(t, host(tmp_path / "runs", "echo second; exec sleep 300"), grace=1, **FAST)
     assert r2.ok and r2.launch is not None and r2.launch.run_id != r1.run_id, r2
     assert old_log.read_text().startswith("first")
-    assert (await read_run(t, h.run_root)).state() in ("starting", "running")
+    assert (await fetch_run(t, h.run_root)).state() in ("starting", "running")
     assert len(pidns.procs()) == 2  # the new wrapper and its sleep; nothing of the old run
     assert (await kill(t, h, grace=1, poll=0.05)).ok and pidns.procs() == []
 
@@ -160,7 +161,7 @@ async def test_a_group_whose_leader_is_reaped_is_still_the_run(
     assert (await launch(t, h, start_window=0.2, poll=0.05)).ok
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
-        rep = await read_run(t, h.run_root)
+        rep = await fetch_run(t, h.run_root)
         assert rep.record is not None
         gone = not any(pidns.inner_pid(p) == rep.record.pid for p, _ in pidns.procs(True))
         if rep.record.exit_code is not None and gone:
@@ -255,5 +256,5 @@ async def test_the_same_under_busybox_sh(busybox_path: Path, tmp_path: Path) -> 
     res = await launch(t, host(runs, "sleep 1.2; exit 3"), **FAST)
     assert res.ok
     time.sleep(1.5)
-    rep = await read_run(t, str(runs))
+    rep = await fetch_run(t, str(runs))
     assert rep.state(0.3) == "exited" and rep.record.exit_code == 3  # type: ignore[union-attr]

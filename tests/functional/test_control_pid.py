@@ -5,8 +5,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from tui.core.control_pid import kill_process
-from tui.core.transport import LocalTransport
+from dflash_tui.core.control.pid import kill_process
+from dflash_tui.core.link.transport import LocalTransport
 
 
 def ticks(pid: int) -> int:

@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 from support import busybox_bin, open_kill_process_dialog, until
 
-from tui.app.app import DflashApp
-from tui.core.config import Config, HostConfig
-from tui.core.control import SCRIPT_PATH
-from tui.core.control_pid import kill_process
-from tui.core.transport import LocalTransport
+from dflash_tui.app.app import DflashApp
+from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.control.pid import kill_process
+from dflash_tui.core.control.script import SCRIPT_PATH
+from dflash_tui.core.link.transport import LocalTransport
 
 ROOT = Path(__file__).resolve().parents[2]
 PF_KTHREAD = 0x00200000
@@ -35,8 +35,8 @@ PF_KTHREAD = 0x00200000
 CHILD = """
 import asyncio, os, sys
 from pathlib import Path
-from tui.core.control_pid import kill_process
-from tui.core.transport import LocalTransport
+from dflash_tui.core.control.pid import kill_process
+from dflash_tui.core.link.transport import LocalTransport
 arg, how = sys.argv[1], sys.argv[2]
 pid = os.getpid() if arg == "self" else os.getppid() if arg == "parent" else int(arg)
 ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])

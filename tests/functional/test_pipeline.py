@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dflash.events import read_events
+from dflash_train.events import read_events
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -29,7 +29,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def _train(out: Path, *args: str, **env: str) -> tuple[subprocess.CompletedProcess, float]:
-    cmd = [sys.executable, "-m", "dflash.train", "--preset", "tiny", "--device", "cpu",
+    cmd = [sys.executable, "-m", "dflash_train.train", "--preset", "tiny", "--device", "cpu",
            "--out-dir", str(out), *args]  # fmt: skip
     t0 = time.monotonic()
     res = subprocess.run(cmd, capture_output=True, text=True, env=_env(**env), timeout=120)
@@ -80,7 +80,7 @@ def test_a_worker_that_raises_stops_everything(tmp_path: Path, fault: str) -> No
 
 
 def test_sigusr1_dumps_stacks_and_sigterm_stops_cleanly(tmp_path: Path) -> None:
-    cmd = [sys.executable, "-m", "dflash.train", "--preset", "tiny", "--device", "cpu",
+    cmd = [sys.executable, "-m", "dflash_train.train", "--preset", "tiny", "--device", "cpu",
            "--out-dir", str(tmp_path), "--steps", "100000"]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=_env())  # fmt: skip

@@ -12,10 +12,10 @@ import time
 import pytest
 from textual.pilot import Pilot
 
-from tui.app import scenes
-from tui.app.app import DflashApp
-from tui.app.source import ScriptedSource
-from tui.core.config import Config
+from dflash_tui.app import scenes
+from dflash_tui.app.app import DflashApp
+from dflash_tui.app.source import ScriptedSource
+from dflash_tui.core.base.config import Config
 
 SIZE = (120, 40)
 

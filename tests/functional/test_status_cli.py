@@ -20,7 +20,7 @@ SEED_LOG = "/workspace/train_stdout_flex6.log"
 
 def status(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tui.cli", "status", *args],
+        [sys.executable, "-m", "dflash_tui.cli.main", "status", *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -158,7 +158,15 @@ def test_a_reader_that_leaves_early_is_not_an_error(fake_smi: Any, tmp_path: Pat
     # `dflash-tui status --json | head -3`: the pipe closes before the document is written.
     r, w = os.pipe()
     os.close(r)  # the reader is gone before a byte is written
-    cmd = [sys.executable, "-m", "tui.cli", "status", "--json", "--run-root", str(tmp_path)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "dflash_tui.cli.main",
+        "status",
+        "--json",
+        "--run-root",
+        str(tmp_path),
+    ]
     res = subprocess.run(cmd, stdout=w, stderr=subprocess.PIPE, text=True, timeout=60)
     os.close(w)
     assert "Traceback" not in res.stderr and "BrokenPipe" not in res.stderr, res.stderr

@@ -74,7 +74,7 @@ def ssh_env(sshd: LoopbackSshd, monkeypatch: pytest.MonkeyPatch) -> LoopbackSshd
 def cli(*args: str, timeout: float = 90.0) -> subprocess.CompletedProcess[str]:
     """``dflash-tui ARGS`` in a subprocess (this process's environment)."""
     return subprocess.run(
-        [sys.executable, "-m", "tui.cli", *args],
+        [sys.executable, "-m", "dflash_tui.cli.main", *args],
         capture_output=True,
         text=True,
         timeout=timeout,

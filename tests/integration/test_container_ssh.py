@@ -20,13 +20,13 @@ from conftest import cli
 from fakes.scenario import app, box, write_scenario
 from loopback_sshd import ALIAS, LoopbackSshd
 
-from dflash.topology import Topology
-from tui.core.config import HostConfig
-from tui.core.connect import make_transport
-from tui.core.diagnose import diagnose
-from tui.core.feed import sample_once
-from tui.core.snapshot import Snapshot
-from tui.core.ssh import SshTransport
+from dflash_train.topology import Topology
+from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.diagnosis.diagnose import diagnose
+from dflash_tui.core.link.connect import make_transport
+from dflash_tui.core.link.feed import sample_once
+from dflash_tui.core.link.ssh import SshTransport
 
 pytestmark = pytest.mark.ssh
 

@@ -13,8 +13,8 @@ import pytest
 from conftest import cli
 from loopback_sshd import ALIAS, LoopbackSshd
 
-from tui.core.ssh import SshTransport
-from tui.core.transport import TransportError
+from dflash_tui.core.link.ssh import SshTransport
+from dflash_tui.core.link.transport import TransportError
 
 pytestmark = pytest.mark.ssh
 

@@ -15,11 +15,11 @@ import pytest
 from conftest import cli, local_view, make_sshd
 from loopback_sshd import ALIAS, LoopbackSshd
 
-from tui.core.config import HostConfig
-from tui.core.feed import Disconnected, Feed
-from tui.core.snapshot import Snapshot
-from tui.core.ssh import SshTransport
-from tui.core.ssh_link import SshSettings
+from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.link.feed import Disconnected, Feed
+from dflash_tui.core.link.ssh import SshTransport
+from dflash_tui.core.link.ssh_connect import SshSettings
 
 pytestmark = pytest.mark.ssh
 JOB = "while :; do date +%s.%N; sleep 0.2; done"

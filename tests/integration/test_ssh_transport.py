@@ -11,11 +11,12 @@ import pytest
 from conftest import cli
 from loopback_sshd import ALIAS, LoopbackSshd
 
-from tui.core.config import HostConfig
-from tui.core.feed import probe_command, probe_source
-from tui.core.ssh import SshTransport
-from tui.core.ssh_link import SshSettings
-from tui.core.transport import TransportError
+from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.link.feed import probe_command
+from dflash_tui.core.link.ssh import SshTransport
+from dflash_tui.core.link.ssh_connect import SshSettings
+from dflash_tui.core.link.transport import TransportError
+from dflash_tui.core.probe.bundle import probe_source
 
 pytestmark = pytest.mark.ssh
 

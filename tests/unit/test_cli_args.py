@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tui.cli import build_parser
+from dflash_tui.cli.main import build_parser
 
 
 def _help(*argv: str, capsys: pytest.CaptureFixture[str]) -> str:

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from tui.core.config import ConfigError, load_file, resolve
+from dflash_tui.core.base.config import ConfigError, load_file, resolve
 
 FULL = """
 [host]

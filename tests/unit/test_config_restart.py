@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tui.cli import build_parser, main
-from tui.core.config import ConfigError, load_file, resolve
-from tui.core.rundir import RestartPolicy
+from dflash_tui.cli.main import build_parser, main
+from dflash_tui.core.base.config import ConfigError, load_file, resolve
+from dflash_tui.core.base.timings import RestartPolicy
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -108,7 +108,7 @@ def test_launch_keep_runs_defaults_to_the_config(
         seen.append(args.keep_runs)  # type: ignore[attr-defined]
         return 0
 
-    monkeypatch.setattr("tui.core.control_cmd.main", fake)
+    monkeypatch.setattr("dflash_tui.cli.run.main", fake)
     path = write(tmp_path, "[restart]\nkeep_runs = 4\n")
     assert main(["--config", str(path), "launch"]) == 0
     assert main(["--config", str(path), "restart", "--keep-runs", "1"]) == 0

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tui.core.config import ConfigError
-from tui.core.container import Container, parse, wrapper
+from dflash_tui.core.base.config import ConfigError
+from dflash_tui.core.link.container import Container, parse, wrapper
 
 # Stand-ins that run the command on this machine exactly as a container would receive it.
 FAKE_PCT = '#!/bin/sh\n[ "$1" = exec ] || exit 2\nshift 2\n[ "$1" = -- ] && shift\nexec "$@"\n'

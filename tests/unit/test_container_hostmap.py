@@ -7,18 +7,18 @@ import subprocess
 from collections.abc import AsyncIterator
 from typing import Any
 
-from dflash.topology import Topology
-from tui.core.container import parse
-from tui.core.diagnose import diagnose
-from tui.core.hostmap import (
+from dflash_train.topology import Topology
+from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.diagnosis.diagnose import diagnose
+from dflash_tui.core.link.container import parse
+from dflash_tui.core.link.hostmap import (
     HostPidMapper,
     HostProc,
     host_sample_command,
     map_gpu_procs,
     parse_host_sample,
 )
-from tui.core.snapshot import Snapshot
-from tui.core.transport import CommandResult, LocalTransport, Transport, TransportError
+from dflash_tui.core.link.transport import CommandResult, LocalTransport, Transport, TransportError
 
 UUID = "GPU-0"
 

@@ -12,17 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from dflash.cli import parse_fault, resolve
-from dflash.events import format_step
-from dflash.jsonl import DataError, read_jsonl
-from dflash.usage import UsageError
+from dflash_train.cli import parse_fault, resolve
+from dflash_train.events import format_step
+from dflash_train.jsonl import DataError, read_jsonl
+from dflash_train.usage import UsageError
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _run(*args: str, tmp: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     events = tmp / "events.jsonl"
-    cmd = [sys.executable, "-m", "dflash.train", *args, "--events", str(events)]
+    cmd = [sys.executable, "-m", "dflash_train.train", *args, "--events", str(events)]
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     full_env.pop("DFLASH_FAULT", None)
     return subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=60, cwd=tmp)
@@ -63,7 +63,7 @@ def test_malformed_jsonl_names_the_line(tmp_path: Path) -> None:
 
 def test_gpu_index_that_does_not_exist(monkeypatch: pytest.MonkeyPatch) -> None:
     torch = pytest.importorskip("torch")
-    from dflash import train
+    from dflash_train import train
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
@@ -76,7 +76,7 @@ def test_device_auto(monkeypatch: pytest.MonkeyPatch) -> None:
     """No flags: CUDA with compiled flex where torch sees it, else the CPU with the dense mask;
     an explicit GPU list never silently becomes the CPU."""
     torch = pytest.importorskip("torch")
-    from dflash import train
+    from dflash_train import train
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     s = train._check_devices(resolve([], environ={}))
@@ -158,15 +158,15 @@ def test_step_line_shape() -> None:
     assert line == (
         "step=120 loss=2.3100 acc=0.410 tok/s=2810 lr=6.00e-04 tq=2 dq=1 al=1.50 d_tok/s=940,935"
     )
-    from tui.core.metrics import Metric, parse_line
+    from dflash_tui.core.diagnosis.progress import Metric, parse_line
 
     assert parse_line(line) == Metric(120, 2.31, 0.41, 2810.0)
 
 
 def test_light_modules_never_import_torch() -> None:
     code = (
-        "import sys, dflash, dflash.topology, dflash.cli, dflash.events, dflash.jsonl, "
-        "dflash.presets, dflash.train\n"
+        "import sys, dflash_train, dflash_train.topology, dflash_train.cli, dflash_train.events, "
+        "dflash_train.jsonl, dflash_train.presets, dflash_train.train\n"
         "sys.exit(1 if 'torch' in sys.modules else 0)\n"
     )
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT).returncode == 0
@@ -174,7 +174,7 @@ def test_light_modules_never_import_torch() -> None:
 
 def _bare(*args: str, cwd: Path, env: dict[str, str] | None = None) -> tuple:
     """dflash-train with no --events and no DFLASH_* variables: (result, torch imported?)."""
-    cmd = [sys.executable, "-X", "importtime", "-m", "dflash.train", *args]
+    cmd = [sys.executable, "-X", "importtime", "-m", "dflash_train.train", *args]
     base = {k: v for k, v in os.environ.items() if not k.startswith("DFLASH_")}
     full_env = {**base, "PYTHONPATH": str(ROOT), **(env or {})}
     res = subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=60, cwd=cwd)
@@ -249,17 +249,19 @@ def test_generated_samples_too_short_for_two_blocks() -> None:
 def test_text_too_short_once_tokenized(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Text is counted after tokenizing (dflash.build); still one line and exit 2."""
+    """Text is counted after tokenizing (dflash_train.build); still one line and exit 2."""
     pytest.importorskip("torch")
     import types
 
-    from dflash import train
-    from dflash.jsonl import DataError, too_short
+    from dflash_train import train
+    from dflash_train.jsonl import DataError, too_short
 
-    def fake_train(*_: object) -> int:  # what dflash.build raises once the text is tokenized
+    def fake_train(*_: object) -> int:  # what dflash_train.build raises once the text is tokenized
         raise DataError(too_short(data, 16, 2, " once tokenized"))
 
-    monkeypatch.setitem(sys.modules, "dflash.session", types.SimpleNamespace(train=fake_train))
+    monkeypatch.setitem(
+        sys.modules, "dflash_train.session", types.SimpleNamespace(train=fake_train)
+    )
     monkeypatch.setattr(train, "_stack_dumps", lambda: None)  # in-process: no SIGUSR1 handler
     model = tmp_path / "model"
     model.mkdir()
@@ -310,7 +312,7 @@ def test_a_target_with_rope_scaling_is_refused(rope: dict, tmp_path: Path) -> No
 
 
 def test_plain_rope_configs_pass_the_check() -> None:
-    from dflash.usage import rope_scaling
+    from dflash_train.usage import rope_scaling
 
     assert rope_scaling({"rope_scaling": None, "rope_theta": 1e6}) is None  # Qwen3-8B's
     assert rope_scaling({"rope_parameters": {"rope_type": "default", "rope_theta": 1e6}}) is None
@@ -325,11 +327,17 @@ def test_a_path_we_may_not_look_into_is_a_usage_error() -> None:
     top = Path(tempfile.mkdtemp(prefix="dflash-eacces-"))
     try:
         top.chmod(0o755)
-        shutil.copytree(ROOT / "dflash", top / "src" / "dflash")  # readable by that user
+        shutil.copytree(ROOT / "dflash", top / "src" / "dflash_train")  # readable by that user
         locked = top / "locked"
         locked.mkdir(mode=0o700)
         as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-        train = ["/usr/bin/python3", "-m", "dflash.train", "--device", "cpu"]  # stdlib is enough
+        train = [
+            "/usr/bin/python3",
+            "-m",
+            "dflash_train.train",
+            "--device",
+            "cpu",
+        ]  # stdlib is enough
         for extra in (["--out-dir", str(locked / "out")], ["--events", str(locked / "e.jsonl")]):
             res = subprocess.run(
                 [*as_nobody, *train, *extra], capture_output=True, text=True, timeout=60,

@@ -8,9 +8,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from dflash.data import generate  # noqa: E402
-from dflash.presets import PRESETS  # noqa: E402
-from dflash.target import random_qwen3  # noqa: E402
+from dflash_train.data import generate  # noqa: E402
+from dflash_train.presets import PRESETS  # noqa: E402
+from dflash_train.target import random_qwen3  # noqa: E402
 
 N, PROMPT, SEQ = 8, 8, 40
 
@@ -32,7 +32,7 @@ def test_the_avoided_token_never_appears() -> None:
 
 
 def test_mask_id_defaults_follow_the_model() -> None:
-    from dflash.build import QWEN3_MASK_ID, default_mask_id
+    from dflash_train.build import QWEN3_MASK_ID, default_mask_id
 
     assert default_mask_id("qwen3", 151936, None)[0] == QWEN3_MASK_ID == 151669
     assert default_mask_id("qwen3_moe", 151936, None)[0] == 151669
@@ -44,7 +44,7 @@ def test_mask_id_defaults_follow_the_model() -> None:
 def test_the_eval_batch_is_held_out_of_training() -> None:
     from itertools import islice
 
-    from dflash.data import BatchStream, Sample
+    from dflash_train.data import BatchStream, Sample
 
     samples = [Sample(tuple(range(i, i + 16)), (0,) * 4 + (1,) * 12) for i in range(10)]
     stream = BatchStream(samples, batch_size=2, bucket=16, seq_len=16, seed=1)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 
-from dflash.loss import (  # noqa: E402
+from dflash_train.loss import (  # noqa: E402
     block_input_ids,
     block_targets,
     metrics,

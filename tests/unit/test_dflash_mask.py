@@ -8,7 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from dflash.mask import (  # noqa: E402
+from dflash_train.mask import (  # noqa: E402
     FLEX_FALLBACK_WARNING,
     attend,
     dense_attention,

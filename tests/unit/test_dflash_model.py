@@ -10,13 +10,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from dflash import checkpoint as ckpt  # noqa: E402
-from dflash.loss import LossSpec, forward_loss  # noqa: E402
-from dflash.mask import FLEX_FALLBACK_WARNING, CompileFlags  # noqa: E402
-from dflash.model import Drafter, DrafterConfig  # noqa: E402
-from dflash.optim import average_grads, lr_at, make_optimizer, max_replica_diff  # noqa: E402
-from dflash.presets import TINY_TARGET  # noqa: E402
-from dflash.target import build_target_layer_ids, random_qwen3, replicate  # noqa: E402
+from dflash_train import checkpoint as ckpt  # noqa: E402
+from dflash_train.loss import LossSpec, forward_loss  # noqa: E402
+from dflash_train.mask import FLEX_FALLBACK_WARNING, CompileFlags  # noqa: E402
+from dflash_train.model import Drafter, DrafterConfig  # noqa: E402
+from dflash_train.optim import average_grads, lr_at, make_optimizer, max_replica_diff  # noqa: E402
+from dflash_train.presets import TINY_TARGET  # noqa: E402
+from dflash_train.target import build_target_layer_ids, random_qwen3, replicate  # noqa: E402
 
 CFG = DrafterConfig(32, 64, 2, 4, 2, 8, 50, (1, 3), 4, 49)
 
@@ -81,8 +81,8 @@ def test_grad_checkpoint_same_loss_and_grads() -> None:
 
 
 def test_kv_injection_sees_only_features_before_the_anchor() -> None:
-    from dflash.loss import block_input_ids, positions
-    from dflash.mask import dense_mask
+    from dflash_train.loss import block_input_ids, positions
+    from dflash_train.mask import dense_mask
 
     d = _drafter().eval()
     ids, _, feats = _batch()
@@ -148,9 +148,9 @@ def test_averaged_replicas_stay_identical(tmp_path: Path) -> None:
 def test_a_diverged_drafter_is_not_saved_and_stale_temporaries_go(tmp_path: Path) -> None:
     from types import SimpleNamespace
 
-    from dflash.events import EventLog
-    from dflash.presets import PRESETS
-    from dflash.session import _Saver
+    from dflash_train.events import EventLog
+    from dflash_train.presets import PRESETS
+    from dflash_train.session import _Saver
 
     model = _drafter()
     rep = SimpleNamespace(model=model, optimizer=make_optimizer(model.trainable(), 1e-2, 0.0))
@@ -177,8 +177,8 @@ def test_a_diverged_drafter_is_not_saved_and_stale_temporaries_go(tmp_path: Path
 
 def test_a_graph_compiled_after_warm_up_is_reported_at_the_step(tmp_path: Path) -> None:
     """The seed's chain began with a recompile in a worker thread: say so at once."""
-    from dflash.events import EventLog
-    from dflash.pipeline import Pipeline, Plan, Replica, Report
+    from dflash_train.events import EventLog
+    from dflash_train.pipeline import Pipeline, Plan, Replica, Report
 
     model = _drafter()
     rep = Replica(model, make_optimizer(model.trainable(), 1e-2, 0.0), torch.device("cpu"))

@@ -8,11 +8,11 @@ import pytest
 from fakes.rows import gpu_row as gpu
 from fakes.rows import proc_row as proc
 
-from dflash.topology import Topology
-from tui.core.diagnose import diagnose
-from tui.core.metrics import Progress
-from tui.core.snapshot import Snapshot
-from tui.core.thresholds import Thresholds
+from dflash_train.topology import Topology
+from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.diagnosis.diagnose import diagnose
+from dflash_tui.core.diagnosis.progress import Progress
+from dflash_tui.core.diagnosis.thresholds import Thresholds
 
 T0 = 1_764_669_600.0
 SEED = [

@@ -16,13 +16,14 @@ from typing import Any
 from fakes.rows import gpu_row as gpu
 from fakes.rows import proc_row
 
-from dflash.topology import Topology
-from tui.core.config import HostConfig
-from tui.core.diagnose import Diagnosis, diagnose
-from tui.core.metrics import Metric, Progress
-from tui.core.snapshot import Snapshot
-from tui.core.status import render, to_json
-from tui.core.thresholds import Thresholds
+from dflash_train.topology import Topology
+from dflash_tui.cli.table import render
+from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.diagnosis.diagnose import Diagnosis, diagnose
+from dflash_tui.core.diagnosis.document import to_json
+from dflash_tui.core.diagnosis.progress import Metric, Progress
+from dflash_tui.core.diagnosis.thresholds import Thresholds
 
 T0 = 1_764_669_600.0
 BOOT = T0 - 86_400.0  # the machine booted a day ago

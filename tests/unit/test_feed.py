@@ -7,10 +7,10 @@ import shlex
 import time
 from pathlib import Path
 
-from tui.core.config import HostConfig
-from tui.core.feed import Disconnected, Feed
-from tui.core.snapshot import Snapshot
-from tui.core.transport import LocalTransport
+from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.link.feed import Disconnected, Feed
+from dflash_tui.core.link.transport import LocalTransport
 
 
 async def test_a_stuck_probe_becomes_disconnected_then_retried(tmp_path: Path) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from dflash.topology import Topology
-from tui.core.diagnose import diagnose
-from tui.core.snapshot import Snapshot
+from dflash_train.topology import Topology
+from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.diagnosis.diagnose import diagnose
 
 LIVE = Path(__file__).resolve().parents[1] / "fixtures" / "h200-live"
 

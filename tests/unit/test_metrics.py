@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tui.core.metrics import Metric, Progress, advance, parse_line
+from dflash_tui.core.diagnosis.progress import Metric, Progress, advance, parse_line
 
 
 @pytest.mark.parametrize(

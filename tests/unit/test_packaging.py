@@ -15,15 +15,21 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_every_package_is_listed() -> None:
     cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    names = {"tui": "dflash_tui", "dflash": "dflash_train"}  # folder -> import name
     found = {
-        ".".join(p.parent.relative_to(ROOT).parts)
-        for top in ("tui", "dflash")
+        ".".join((names[top], *p.parent.relative_to(ROOT / top).parts))
+        for top in names
         for p in (ROOT / top).rglob("__init__.py")
     }
-    assert found | {"tui.themes"} == set(cfg["packages"])
-    assert cfg["package-dir"]["tui.themes"] == "themes"
+    assert found | {"dflash_tui.themes"} == set(cfg["packages"])
+    assert cfg["package-dir"] == {
+        "dflash_tui": "tui",
+        "dflash_tui.themes": "themes",
+        "dflash_train": "dflash",
+    }
     assert list((ROOT / "themes").glob("*.toml")), "themes/ holds the theme files"
-    assert "*.sh" in cfg["package-data"]["tui.core"]
+    assert "*.sh" in cfg["package-data"]["dflash_tui.core.probe"]
+    assert "*.sh" in cfg["package-data"]["dflash_tui.core.control"]
 
 
 def test_built_wheel_carries_themes_and_scripts(tmp_path: Path) -> None:
@@ -51,12 +57,15 @@ def test_built_wheel_carries_themes_and_scripts(tmp_path: Path) -> None:
     (wheel,) = tmp_path.glob("dflash_tui-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     for want in (
-        "tui/themes/dflash-dark.toml",
-        "tui/themes/dflash-light.toml",
-        "tui/themes/dflash-contrast.toml",
-        "tui/core/control.sh",
-        "tui/core/probe.py",
-        "tui/app/app.tcss",
-        "dflash/train.py",
+        "dflash_tui/themes/dflash-dark.toml",
+        "dflash_tui/themes/dflash-light.toml",
+        "dflash_tui/themes/dflash-contrast.toml",
+        "dflash_tui/core/control/control.sh",
+        "dflash_tui/core/probe/shell.sh",
+        "dflash_tui/core/probe/main.py",
+        "dflash_tui/app/app.tcss",
+        "dflash_train/train.py",
     ):
         assert want in names, want
+    tops = {n.split("/")[0] for n in names if ".dist-info/" not in n}
+    assert tops == {"dflash_tui", "dflash_train"}, "nothing else at the top: no tui, no dflash"

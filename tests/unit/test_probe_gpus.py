@@ -15,8 +15,8 @@ import pytest
 from fakes.proberun import PROBE, PROBE_FILES, SOURCE, ProbeStream, python3, run_probe
 from fakes.scenario import FAKES, H200, SEED_CSV, app, box, build_bundled, gpu, load
 
-from tui.core import probe
-from tui.core.snapshot import Snapshot
+from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.probe import main as probe
 
 FAKE_SMI = FAKES / "nvidia-smi"
 CONTRACT_GPU_KEYS = {
@@ -398,7 +398,7 @@ def test_probe_runs_on_old_python(fake_smi, tmp_path: Path, py: str) -> None:
 
 
 def test_source_is_what_the_transports_send() -> None:
-    from tui.core.feed import probe_source
+    from dflash_tui.core.probe.bundle import probe_source
 
     assert probe_source() == SOURCE and python3()
     assert SOURCE.count(b"# >>> parts") == 0  # the import block of the parts is dropped

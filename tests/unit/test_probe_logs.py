@@ -9,16 +9,17 @@ from pathlib import Path
 import pytest
 from fakes.proberun import ProbeStream, log_lines, run_probe
 
-from tui.core import probe, probe_files
-from tui.core.probe import LogTail
-from tui.core.snapshot import Snapshot
+from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.probe import files as probe_files
+from dflash_tui.core.probe import main as probe
+from dflash_tui.core.probe.main import TailReader
 
 
-def tail(path: Path, first: bool = False) -> LogTail:
-    return LogTail(str(path), tail_first=first)
+def tail(path: Path, first: bool = False) -> TailReader:
+    return TailReader(str(path), tail_first=first)
 
 
-def sample(t: LogTail, tail_bytes: int = 65536, max_lines: int = 5000) -> dict:
+def sample(t: TailReader, tail_bytes: int = 65536, max_lines: int = 5000) -> dict:
     out = t.sample(tail_bytes, max_lines)
     json.dumps(out)  # always serialisable
     return out
@@ -123,7 +124,7 @@ def test_missing_file_is_a_state_not_an_error(tmp_path: Path) -> None:
 
 
 def test_flood_is_capped_and_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(probe_files, "LOG_CAP", 1000)  # where LogTail reads it
+    monkeypatch.setattr(probe_files, "LOG_CAP", 1000)  # where TailReader reads it
     log = tmp_path / "a.log"
     log.write_bytes(b"")
     t = tail(log)

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from fakes.proberun import run_probe
 
-from tui.core import probe
-from tui.core.probe import Procs
-from tui.core.snapshot import Snapshot
+from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.probe import main as probe
+from dflash_tui.core.probe.main import Procs
 
 PROC_KEYS = {
     "pid", "ppid", "pgid", "sid", "state", "start_ticks", "rss_kb", "cpu_pct", "user", "cmd",

@@ -8,8 +8,8 @@ import tempfile
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tui.core import probe
-from tui.core.probe import LogTail, RunFiles, app_rows, conv, gpu_rows, parse_stat
+from dflash_tui.core.probe import main as probe
+from dflash_tui.core.probe.main import RunFiles, TailReader, app_rows, conv, gpu_rows, parse_stat
 
 FIELDS = [f for f, _, _ in probe.GPU_FIELDS]
 # Text that looks like nvidia-smi output: digits, separators, placeholders, odd characters.
@@ -97,7 +97,7 @@ def test_log_tail_sends_each_complete_line_once(chunks: list[bytes]) -> None:
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "log")
         open(path, "wb").close()
-        tail, sent = LogTail(path, tail_first=False), []
+        tail, sent = TailReader(path, tail_first=False), []
         for chunk in chunks:
             with open(path, "ab") as f:
                 f.write(chunk)

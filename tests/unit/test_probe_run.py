@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from fakes.proberun import run_probe
 
-from tui.core.probe import read_run
-from tui.core.rundir import run_state
-from tui.core.snapshot import Snapshot
+from dflash_tui.core.base.rundir import run_state
+from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.probe.main import read_run_dir
 
 RUN_KEYS = {
     "id", "dir", "command", "pid", "pgid", "start_ticks", "started_at", "exit_code", "ended_at",
@@ -28,14 +28,14 @@ def make_run(root: Path, rid: str, **files: str) -> Path:
 
 def test_no_run_root_or_no_run(tmp_path: Path) -> None:
     errors: list[str] = []
-    assert read_run(None, errors) is None
-    assert read_run(str(tmp_path / "absent"), errors) is None
+    assert read_run_dir(None, errors) is None
+    assert read_run_dir(str(tmp_path / "absent"), errors) is None
     (tmp_path / "file").write_text("")
-    assert read_run(str(tmp_path / "file"), errors) is None
+    assert read_run_dir(str(tmp_path / "file"), errors) is None
     (tmp_path / "runs" / "not-a-run").mkdir(parents=True)
     (tmp_path / "runs" / ".lock").mkdir()
     (tmp_path / "runs" / "20991231-235959-ffff").write_text("a file, not a run")
-    assert read_run(str(tmp_path / "runs"), errors) is None
+    assert read_run_dir(str(tmp_path / "runs"), errors) is None
     assert errors == []
 
 
@@ -54,7 +54,7 @@ def test_latest_run_with_every_file(tmp_path: Path) -> None:
         workdir="/workspace\n",
     )
     errors: list[str] = []
-    run = read_run(str(tmp_path), errors)
+    run = read_run_dir(str(tmp_path), errors)
     assert errors == []
     assert run == {
         "id": "20261202-095959-a0b1",
@@ -81,12 +81,12 @@ def test_latest_run_with_every_file(tmp_path: Path) -> None:
 
 def test_launch_error_and_a_run_being_written(tmp_path: Path) -> None:
     make_run(tmp_path, "20261202-090000-0000", launch_error="pct: container 200 not running\n")
-    run = read_run(str(tmp_path), [])
+    run = read_run_dir(str(tmp_path), [])
     assert run is not None and run["launch_error"] == "pct: container 200 not running"
     assert run["pid"] is None and run["command"] is None and run["exit_code"] is None
     make_run(tmp_path, "20261202-090001-0000", pid="", launch_error="")
     errors: list[str] = []
-    run = read_run(str(tmp_path), errors)
+    run = read_run_dir(str(tmp_path), errors)
     assert run is not None and run["pid"] is None and errors == []  # empty pid: still being written
     assert run["launch_error"] == "launch failed (empty launch_error file)"
     assert run["earlier_pgids"] == []
@@ -103,7 +103,7 @@ def test_malformed_files_are_null_and_reported(tmp_path: Path) -> None:
         kill_requested="\xff",
     )
     errors: list[str] = []
-    run = read_run(str(tmp_path), errors)
+    run = read_run_dir(str(tmp_path), errors)
     assert run is not None
     assert (run["pid"], run["pgid"], run["start_ticks"]) == (None, None, None)
     assert run["started_at"] is None and run["exit_code"] is None and run["ended_at"] is None
@@ -118,7 +118,7 @@ def test_earlier_pgids_are_the_last_50(tmp_path: Path) -> None:
         make_run(
             tmp_path, f"20261202-09{i // 60:02d}{i % 60:02d}-0000", pid=f"{i + 1000} {i + 1}\n"
         )
-    run = read_run(str(tmp_path), [])
+    run = read_run_dir(str(tmp_path), [])
     assert run is not None and run["id"] == "20261202-090059-0000" and run["pgid"] == 60
     assert run["earlier_pgids"] == list(range(10, 60))
 
@@ -128,10 +128,10 @@ def test_run_root_expands_home_only(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("STATE", str(tmp_path / "state"))
     for root in ("~/state/runs", "$HOME/state/runs", "${HOME}/state/runs"):
-        run = read_run(root, [])
+        run = read_run_dir(root, [])
         assert run is not None and run["dir"] == str(tmp_path / "state" / "runs" / run["id"])
     # Other variables are not expanded, as control.sh refuses them: both read one directory.
-    assert read_run("$STATE/runs", []) is None
+    assert read_run_dir("$STATE/runs", []) is None
 
 
 def test_probe_reports_the_run_and_tails_its_log_first(tmp_path: Path) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui.core.control_restart import holders_text
-from tui.core.snapshot import Snapshot
-from tui.core.thresholds import DEFAULT
+from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.control.restart import holders_text
+from dflash_tui.core.diagnosis.thresholds import DEFAULT
 
 
 def _snap(live_pids: list[int], gpu_procs: list[dict[str, Any]]) -> Snapshot:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from tui.core.rundir import AutoRestart, RestartPolicy
-from tui.core.snapshot import RunRecord
+from dflash_tui.core.base.snapshot import RunRecord
+from dflash_tui.core.base.timings import RestartPolicy
+from dflash_tui.core.control.policy import AutoRestart
 
 POLICY = RestartPolicy(enabled=True, retries=3, backoff_s=2, max_backoff_s=5, stable_s=60)
 
@@ -104,8 +105,9 @@ def test_a_restart_that_cannot_launch_counts_as_a_crash() -> None:
 
 
 def test_a_transient_end_does_not_leave_a_stale_restart() -> None:
-    from tui.core.rundir import AutoRestart, RestartPolicy
-    from tui.core.snapshot import RunRecord
+    from dflash_tui.core.base.snapshot import RunRecord
+    from dflash_tui.core.base.timings import RestartPolicy
+    from dflash_tui.core.control.policy import AutoRestart
 
     m = AutoRestart(RestartPolicy(enabled=True, backoff_s=1.0))
     m.observe(None, "none", 100.0)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tui.core.rundir import exit_meaning, group_members, parse_report, run_state
-from tui.core.snapshot import Proc, RunRecord
+from dflash_tui.core.base.rundir import exit_meaning, group_members, parse_report, run_state
+from dflash_tui.core.base.snapshot import Proc, RunRecord
 
 
 def proc(pid: int, pgid: int, sid: int | None = None, ticks: int = 100, state: str = "S") -> Proc:

@@ -3,7 +3,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tui.core.sanitize import printable, strip_escapes
+from dflash_tui.core.base.text import printable, strip_escapes
 
 
 def test_printable_shows_controls() -> None:

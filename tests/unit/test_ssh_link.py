@@ -7,8 +7,8 @@ from pathlib import Path
 import asyncssh
 import pytest
 
-from tui.core.ssh import SshTransport, _exit_code
-from tui.core.ssh_link import (
+from dflash_tui.core.link.ssh import SshTransport, _exit_code
+from dflash_tui.core.link.ssh_connect import (
     SshSettings,
     Target,
     _KeyPolicy,
@@ -17,7 +17,7 @@ from tui.core.ssh_link import (
     load_config,
     parse_address,
 )
-from tui.core.transport import TransportError
+from dflash_tui.core.link.transport import TransportError
 
 
 @pytest.mark.parametrize(

@@ -15,11 +15,11 @@ import pytest
 from fakes.proberun import run_probe
 from fakes.scenario import FAKES, FakeSmi, app, box, gpu
 
-from tui.core.config import HostConfig
-from tui.core.feed import sample_once
-from tui.core.probe_loader import SHELL_PROBE, launcher
-from tui.core.snapshot import Snapshot
-from tui.core.transport import LocalTransport
+from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.link.feed import sample_once
+from dflash_tui.core.link.transport import LocalTransport
+from dflash_tui.core.probe.loader import SHELL_PROBE, launcher
 
 TOOLS = "sh awk sed cat grep ps tail head wc ls date od tr mktemp rm mkdir mv sleep timeout"
 TOOLS += " hostname getconf uname env"

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dflash.topology import Topology, TopologyError, parse_indices
+from dflash_train.topology import Topology, TopologyError, parse_indices
 
 
 def test_default_is_five_target_three_drafter() -> None:

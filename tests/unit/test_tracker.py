@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from dflash.topology import Topology
-from tui.core.snapshot import Snapshot
-from tui.core.tracker import Tracker
+from dflash_train.topology import Topology
+from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.diagnosis.tracker import Tracker
 
 T0 = 1_764_669_600.0
 

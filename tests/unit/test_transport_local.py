@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tui.core.transport import LocalTransport, TransportError
+from dflash_tui.core.link.transport import LocalTransport, TransportError
 
 
 def _alive(pid: int) -> bool:

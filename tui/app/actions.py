@@ -15,20 +15,20 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual.worker import Worker, WorkerState
 
-from tui.app.control_bridge import ControlError, StepFn
-from tui.app.messages import ControlDone, ControlStep
-from tui.app.procs.tree import ProcInfo, ProcTree
-from tui.app.screens import ConfirmScreen
-from tui.app.text import safe_label
-from tui.app.waits import WaitBar
-from tui.core.config import HostConfig
-from tui.core.diagnose import Diagnosis
-from tui.core.rundir import group_members
-from tui.core.snapshot import Snapshot
+from dflash_tui.app.control_bridge import ControlError, StepFn
+from dflash_tui.app.messages import ControlDone, ControlStep
+from dflash_tui.app.procs.tree import ProcInfo, ProcTree
+from dflash_tui.app.screens import ConfirmScreen
+from dflash_tui.app.waits import WaitBar
+from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.rundir import group_members
+from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.base.text import safe_label
+from dflash_tui.core.diagnosis.diagnose import Diagnosis
 
 if TYPE_CHECKING:
-    from tui.app.app import DflashApp
-    from tui.app.hosts import HostState
+    from dflash_tui.app.app import DflashApp
+    from dflash_tui.app.hosts import HostState
 
     _Base = DflashApp
 else:

@@ -13,19 +13,20 @@ from textual.screen import Screen
 from textual.widgets import TabbedContent
 from textual.worker import Worker
 
-from tui.app.actions import ControlActions
-from tui.app.autorestart import AutoRestarts
-from tui.app.feeds import HostFeeds
-from tui.app.findings.timeline import Timeline
-from tui.app.hosts import HostState, make_hosts
-from tui.app.layout import DESTRUCTIVE, HOST_ACTIONS, HOST_HELP, KEY_NAMES, KEYS, MainScreen
-from tui.app.logs.area import LogArea
-from tui.app.messages import SampleReady
-from tui.app.screens import HelpScreen
-from tui.app.source import EventSource
-from tui.app.themes import BUNDLED, DEFAULT_THEME, discover
-from tui.core.config import Config, HostConfig
-from tui.core.tracker import Tracker
+from dflash_tui.app.actions import ControlActions
+from dflash_tui.app.autorestart import AutoRestarts
+from dflash_tui.app.feeds import HostFeeds
+from dflash_tui.app.hosts import HostState, make_hosts
+from dflash_tui.app.layout import DESTRUCTIVE, HOST_ACTIONS, HOST_HELP, KEY_NAMES, KEYS, MainScreen
+from dflash_tui.app.logs.area import LogArea
+from dflash_tui.app.messages import SampleReady
+from dflash_tui.app.screens import HelpScreen
+from dflash_tui.app.source import EventSource
+from dflash_tui.app.themes import BUNDLED, DEFAULT_THEME, discover
+from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.rundir import ALIVE_STATES
+from dflash_tui.core.diagnosis.timeline import Timeline
+from dflash_tui.core.diagnosis.tracker import Tracker
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -265,7 +266,7 @@ class DflashApp(HostFeeds, ControlActions, AutoRestarts, App[None]):
         for state in self.host_states:
             diag = state.diagnosis
             run = diag.run if diag else None
-            if diag is None or run is None or diag.run_state not in ("starting", "running"):
+            if diag is None or run is None or diag.run_state not in ALIVE_STATES:
                 continue
             where = f" on {state.key}" if len(self.host_states) > 1 else ""
             notes.append(

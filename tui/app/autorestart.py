@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 from textual.worker import Worker, WorkerState
 
-from tui.app.findings.panel import TimelineList
-from tui.app.findings.timeline import Event
-from tui.app.header import RunHeader
-from tui.core.rundir import Decision
+from dflash_tui.app.findings.panel import TimelineList
+from dflash_tui.app.header import RunHeader
+from dflash_tui.core.control.policy import Decision
+from dflash_tui.core.diagnosis.timeline import Event
 
 if TYPE_CHECKING:
-    from tui.app.app import DflashApp
-    from tui.app.hosts import HostState
+    from dflash_tui.app.app import DflashApp
+    from dflash_tui.app.hosts import HostState
 
     _Base = DflashApp
 else:

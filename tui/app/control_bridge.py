@@ -1,5 +1,5 @@
-"""The app's side of run control: calls tui/core/control.py, control_kill.py and
-control_restart.py and turns their Progress into the wait bar's steps and their results into
+"""The app's side of run control: calls tui/core/control/ (launch, kill, restart, the one-PID
+kill, auto-restart) and turns their ActionProgress into the wait bar's steps and their results into
 one line for the user.
 
 Everything destructive goes through control, which verifies identities on the machine (the
@@ -14,21 +14,24 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from tui.core.config import HostConfig
-from tui.core.rundir import Decision, RestartPolicy
-from tui.core.transport import Transport, TransportError
+from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.timings import (
+    KILL_GRACE_S,
+    RELEASE_TIMEOUT_S,
+    START_WINDOW_S,
+    RestartPolicy,
+)
+from dflash_tui.core.control.policy import Decision
+from dflash_tui.core.control.script import ControlError
+from dflash_tui.core.link.transport import Transport, TransportError
 
 StepFn = Callable[..., None]  # step(text, done=None, total=None)
 
 
-class ControlError(RuntimeError):
-    """A control action failed; the message is for the user."""
-
-
 class Bridge:
-    grace = 10.0  # seconds between SIGTERM and SIGKILL
-    start_window = 3.0  # a job must stay up this long to count as started
-    release_timeout = 60.0  # seconds to wait for the old run's GPU memory on restart
+    grace = KILL_GRACE_S
+    start_window = START_WINDOW_S
+    release_timeout = RELEASE_TIMEOUT_S
     supervise_poll = 2.0  # seconds between auto-restart's looks at the run (tests: less)
 
     def __init__(self, transport: Transport, host: HostConfig) -> None:
@@ -51,11 +54,14 @@ class Bridge:
             return await fn(self.transport, self.host, *args, cancel=self.cancel, **kw)
         except TransportError as exc:
             raise ControlError(f"{self.host.label} unreachable: {exc}") from None
-        except RuntimeError as exc:  # tui.core.control.ControlError and friends
+        except ControlError:
+            raise
+        except RuntimeError as exc:  # any other failure of an action, said in one line
             raise ControlError(str(exc)) from None
 
     async def launch(self, step: StepFn) -> str:
-        from tui.core import control
+        # Looked up at call time, so a test may stand in for the module's function.
+        from dflash_tui.core.control import launch as control
 
         step(f"launching: {self.host.command}")
         res = await self._call(
@@ -68,7 +74,7 @@ class Bridge:
 
     async def kill(self, step: StepFn, run_id: str | None = None) -> str:
         """Kill ``run_id`` (the run the confirm dialog named), never a newer one."""
-        from tui.core import control_kill
+        from dflash_tui.core.control import kill as control_kill
 
         step(f"SIGTERM to the run's group; SIGKILL after {self.grace:.0f}s")
         res = await self._call(
@@ -79,7 +85,7 @@ class Bridge:
         return _outcome(res.ok, res.message)
 
     async def restart(self, step: StepFn, run_id: str | None = None) -> str:
-        from tui.core import control_restart
+        from dflash_tui.core.control import restart as control_restart
 
         step("restart: stopping the run")
         res = await self._call(
@@ -102,7 +108,7 @@ class Bridge:
     ) -> Decision | None:
         """Auto-restart: watch the run and relaunch it after a crash until ``stop`` is set or
         the policy gives up (the FATAL decision is returned)."""
-        from tui.core.control_restart import supervise
+        from dflash_tui.core.control.restart import supervise
 
         return await supervise(
             self.transport,
@@ -117,7 +123,7 @@ class Bridge:
         )
 
     async def kill_process(self, pid: int, start_ticks: int | None, step: StepFn) -> str:
-        from tui.core.control_pid import kill_process
+        from dflash_tui.core.control.pid import kill_process
 
         if start_ticks is None:
             raise ControlError(f"PID {pid}: its start time is unknown, so it cannot be verified")

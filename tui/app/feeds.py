@@ -11,22 +11,22 @@ from typing import TYPE_CHECKING
 
 from textual.worker import Worker, WorkerState
 
-from tui.app.findings.panel import FindingsList, TimelineList
-from tui.app.gpus.grid import GpuGrid
-from tui.app.header import RunHeader
-from tui.app.hosts import HostState, summarize
-from tui.app.logs.area import LogArea
-from tui.app.messages import LinkDown, SampleMalformed, SampleReady
-from tui.app.metrics import MetricsStrip
-from tui.app.overview import HostOverview
-from tui.app.procs.tree import ProcTree
-from tui.app.source import Disconnected, Malformed
-from tui.core.snapshot import Snapshot
+from dflash_tui.app.findings.panel import FindingsList, TimelineList
+from dflash_tui.app.gpus.grid import GpuGrid
+from dflash_tui.app.header import RunHeader
+from dflash_tui.app.hosts import HostState, summarize
+from dflash_tui.app.logs.area import LogArea
+from dflash_tui.app.messages import LinkDown, SampleMalformed, SampleReady
+from dflash_tui.app.overview import HostOverview
+from dflash_tui.app.procs.tree import ProcTree
+from dflash_tui.app.progress_strip import MetricsStrip
+from dflash_tui.app.source import Disconnected, Malformed
+from dflash_tui.core.base.snapshot import Snapshot
 
 if TYPE_CHECKING:
     from textual.dom import DOMNode
 
-    from tui.app.app import DflashApp
+    from dflash_tui.app.app import DflashApp
 
     _Base = DflashApp
 else:

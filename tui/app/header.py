@@ -15,23 +15,17 @@ from rich.text import Text
 from textual.events import Resize
 from textual.widgets import Static
 
-from tui.app.gpus.grid import GpuGrid
-from tui.app.gpus.panel import label_severity
-from tui.app.palette import Palette
-from tui.app.text import safe_label
-from tui.app.widgets import Themed
-from tui.core.diagnose import Diagnosis
-from tui.core.finding import ACTIVE, duration
-from tui.core.rundir import exit_meaning
+from dflash_tui.app.gpus.grid import GpuGrid
+from dflash_tui.app.palette import Palette
+from dflash_tui.app.widgets import Themed
+from dflash_tui.core.base.rundir import ALIVE_STATES as ACTIVE
+from dflash_tui.core.base.rundir import exit_meaning
+from dflash_tui.core.base.text import safe_label
+from dflash_tui.core.diagnosis.diagnose import Diagnosis
+from dflash_tui.core.diagnosis.finding import duration
+from dflash_tui.core.diagnosis.severity import RUN_STATE as STATE_SEVERITY
+from dflash_tui.core.diagnosis.severity import label_severity
 
-STATE_SEVERITY = {
-    "none": "info",
-    "starting": "warning",
-    "running": "ok",
-    "exited": "info",
-    "killed": "warning",
-    "launch-failed": "error",
-}
 KEEP = 100  # rank of a part that is never shortened
 
 

@@ -15,18 +15,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tui.app.control_bridge import Bridge
-from tui.app.findings.timeline import Timeline
-from tui.app.messages import SampleReady
-from tui.app.source import EventSource
-from tui.core.config import Config, HostConfig
-from tui.core.diagnose import Diagnosis
-from tui.core.finding import ACTIVE
-from tui.core.snapshot import Snapshot
-from tui.core.tracker import Tracker
-from tui.core.transport import Transport
-
-SEVERITY_ORDER = ("error", "warning", "info")
+from dflash_tui.app.control_bridge import Bridge
+from dflash_tui.app.messages import SampleReady
+from dflash_tui.app.source import EventSource
+from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.rundir import ALIVE_STATES as ACTIVE
+from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.diagnosis.diagnose import Diagnosis
+from dflash_tui.core.diagnosis.severity import worst
+from dflash_tui.core.diagnosis.timeline import Timeline
+from dflash_tui.core.diagnosis.tracker import Tracker
+from dflash_tui.core.link.transport import Transport
 
 
 class HostState:
@@ -58,7 +57,7 @@ class HostState:
     @property
     def transport(self) -> Transport:
         if self._transport is None:
-            from tui.core.connect import make_transport
+            from dflash_tui.core.link.connect import make_transport
 
             self._transport = make_transport(self.cfg)
         return self._transport
@@ -70,7 +69,7 @@ class HostState:
         return self._bridge
 
     def live_source(self, interval: float) -> EventSource:
-        from tui.app.source import LiveSource
+        from dflash_tui.app.source import LiveSource
 
         return LiveSource(self.transport, self.cfg, interval)
 
@@ -154,7 +153,7 @@ def summarize(state: HostState) -> HostSummary:
     if diag is None:
         return HostSummary(state.key, state.link, note, "?", None, None, None, None, 0, 0)
     counts = Counter(f.severity for f in diag.findings)
-    worst = next((s for s in SEVERITY_ORDER if counts[s]), None)
+    worst_level = worst(f.severity for f in diag.findings)
     return HostSummary(
         key=state.key,
         link=state.link,
@@ -163,8 +162,8 @@ def summarize(state: HostState) -> HostSummary:
         run_id=diag.run.id if diag.run else None,
         target=diag.healthy("target"),
         drafter=diag.healthy("drafter"),
-        worst=worst,
-        worst_count=counts[worst] if worst else 0,
+        worst=worst_level,
+        worst_count=counts[worst_level] if worst_level else 0,
         findings=len(diag.findings),
     )
 

@@ -19,14 +19,14 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Footer, Input, TabbedContent, TabPane
 
-from tui.app.findings.panel import FindingsList, TimelineList
-from tui.app.gpus.grid import GpuGrid
-from tui.app.header import RunHeader
-from tui.app.logs.area import LogArea
-from tui.app.metrics import MetricsStrip
-from tui.app.overview import HostOverview
-from tui.app.procs.tree import ProcTree
-from tui.app.waits import WaitBar
+from dflash_tui.app.findings.panel import FindingsList, TimelineList
+from dflash_tui.app.gpus.grid import GpuGrid
+from dflash_tui.app.header import RunHeader
+from dflash_tui.app.logs.area import LogArea
+from dflash_tui.app.overview import HostOverview
+from dflash_tui.app.procs.tree import ProcTree
+from dflash_tui.app.progress_strip import MetricsStrip
+from dflash_tui.app.waits import WaitBar
 
 # (key, action, footer text, help text). Destructive ones are listed in DESTRUCTIVE.
 KEYS: tuple[tuple[str, str, str, str], ...] = (

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from tui.core.config import Config
+from dflash_tui.core.base.config import Config
 
 
 def main(cfg: Config, args: argparse.Namespace | None = None) -> int:
-    from tui.app.app import DflashApp  # textual is imported only when the app starts
+    from dflash_tui.app.app import DflashApp  # textual is imported only when the app starts
 
     app = DflashApp(cfg)
     app.run()

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
-from tui.app.findings.timeline import Event
-from tui.core.diagnose import Diagnosis
-from tui.core.metrics import Metric, Progress
-from tui.core.snapshot import Snapshot
+from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.diagnosis.diagnose import Diagnosis
+from dflash_tui.core.diagnosis.progress import Metric, Progress
+from dflash_tui.core.diagnosis.timeline import Event
 
 
 @dataclass

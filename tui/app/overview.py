@@ -11,11 +11,11 @@ from rich.text import Text
 from textual.events import Click
 from textual.widgets import Static
 
-from tui.app.header import STATE_SEVERITY
-from tui.app.hosts import HostSummary
-from tui.app.palette import Palette
-from tui.app.text import safe_label
-from tui.app.widgets import Themed
+from dflash_tui.app.hosts import HostSummary
+from dflash_tui.app.palette import Palette
+from dflash_tui.app.widgets import Themed
+from dflash_tui.core.base.text import safe_label
+from dflash_tui.core.diagnosis.severity import RUN_STATE as STATE_SEVERITY
 
 LABEL_WIDTH = 18  # at most; the column is as wide as the longest host label
 STATE_WIDTH = 15  # " LAUNCH-FAILED " fits

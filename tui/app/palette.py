@@ -13,22 +13,11 @@ from dataclasses import dataclass
 from rich.style import Style
 from textual.color import Color, ColorParseError
 
-from tui.app.themes import CHIP_DEFAULTS
+from dflash_tui.app.themes import CHIP_DEFAULTS
+from dflash_tui.core.diagnosis.severity import LEVELS
 
 # How bad each GPU label is, for its chip colour (idle is worse while a run should be active).
-LABEL_SEVERITY = {
-    "ok": "ok",
-    "idle": "info",
-    "busy-no-memory": "warning",
-    "orphan-process": "error",
-    "foreign-process": "warning",
-    "unexpected-activity": "warning",
-    "near-oom": "warning",
-    "ecc-errors": "error",
-    "throttled": "warning",
-    "missing": "error",
-}
-SEVERITIES = ("ok", "info", "warning", "error")
+SEVERITIES = LEVELS  # the levels of tui/core/diagnosis/severity.py; colours only here
 _TEXT = {"ok": "success", "info": "secondary", "warning": "warning", "error": "error"}
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui.core.snapshot import Snapshot
+from dflash_tui.core.base.snapshot import Snapshot
 
 T0 = 1_764_669_600.0  # 2025-12-02 10:00:00 UTC
 SEED_LOG = "/workspace/train_stdout_flex6.log"
@@ -76,7 +76,7 @@ def _run_record(rid: str, pgid: int, started: float, root: str) -> dict[str, Any
     return {
         "id": rid,
         "dir": f"{root}/{rid}",
-        "command": "python3 -m dflash.train --target-gpus 0-4 --drafter-gpus 5-7",
+        "command": "python3 -m dflash_train.train --target-gpus 0-4 --drafter-gpus 5-7",
         "pid": pgid,
         "pgid": pgid,
         "start_ticks": 1000 + pgid,
@@ -103,8 +103,10 @@ def healthy_run(samples: int = 12, step: float = 5.0) -> list[Snapshot]:
     procs = [
         *_BASE_PROCS,
         _proc(pgid, 1, pgid, f"sh {root}/{rid}/run.sh {root}/{rid}"),
-        _proc(4243, pgid, pgid, "python3 -m dflash.train --target-gpus 0-4 --drafter-gpus 5-7"),
-        _proc(4250, 4243, pgid, "python3 -m dflash.train (compile worker)", state="D"),
+        _proc(
+            4243, pgid, pgid, "python3 -m dflash_train.train --target-gpus 0-4 --drafter-gpus 5-7"
+        ),
+        _proc(4250, 4243, pgid, "python3 -m dflash_train.train (compile worker)", state="D"),
         _proc(5000, 1, 5000, "[defunct]", state="Z"),
     ]
     gpus = [_gpu(i, 96 if i < 5 else 88, 61234 if i < 5 else 40960) for i in range(8)]
@@ -118,7 +120,7 @@ def healthy_run(samples: int = 12, step: float = 5.0) -> list[Snapshot]:
         for i, g in enumerate(gpus)
     ]
     head = [
-        "dflash.train: preset full, target GPUs 0-4, drafter GPUs 5-7",
+        "dflash_train.train: preset full, target GPUs 0-4, drafter GPUs 5-7",
         '{"event": "model_loaded", "t": 1764669310.0}',
         "compiled flex_attention (12 shapes) in 41.2s",
         "warmed every shape; starting the workers",

@@ -10,9 +10,9 @@ import asyncio
 from collections.abc import AsyncIterator, Iterable
 from typing import Protocol
 
-from tui.core.config import HostConfig
-from tui.core.feed import Disconnected, Feed, FeedEvent, Malformed
-from tui.core.transport import Transport
+from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.link.feed import Disconnected, Feed, FeedEvent, Malformed
+from dflash_tui.core.link.transport import Transport
 
 __all__ = ["Disconnected", "EventSource", "LiveSource", "Malformed", "ScriptedSource"]
 

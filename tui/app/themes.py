@@ -1,4 +1,4 @@
-"""Themes from TOML files: the bundled ones (``themes/`` installed as ``tui.themes``) and the
+"""Themes from TOML files: the bundled ones (``themes/`` installed as ``dflash_tui.themes``) and the
 user's (``$XDG_CONFIG_HOME/dflash-tui/themes/*.toml``, default ``~/.config``).
 
 A theme file holds ``textual.theme.Theme``'s fields; a broken file is reported, never fatal.
@@ -95,10 +95,10 @@ def load_theme(source: Traversable | Path) -> Theme:
 
 
 def bundled_dir() -> Traversable:
-    """The bundled theme files: the installed ``tui.themes`` package, else the repo's themes/."""
+    """The bundled theme files: the installed ``dflash_tui.themes`` package, else themes/."""
     try:
-        return resources.files("tui.themes")
-    except ModuleNotFoundError:  # an editable install that does not map tui.themes
+        return resources.files("dflash_tui.themes")
+    except ModuleNotFoundError:  # an editable install that does not map dflash_tui.themes
         return Path(__file__).resolve().parents[2] / "themes"
 
 

@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import ProgressBar, Static
 
-from tui.app.text import safe_label
+from dflash_tui.core.base.text import safe_label
 
 
 class WaitBar(Horizontal):

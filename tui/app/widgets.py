@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from textual.widget import Widget
 
-from tui.app.palette import Palette, palette_for
+from dflash_tui.app.palette import Palette, palette_for
 
 
 def redraw_guarded(widget: Widget, redraw: Callable[[], None]) -> None:

@@ -10,11 +10,11 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from tui.app.findings.timeline import MAX_EVENTS, Event
-from tui.app.palette import Palette, palette_for
-from tui.app.text import safe_label
-from tui.app.widgets import redraw_guarded
-from tui.core.finding import Finding
+from dflash_tui.app.palette import Palette, palette_for
+from dflash_tui.app.widgets import redraw_guarded
+from dflash_tui.core.base.text import safe_label
+from dflash_tui.core.diagnosis.finding import Finding
+from dflash_tui.core.diagnosis.timeline import MAX_EVENTS, Event
 
 _BADGE = {"error": " ERROR ", "warning": " WARN  ", "info": " INFO  "}
 

@@ -6,9 +6,9 @@ from textual.containers import ScrollableContainer
 from textual.events import Resize
 from textual.widgets import Static
 
-from tui.app.gpus.panel import GpuPanel
-from tui.core.diagnose import Diagnosis
-from tui.core.finding import ACTIVE
+from dflash_tui.app.gpus.panel import GpuPanel
+from dflash_tui.core.base.rundir import ALIVE_STATES as ACTIVE
+from dflash_tui.core.diagnosis.diagnose import Diagnosis
 
 PANEL_WIDTH = 30  # columns per panel: 4 x 30 = 120
 

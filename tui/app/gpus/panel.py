@@ -8,25 +8,21 @@ from collections import deque
 from rich.text import Text
 from textual.widgets import Static
 
-from tui.app.palette import LABEL_SEVERITY, Palette
-from tui.app.spark import bar, sparkline
-from tui.app.text import mib, safe_label
-from tui.app.widgets import Themed
-from tui.core.diagnose import GpuView, ProcView
-from tui.core.finding import duration
+from dflash_tui.app.palette import Palette
+from dflash_tui.app.spark import bar, sparkline
+from dflash_tui.app.widgets import Themed
+from dflash_tui.core.base.text import mib, safe_label
+from dflash_tui.core.diagnosis.diagnose import GpuView, ProcView
+from dflash_tui.core.diagnosis.finding import duration
+from dflash_tui.core.diagnosis.severity import OWNER as _OWNER_SEVERITY
+from dflash_tui.core.diagnosis.severity import label_severity
 
 HISTORY = 60  # samples of utilisation and memory kept per GPU for the sparklines
 _BAR, _SPARK = 8, 7
-_OWNER_SEVERITY = {"run": "ok", "orphan": "error", "foreign": "warning", "unknown": "info"}
 
 
 def _short_name(name: str | None) -> str:
     return safe_label((name or "?").replace("NVIDIA ", "").replace("GeForce ", ""), 16)
-
-
-def label_severity(code: str, run_active: bool) -> str:
-    sev = LABEL_SEVERITY.get(code, "warning")
-    return "warning" if code == "idle" and run_active else sev
 
 
 class GpuPanel(Static, Themed):

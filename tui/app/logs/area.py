@@ -13,10 +13,10 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Input, Static
 
-from tui.app.logs.lines import DEFAULT_FILTER, compile_filter
-from tui.app.logs.tail import LogTail
-from tui.core.diagnose import Diagnosis
-from tui.core.snapshot import LogState
+from dflash_tui.app.logs.lines import DEFAULT_FILTER, compile_filter
+from dflash_tui.app.logs.tail import LogTail
+from dflash_tui.core.base.snapshot import LogState
+from dflash_tui.core.diagnosis.diagnose import Diagnosis
 
 FLUSH_INTERVAL = 0.05  # seconds: ~20 redraws a second at most, per tail
 

@@ -10,7 +10,7 @@ import re
 from collections import deque
 from collections.abc import Iterable
 
-from tui.app.text import clean_line
+from dflash_tui.core.base.text import clean_line
 
 MAX_LINES = 5000
 # What the seed's operator grepped for: errors, exceptions, progress, compile/warm-up milestones.

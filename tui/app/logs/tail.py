@@ -16,12 +16,12 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Log, Static
 
-from tui.app.logs.lines import ERROR_RE, MAX_LINES, LineStore
-from tui.app.palette import Palette, palette_for
-from tui.app.text import safe_label
-from tui.app.widgets import redraw_guarded
-from tui.core.diagnose import LogView
-from tui.core.finding import duration
+from dflash_tui.app.logs.lines import ERROR_RE, MAX_LINES, LineStore
+from dflash_tui.app.palette import Palette, palette_for
+from dflash_tui.app.widgets import redraw_guarded
+from dflash_tui.core.base.text import safe_label
+from dflash_tui.core.diagnosis.diagnose import LogView
+from dflash_tui.core.diagnosis.finding import duration
 
 
 class ErrorHighlighter(Highlighter):

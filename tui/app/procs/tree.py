@@ -15,12 +15,12 @@ from rich.text import Text
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from dflash.topology import format_indices
-from tui.app.palette import Palette, palette_for
-from tui.app.text import safe_label
-from tui.core.diagnose import Diagnosis
-from tui.core.rundir import group_members
-from tui.core.snapshot import Snapshot
+from dflash_train.topology import format_indices
+from dflash_tui.app.palette import Palette, palette_for
+from dflash_tui.core.base.rundir import group_members
+from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.base.text import safe_label
+from dflash_tui.core.diagnosis.diagnose import Diagnosis
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class ProcInfo:
     gpus: tuple[int, ...]
 
 
-def gpu_holders(diag: Diagnosis) -> dict[int, tuple[int, ...]]:
+def gpus_by_pid(diag: Diagnosis) -> dict[int, tuple[int, ...]]:
     """PID (in the probe's view) -> GPU indices it holds."""
     out: dict[int, list[int]] = {}
     for view in diag.gpus:
@@ -70,7 +70,7 @@ class ProcTree(Tree[ProcInfo]):
     def show(self, snap: Snapshot, diag: Diagnosis) -> None:
         procs = {p.pid: p for p in snap.procs}
         run_pids = {p.pid for p in group_members(diag.run, snap.procs)}
-        holders = gpu_holders(diag)
+        holders = gpus_by_pid(diag)
         infos = {
             pid: ProcInfo(
                 pid,

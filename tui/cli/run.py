@@ -1,0 +1,143 @@
+"""``dflash-tui launch | kill | restart``: the app's run keys, for scripts.
+
+ActionProgress goes to stderr as lines, the result to stdout (a sentence, or JSON with ``--json``).
+Exit 0 when the action succeeded, 1 when it did not (the message says why).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import sys
+import time
+from typing import Any
+
+from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.rundir import ALIVE_STATES
+from dflash_tui.core.base.snapshot import Proc
+from dflash_tui.core.base.timings import RELEASE_TIMEOUT_S
+from dflash_tui.core.control.kill import KillResult, kill
+from dflash_tui.core.control.launch import LaunchResult, launch
+from dflash_tui.core.control.restart import RestartResult, clear_compile_cache, restart
+from dflash_tui.core.control.script import ActionProgress, ControlError, fetch_run
+from dflash_tui.core.link.connect import make_transport
+from dflash_tui.core.link.transport import TransportError
+
+Result = LaunchResult | KillResult | RestartResult
+
+
+class _StderrProgress:
+    """ActionProgress lines on stderr: at most one a second unless the phase changes."""
+
+    def __init__(self) -> None:
+        self.phase, self.last = "", 0.0
+
+    def __call__(self, p: ActionProgress) -> None:
+        now = time.monotonic()
+        if p.phase == self.phase and now - self.last < 1.0:
+            return
+        self.phase, self.last = p.phase, now
+        limit = f"/{p.limit:g}" if p.limit is not None else ""
+        print(f"[{p.phase} {p.elapsed:.1f}{limit} s] {p.message}", file=sys.stderr, flush=True)
+
+
+async def _launch(host: HostConfig, args: argparse.Namespace, **kw: Any) -> Result:
+    transport = make_transport(host)
+    try:
+        if getattr(args, "restart", False) or args.subcommand == "restart":
+            return await restart(
+                transport,
+                host,
+                grace=args.grace,
+                start_window=args.start_window,
+                clear_cache=args.clear_cache,
+                release_timeout=getattr(args, "release_timeout", RELEASE_TIMEOUT_S),
+                **kw,
+            )
+        if args.clear_cache:
+            # Clearing the cache under a live run would pull it from under the job.
+            rep = await fetch_run(transport, host.run_root)
+            if rep.state(args.start_window) not in ALIVE_STATES:
+                print(await clear_compile_cache(transport, host), file=sys.stderr)
+        return await launch(transport, host, start_window=args.start_window, **kw)
+    finally:
+        await transport.close()
+
+
+async def _kill(host: HostConfig, args: argparse.Namespace, **kw: Any) -> Result:
+    transport = make_transport(host)
+    try:
+        return await kill(transport, host, grace=args.grace, **kw)
+    finally:
+        await transport.close()
+
+
+def _proc(p: Proc) -> dict[str, Any]:
+    return {"pid": p.pid, "pgid": p.pgid, "sid": p.sid, "state": p.state, "name": p.cmd}
+
+
+def to_json(result: Result | None) -> dict[str, Any] | None:
+    """The result as plain JSON types (processes as {pid, pgid, sid, state, name})."""
+    if result is None:
+        return None
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(result):
+        v = getattr(result, f.name)
+        if isinstance(v, LaunchResult | KillResult):
+            v = to_json(v)
+        elif isinstance(v, frozenset):
+            v = sorted(v)
+        elif isinstance(v, tuple):
+            v = [_proc(x) if isinstance(x, Proc) else _plain(x) for x in v]
+        out[f.name] = v
+    return out
+
+
+def _plain(x: Any) -> Any:
+    return dataclasses.asdict(x) if dataclasses.is_dataclass(x) else x
+
+
+def _human(result: Result) -> list[str]:
+    lines = [result.message]
+    if isinstance(result, RestartResult):
+        parts = [result.launch] if result.launch else []
+        return lines + [ln for r in parts for ln in _human(r)[1:]]
+    if isinstance(result, LaunchResult) and result.log_tail:
+        lines.append("last lines of the log:")
+        lines += [f"  {ln}" for ln in result.log_tail]
+    if isinstance(result, KillResult):
+        lines += [f"  survivor: {p.pid} {p.cmd} ({p.state})" for p in result.survivors]
+        lines += [f"  GPU {h.gpu}: pid {h.pid} holds {h.used_mib} MiB" for h in result.gpu_held]
+        if result.gpu_note:
+            lines.append(f"  {result.gpu_note}")
+    return lines
+
+
+def main(cfg: Config, args: argparse.Namespace) -> int:
+    if len(cfg.hosts) > 1:
+        print(f"dflash-tui {args.subcommand}: acts on one host; pass --host", file=sys.stderr)
+        return 1
+    host = cfg.host
+    kw: dict[str, Any] = {"progress": _StderrProgress()}
+    if args.subcommand != "kill" and getattr(args, "keep_runs", None):
+        kw["keep"] = args.keep_runs
+    action = _kill if args.subcommand == "kill" else _launch
+    try:
+        result = asyncio.run(action(host, args, **kw))
+    except (ControlError, TransportError) as exc:
+        msg = f"{args.subcommand} on {host.label}: {exc}"
+        if args.json:
+            print(json.dumps({"ok": False, "message": msg}))
+        else:
+            print(f"dflash-tui: {msg}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"dflash-tui {args.subcommand}: interrupted", file=sys.stderr)
+        return 130
+    if args.json:
+        print(json.dumps(to_json(result), indent=2))
+    else:
+        print("\n".join(_human(result)))
+    return 0 if result.ok else 1

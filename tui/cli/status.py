@@ -1,0 +1,90 @@
+"""``dflash-tui status``: one sample per host, diagnosed, as JSON or a table."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from typing import Any
+
+from dflash_tui.cli.table import render
+from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.diagnosis.document import iso_time, to_json
+from dflash_tui.core.diagnosis.tracker import Tracker
+from dflash_tui.core.link.connect import make_transport
+from dflash_tui.core.link.feed import sample_once
+from dflash_tui.core.link.transport import TransportError
+
+_RANK = {"info": 0, "warning": 1, "error": 2}
+
+
+async def diagnose_host(host: HostConfig) -> tuple[dict[str, Any], list[Any]]:
+    transport = make_transport(host)
+    try:
+        snap = await sample_once(transport, host)
+    finally:
+        await transport.close()
+    diag = Tracker(host.topology, live=False).add(snap)
+    return to_json(diag, host), render(diag, host)
+
+
+def _unreachable(host: HostConfig, error: str) -> dict[str, Any]:
+    return {
+        "schema": 1,
+        "host": host.label,
+        "container": host.container,
+        "time": iso_time(time.time()),
+        "error": error,
+        "topology": host.topology.to_json(),
+        "telemetry": "none",
+        # The run's state cannot be read: same shape as a reachable host's, all unknown.
+        "run": {
+            "state": "unknown",
+            "id": None,
+            "pid": None,
+            "pgid": None,
+            "exit_code": None,
+            "started_at": None,
+            "logs": [],
+        },
+        "gpus": [],
+        "findings": [
+            {"code": "host-unreachable", "severity": "error", "gpus": [], "message": error}
+        ],
+    }
+
+
+async def _gather(cfg: Config) -> list[tuple[dict[str, Any], list[Any]]]:
+    async def one(h: HostConfig) -> tuple[dict[str, Any], list[Any]]:
+        try:
+            return await diagnose_host(h)
+        except TransportError as exc:
+            return _unreachable(h, f"{h.label}: {exc}"), []
+
+    return list(await asyncio.gather(*(one(h) for h in cfg.hosts)))
+
+
+def main(cfg: Config, args: argparse.Namespace) -> int:
+    results = asyncio.run(_gather(cfg))
+    docs = [doc for doc, _ in results]
+    if args.json:
+        out = docs[0] if len(docs) == 1 else docs
+        json.dump(out, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        from rich.console import Console
+
+        # Piped output gets a wide console so paths and messages are not cut mid-word.
+        console = Console(width=None if sys.stdout.isatty() else 200)
+        for doc, parts in results:
+            if not parts:
+                console.print(f"{doc['host']}: {doc.get('error')}", markup=False)
+            for part in parts:
+                console.print(part)
+    failing = any("error" in d for d in docs)
+    if args.fail_on:
+        worst = max((_RANK[f["severity"]] for d in docs for f in d["findings"]), default=-1)
+        failing = failing or worst >= _RANK[args.fail_on]
+    return 1 if failing else 0

@@ -1,0 +1,48 @@
+"""The readable table of ``dflash-tui status``: a Diagnosis as Rich renderables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.rundir import exit_meaning
+from dflash_tui.core.base.text import printable
+from dflash_tui.core.diagnosis.diagnose import Diagnosis
+from dflash_tui.core.diagnosis.finding import duration
+
+_SEV_STYLE = {"info": "cyan", "warning": "yellow", "error": "bold red"}
+
+
+def render(diag: Diagnosis, host: HostConfig) -> list[Any]:
+    """Rich renderables for the terminal; every dynamic string is Text, never markup."""
+    run = diag.run
+    head = Text(printable(f"{host.label}  run: {diag.run_state}"))
+    if run:
+        head.append(f"  id {run.id}  pgid {run.pgid}")
+        if run.exit_code is not None:
+            head.append(f"  exit {run.exit_code} ({exit_meaning(run.exit_code)})")
+    ht, nt = diag.healthy("target")
+    hd, nd = diag.healthy("drafter")
+    head.append(f"  healthy target {ht}/{nt}, drafter {hd}/{nd}")
+    gpus = Table("GPU", "role", "util", "memory", "processes", "labels", title="GPUs")
+    for v in diag.gpus:
+        g = v.gpu
+        mem = f"{g.mem_used_mib}/{g.mem_total_mib} MiB" if g else "-"
+        util = f"{g.util}%" if g and g.util is not None else "-"
+        procs = ", ".join(f"{p.pid}:{p.owner}" for p in v.processes) or "-"
+        gpus.add_row(str(v.index), v.role, util, mem, Text(printable(procs)), " ".join(v.codes))
+    logs = Table("log", "state", title="logs")
+    for lg in diag.logs:
+        state = f"{lg.size} bytes" if lg.exists else "does not exist"
+        if not lg.exists and lg.missing_since is not None and diag.time > lg.missing_since:
+            state += f" (for {duration(diag.time - lg.missing_since)})"
+        logs.add_row(Text(printable(lg.path)), state)
+    found = Table("severity", "code", "message", title="findings")
+    for f in diag.findings:
+        found.add_row(
+            Text(f.severity, style=_SEV_STYLE[f.severity]), f.code, Text(printable(f.message))
+        )
+    return [head, gpus, logs, found]

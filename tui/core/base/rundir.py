@@ -1,0 +1,211 @@
+"""The run directory: file names and the pure rules that read a run's state back.
+
+The layout is in docs/internals.md. Reading happens where the run lives (the probe, or
+tui/core/control.sh for control); these functions judge what was read, so local, SSH and
+container runs share one rule. The auto-restart decisions are tui/core/control/policy.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from dflash_tui.core.base.snapshot import Proc, RunRecord
+from dflash_tui.core.base.timings import START_WINDOW_S
+
+RUN_STATES = ("none", "starting", "running", "exited", "killed", "launch-failed")
+ALIVE_STATES = ("starting", "running")
+
+
+def group_members(run: RunRecord | None, procs: Sequence[Proc]) -> list[Proc]:
+    """Live (non-zombie) processes of the run's process group.
+
+    A PGID is reused by the kernel once the group is gone: when the recorded leader is still
+    present its start time must match, else nothing of that group is ours. When the leader is
+    gone, the members must be in the run's session (the launcher's setsid made SID == PGID) and
+    born after the leader; one that is not proves the group is someone else's.
+    """
+    if run is None or run.pgid is None:
+        return []
+    members = [p for p in procs if p.pgid == run.pgid and p.state != "Z"]
+    leader = next((p for p in procs if p.pid == run.pgid), None)
+    if leader is not None:
+        if (
+            run.start_ticks is not None
+            and leader.start_ticks is not None
+            and leader.start_ticks != run.start_ticks
+        ):
+            return []
+        return members
+    for p in members:
+        born_before = (
+            run.start_ticks is not None
+            and p.start_ticks is not None
+            and p.start_ticks < run.start_ticks
+        )
+        if p.sid != run.pgid or born_before:
+            return []
+    return members
+
+
+def run_state(
+    run: RunRecord | None,
+    procs: Sequence[Proc],
+    now: float,
+    start_window: float = START_WINDOW_S,
+) -> str:
+    if run is None:
+        return "none"
+    alive = bool(group_members(run, procs))
+    if run.launch_error and not alive:  # a job alive despite a reported failure is running
+        return "launch-failed"
+    if alive:
+        if run.started_at is not None and now - run.started_at < start_window:
+            return "starting"
+        return "running"
+    if run.exit_code is None:
+        # No pid file yet: the launcher is still setting the job up (it writes launch_error
+        # itself if the job never starts). A recorded group gone with no exit code was killed.
+        # The wrapper writes pid before started_at, so a start time without a readable pid
+        # file is a broken record, not a start in progress (it would say "starting" forever).
+        if run.pgid is None:
+            return "starting" if run.started_at is None else "launch-failed"
+        return "killed"
+    quick = (
+        run.started_at is not None
+        and run.ended_at is not None
+        and run.ended_at - run.started_at < start_window
+    )
+    if run.exit_code != 0 and quick and run.kill_requested_at is None:
+        return "launch-failed"
+    return "killed" if run.exit_code >= 128 else "exited"
+
+
+SIGNALS = {1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
+
+
+def exit_meaning(code: int | None) -> str:
+    """What an exit code usually means, for people reading a crash."""
+    if code is None:
+        return "no exit code recorded: the process group vanished (killed)"
+    if code == 0:
+        return "success"
+    if code == 137:
+        return "SIGKILL (often the kernel's OOM killer, or a kill -9)"
+    if code >= 128:
+        sig = code - 128
+        return f"killed by signal {sig} ({SIGNALS.get(sig, 'signal')})"
+    if code == 127:
+        return "command not found"
+    if code == 126:
+        return "command not executable"
+    if code == 1:
+        return "error (see the log's last lines)"
+    return f"exited with status {code}"
+
+
+# ---- what tui/core/control.sh prints: `key value` lines -------------------------------------
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """One reading of a run directory by control.sh, plus what the verb did."""
+
+    now: float | None = None  # the clock of the machine where the run lives
+    record: RunRecord | None = None
+    verdict: str = "none"  # none | gone | ours | reused (is the recorded PGID still the run's?)
+    members: tuple[Proc, ...] = ()
+    log_tail: tuple[str, ...] = ()
+    launched: str | None = None
+    alive: str | None = None  # launch refused: this run is alive
+    pruned: tuple[str, ...] = ()
+    signalled: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()
+    facts: dict[str, str] = field(default_factory=dict)  # cleared/absent (compile cache)
+
+    def state(self, start_window: float = START_WINDOW_S) -> str:
+        now = self.now if self.now is not None else 0.0
+        return run_state(self.record, self.members, now, start_window)
+
+
+def _float(text: str | None) -> float | None:
+    try:
+        return float(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+def _int(parts: list[str], i: int) -> int | None:
+    return int(parts[i]) if len(parts) > i and parts[i].isdigit() else None
+
+
+def _member(text: str) -> Proc | None:
+    parts = text.split(" ", 6)
+    if len(parts) < 6 or not all(x.isdigit() for x in parts[:4] + parts[5:6]):
+        return None
+    pid, ppid, pgid, sid, ticks = (int(x) for x in (*parts[:4], parts[5]))
+    comm = parts[6] if len(parts) > 6 else ""
+    return Proc(pid, ppid, pgid, sid, parts[4], ticks, None, None, "", comm)
+
+
+def _record(rid: str | None, rdir: str | None, files: dict[str, str], err: list[str]) -> RunRecord:
+    pid = files.get("pid", "").split()
+    ex = files.get("exit", "").split()
+    rdir = rdir or ""
+    return RunRecord(
+        id=rid or rdir.rsplit("/", 1)[-1],
+        dir=rdir,
+        command=files.get("command"),
+        pid=_int(pid, 0),
+        pgid=_int(pid, 1),
+        start_ticks=_int(pid, 2),
+        started_at=_float(files.get("started_at")),
+        exit_code=_int(ex, 0),
+        ended_at=_float(ex[1]) if len(ex) > 1 else None,
+        launch_error="\n".join(err) if err else None,
+        kill_requested_at=_float(files.get("kill_requested")),
+        log_path=f"{rdir}/output.log",
+        events_path=f"{rdir}/events.jsonl",
+    )
+
+
+def parse_report(text: str) -> RunReport:
+    """Parse control.sh's output; unknown or malformed lines are ignored."""
+    vals: dict[str, str] = {}
+    files: dict[str, str] = {}
+    lists: dict[str, list[str]] = {k: [] for k in ("launch_error", "log", "pruned", "error")}
+    signalled: list[str] = []
+    members: list[Proc] = []
+    for line in text.splitlines():
+        key, _, rest = line.partition(" ")
+        if key == "file":
+            name, _, value = rest.partition(" ")
+            files[name] = value
+        elif key == "member":
+            m = _member(rest)
+            if m is not None:
+                members.append(m)
+        elif key in lists:
+            lists[key].append(rest)
+        elif key == "signal_error":
+            lists["error"].append(f"kill: {rest}")
+        elif key == "signalled":
+            signalled.append(rest.split(" ")[0])
+        elif key in ("now", "id", "dir", "verdict", "launched", "alive", "cleared", "absent"):
+            vals[key] = rest
+    record = None
+    if "dir" in vals:
+        record = _record(vals.get("id"), vals["dir"], files, lists["launch_error"])
+    return RunReport(
+        now=_float(vals.get("now")),
+        record=record,
+        verdict=vals.get("verdict", "none"),
+        members=tuple(members),
+        log_tail=tuple(lists["log"]),
+        launched=vals.get("launched"),
+        alive=vals.get("alive"),
+        pruned=tuple(lists["pruned"]),
+        signalled=tuple(signalled),
+        errors=tuple(lists["error"]),
+        facts={k: vals[k] for k in ("cleared", "absent") if k in vals},
+    )

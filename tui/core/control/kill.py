@@ -1,0 +1,215 @@
+"""Kill a run: SIGTERM its process group, wait, SIGKILL what remains, then check its GPU memory.
+
+Built on tui/core/control.py's script runner: control.sh checks, right before each signal, that
+the recorded PGID is still the run's, so a reused PGID is refused, never signalled. Processes
+are only ever signalled as that group; never by name. Restart (tui/core/control_restart.py)
+uses ``kill``, ``sample`` and ``gpu_holders`` from here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.rundir import RunReport
+from dflash_tui.core.base.snapshot import Proc, Snapshot
+from dflash_tui.core.base.timings import KILL_GRACE_S
+from dflash_tui.core.control.script import (
+    Cancel,
+    ControlError,
+    ProgressFn,
+    describe,
+    emit,
+    fetch_run,
+    is_cancelled,
+    run_script,
+)
+from dflash_tui.core.link.transport import Transport, TransportError
+
+
+@dataclass(frozen=True)
+class GpuHold:
+    """GPU memory still held by a process of the run."""
+
+    gpu: int | None
+    pid: int
+    used_mib: int | None
+    name: str
+    uuid: str | None = None
+    container_pid: int | None = None  # the PID in the probe's own table, when mapped
+
+
+@dataclass(frozen=True)
+class KillResult:
+    ok: bool
+    message: str
+    run_id: str | None = None
+    pgid: int | None = None
+    state: str = "none"
+    signals: tuple[str, ...] = ()
+    survivors: tuple[Proc, ...] = ()  # alive after SIGKILL (D state: stuck in the kernel)
+    gpu_held: tuple[GpuHold, ...] = ()
+    gpu_note: str | None = None  # why GPU memory could not be checked
+    refused: bool = False  # the PGID is no longer the run's: nothing was signalled
+    cancelled: bool = False
+    pids: frozenset[int] = frozenset()  # every process of the group seen during the kill
+
+
+async def _signal(transport: Transport, host: HostConfig, run_id: str, sig: str) -> RunReport:
+    rep = await run_script(transport, "signal", host.run_root, run_id, sig)
+    if rep.errors and not rep.record:
+        raise ControlError(rep.errors[0])
+    return rep
+
+
+def _refused(rep: RunReport) -> KillResult:
+    rec = rep.record
+    assert rec is not None
+    msg = (
+        f"run {rec.id}: process group {rec.pgid} now belongs to another process (its start "
+        "time differs from the recorded one): nothing was signalled"
+    )
+    return KillResult(False, msg, rec.id, rec.pgid, rep.state(), refused=True)
+
+
+async def _wait_gone(
+    transport: Transport,
+    host: HostConfig,
+    rep: RunReport,
+    limit: float,
+    phase: str,
+    seen: set[int],
+    progress: ProgressFn | None,
+    cancel: Cancel | None,
+    poll: float,
+) -> RunReport:
+    assert rep.record is not None
+    t0 = time.monotonic()
+    while rep.members and time.monotonic() - t0 < limit and not is_cancelled(cancel):
+        seen.update(p.pid for p in rep.members)
+        msg = f"SIG{phase.upper()} sent to group {rep.record.pgid}: {len(rep.members)} remain"
+        emit(progress, phase, f"{msg}: {describe(rep.members)}", t0, limit, rep.members)
+        await asyncio.sleep(poll)
+        rep = await fetch_run(transport, host.run_root, rep.record.id)
+    return rep
+
+
+async def kill(
+    transport: Transport,
+    host: HostConfig,
+    *,
+    grace: float = KILL_GRACE_S,
+    run_id: str | None = None,
+    progress: ProgressFn | None = None,
+    cancel: Cancel | None = None,
+    poll: float = 0.2,
+    kill_wait: float = 3.0,
+    check_gpu: bool = True,
+) -> KillResult:
+    """SIGTERM the run's process group, wait ``grace`` s, then SIGKILL what remains.
+
+    control.sh checks, right before each signal, that the recorded PGID is still the run's.
+    """
+    rep = await fetch_run(transport, host.run_root, run_id)
+    rec = rep.record
+    if rec is None:
+        return KillResult(True, "no run to kill")
+    if rep.verdict == "reused":
+        return _refused(rep)
+    if rep.verdict != "ours":
+        msg = f"run {rec.id} is not running ({rep.state()})"
+        return KillResult(True, msg, rec.id, rec.pgid, rep.state())
+    seen = {p.pid for p in rep.members}
+    rep = await _signal(transport, host, rec.id, "TERM")
+    if rep.verdict == "reused":
+        return _refused(rep)
+    signals = ["TERM"] if rep.signalled else []
+    rep = await _wait_gone(transport, host, rep, grace, "term", seen, progress, cancel, poll)
+    if rep.members and is_cancelled(cancel):
+        msg = f"kill cancelled after SIGTERM; {len(rep.members)} processes remain"
+        return KillResult(
+            ok=False,
+            message=msg,
+            run_id=rec.id,
+            pgid=rec.pgid,
+            state=rep.state(),
+            signals=tuple(signals),
+            survivors=rep.members,
+            cancelled=True,
+            pids=frozenset(seen),
+        )
+    if rep.members:
+        rep = await _signal(transport, host, rec.id, "KILL")
+        if rep.verdict == "reused":
+            return _refused(rep)
+        signals += ["KILL"] if rep.signalled else []
+        rep = await _wait_gone(transport, host, rep, kill_wait, "kill", seen, progress, None, poll)
+    held, note = (), None
+    if check_gpu:
+        snap, note = await sample(transport, host)
+        held = gpu_holders(snap, seen) if snap is not None else ()
+    return _kill_result(rep, tuple(signals), held, note, seen)
+
+
+def _kill_result(
+    rep: RunReport,
+    signals: tuple[str, ...],
+    held: tuple[GpuHold, ...],
+    note: str | None,
+    seen: set[int],
+) -> KillResult:
+    rec = rep.record
+    assert rec is not None
+    how = " then ".join(f"SIG{s}" for s in signals) or "no signal (already gone)"
+    msg = f"run {rec.id} stopped ({how})"
+    if rep.members:
+        msg = f"run {rec.id}: {len(rep.members)} processes survive SIGKILL: {describe(rep.members)}"
+    if held:
+        mib = sum(h.used_mib or 0 for h in held)
+        msg += f"; {len(held)} GPU processes of the run still hold {mib} MiB"
+    return KillResult(
+        ok=not rep.members,
+        message=msg,
+        run_id=rec.id,
+        pgid=rec.pgid,
+        state=rep.state(),
+        signals=signals,
+        survivors=rep.members,
+        gpu_held=held,
+        gpu_note=note,
+        pids=frozenset(seen),
+    )
+
+
+# ---- GPUs ---------------------------------------------------------------------------------------
+
+
+async def sample(transport: Transport, host: HostConfig) -> tuple[Snapshot | None, str | None]:
+    """One probe sample, or None and why GPU memory cannot be checked."""
+    try:
+        from dflash_tui.core.link.feed import (
+            sample_once,  # the probe; GPU checks degrade without it
+        )
+    except (ImportError, OSError) as exc:
+        return None, f"GPU memory not checked: the probe is unavailable ({exc})"
+    try:
+        snap = await sample_once(transport, host)
+    except TransportError as exc:
+        return None, f"GPU memory not checked: {exc}"
+    if snap.telemetry.source == "none":
+        return snap, f"GPU memory not checked: {snap.telemetry.error or 'no GPU telemetry'}"
+    return snap, None
+
+
+def gpu_holders(snap: Snapshot, pids: Iterable[int]) -> tuple[GpuHold, ...]:
+    """GPU processes that belong to the run (by PID, or the container PID the probe mapped)."""
+    want = set(pids)
+    index = {g.uuid: g.index for g in snap.gpus}
+    return tuple(
+        GpuHold(index.get(gp.gpu_uuid), gp.pid, gp.used_mib, gp.name, gp.gpu_uuid, gp.container_pid)
+        for gp in snap.gpu_procs
+        if gp.pid in want or gp.container_pid in want
+    )

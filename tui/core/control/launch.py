@@ -1,0 +1,130 @@
+"""Launch a run through a Transport: control.sh makes its run directory and starts the job in
+its own session; this waits out the start window and reports what happened."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.rundir import ALIVE_STATES, RunReport, exit_meaning
+from dflash_tui.core.base.timings import LOCK_WAIT_S, START_WINDOW_S
+from dflash_tui.core.control.script import (
+    Cancel,
+    ControlError,
+    ProgressFn,
+    check_root,
+    check_text,
+    emit,
+    env_text,
+    fetch_run,
+    is_cancelled,
+    run_script,
+)
+from dflash_tui.core.link.transport import Transport
+
+
+@dataclass(frozen=True)
+class LaunchResult:
+    ok: bool
+    state: str
+    message: str
+    run_id: str | None = None
+    dir: str | None = None
+    pid: int | None = None
+    pgid: int | None = None
+    exit_code: int | None = None
+    error: str | None = None  # the launcher's own error text, or why the job ended
+    log_tail: tuple[str, ...] = ()
+    refused: bool = False  # a run is alive: nothing was started
+    pruned: tuple[str, ...] = ()
+
+
+# ---- launch -----------------------------------------------------------------------------------
+
+
+def _launch_result(rep: RunReport, start_window: float, pruned: tuple[str, ...]) -> LaunchResult:
+    rec = rep.record
+    state = rep.state(start_window)
+    if rec is None:
+        return LaunchResult(False, "none", "launch failed: no run directory was made")
+    ok = state in ALIVE_STATES or (state == "exited" and rec.exit_code == 0)
+    error = None
+    if not ok:
+        error = rec.launch_error or f"exit {rec.exit_code}: {exit_meaning(rec.exit_code)}"
+    if ok:
+        msg = f"run {rec.id} {state} (pid {rec.pid}, group {rec.pgid})"
+    else:
+        msg = f"run {rec.id} {state}: {error}"
+    return LaunchResult(
+        ok=ok,
+        state=state,
+        message=msg,
+        run_id=rec.id,
+        dir=rec.dir,
+        pid=rec.pid,
+        pgid=rec.pgid,
+        exit_code=rec.exit_code,
+        error=error,
+        log_tail=() if ok else rep.log_tail,
+        pruned=pruned,
+    )
+
+
+async def launch_script(
+    transport: Transport, host: HostConfig, keep: int, lock_wait: float
+) -> RunReport:
+    workdir = check_text("workdir", host.workdir or "")
+    if workdir.startswith("-"):
+        workdir = "./" + workdir  # never read as an option by cd
+    return await run_script(
+        transport,
+        "launch",
+        check_root(host.run_root),
+        check_text("command", host.command),
+        workdir,
+        env_text(host.env),
+        max(keep, 0),
+        int(lock_wait * 1000),
+        timeout=lock_wait + 30,
+    )
+
+
+async def launch(
+    transport: Transport,
+    host: HostConfig,
+    *,
+    start_window: float = START_WINDOW_S,
+    keep: int = 0,
+    lock_wait: float = LOCK_WAIT_S,
+    progress: ProgressFn | None = None,
+    cancel: Cancel | None = None,
+    poll: float = 0.2,
+) -> LaunchResult:
+    """Start ``host.command`` as a new run unless one is alive; wait out the start window.
+
+    Returns early when the job dies; a failed start carries the launcher's own error text and
+    the log's last lines. ``keep`` > 0 prunes the oldest run directories beyond that many.
+    """
+    try:
+        rep = await launch_script(transport, host, keep, lock_wait)
+    except ControlError as exc:  # bad input, or the wrapper's own words (`pct: container 200
+        # not running`): nothing was started
+        return LaunchResult(False, "none", f"launch failed: {exc}", error=str(exc))
+    if rep.errors:
+        return LaunchResult(False, "none", f"launch failed: {rep.errors[0]}", error=rep.errors[0])
+    if rep.alive:
+        state = rep.state(start_window)
+        msg = f"run {rep.alive} is {state}: kill or restart it first (nothing was started)"
+        return LaunchResult(False, state, msg, rep.alive, refused=True, error=msg)
+    run_id, pruned, t0 = rep.launched, rep.pruned, time.monotonic()
+    while rep.state(start_window) == "starting" and not is_cancelled(cancel):
+        if time.monotonic() - t0 > start_window + 30:
+            break  # the remote clock does not advance as ours does: do not wait for ever
+        emit(progress, "starting", f"run {run_id} starting", t0, start_window, rep.members)
+        await asyncio.sleep(poll)
+        rep = await fetch_run(transport, host.run_root, run_id)
+    if rep.state(start_window) not in ALIVE_STATES:
+        rep = await fetch_run(transport, host.run_root, run_id, log_lines=20)
+    return _launch_result(rep, start_window, pruned)

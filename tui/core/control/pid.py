@@ -1,0 +1,139 @@
+"""Kill one process chosen in the process tree, verified by PID and start time (never a name).
+
+The start time read when the user picked it must still match right before each signal, so a
+PID the kernel reused for another process is never signalled. Some processes are never signalled
+at all: PID 1, kernel threads, and the chain that carries the supervisor (the control command,
+its ancestors, their group and session leaders). control.sh's ``pid`` verb refuses them where it
+runs (over SSH and in containers too); here, on a plain local transport, our own PID and our
+ancestors are refused before anything runs, with a clearer message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from dflash_tui.core.base.timings import KILL_GRACE_S
+from dflash_tui.core.control.script import Cancel, ProgressFn, _script, emit, is_cancelled
+from dflash_tui.core.link.transport import LocalTransport, Transport
+
+
+@dataclass(frozen=True)
+class PidKillResult:
+    ok: bool
+    message: str
+    signals: tuple[str, ...] = ()
+    refused: bool = False
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return "?"
+
+
+def _ppid(pid: int) -> int:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+        return int(text.rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def local_refusal(transport: Transport, pid: int) -> str | None:
+    """Why ``pid`` is this app or one of its ancestors, on a plain local transport; else None.
+
+    A container wrapper runs the command in another PID namespace: there our PIDs mean nothing,
+    and control.sh's own check (which sees that namespace) is the one that counts. PID 1 is
+    left to that check too (its message says why).
+    """
+    if not isinstance(transport, LocalTransport) or transport.wrap("true") != "true":
+        return None
+    if pid == os.getpid():
+        return f"PID {pid} is this app itself (dflash-tui)"
+    p, seen = os.getppid(), 0
+    while p > 1 and seen < 512:
+        if p == pid:
+            return (
+                f"PID {pid} ({_comm(pid)}) is an ancestor of this app (its shell, terminal or "
+                "session): killing it would kill the app too"
+            )
+        p, seen = _ppid(p), seen + 1
+    return None
+
+
+async def _pid(transport: Transport, pid: int, ticks: int, sig: str) -> tuple[str, str]:
+    cmd = "sh -s -- " + " ".join(shlex.quote(w) for w in ("pid", str(pid), str(ticks), sig))
+    res = await transport.run(cmd, _script(), 30.0)
+    words = (res.stdout.strip().splitlines() or ["pid_error no answer"])[-1].split(" ", 1)
+    return words[0], words[1] if len(words) > 1 else ""
+
+
+async def _wait(
+    transport: Transport,
+    pid: int,
+    ticks: int,
+    limit: float,
+    phase: str,
+    progress: ProgressFn | None,
+    cancel: Cancel | None,
+    poll: float,
+) -> bool:
+    """True once the process is gone (or its PID belongs to another process now)."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < limit and not is_cancelled(cancel):
+        verdict, _ = await _pid(transport, pid, ticks, "0")
+        if verdict != "pid_alive":
+            return True
+        emit(progress, phase, f"SIG{phase.upper()} sent to PID {pid}: still alive", t0, limit)
+        await asyncio.sleep(poll)
+    verdict, _ = await _pid(transport, pid, ticks, "0")
+    return verdict != "pid_alive"
+
+
+async def kill_process(
+    transport: Transport,
+    *,
+    pid: int,
+    start_ticks: int,
+    grace: float = KILL_GRACE_S,
+    progress: ProgressFn | None = None,
+    cancel: Cancel | None = None,
+    poll: float = 0.2,
+) -> PidKillResult:
+    """SIGTERM ``pid``, wait ``grace`` s, then SIGKILL; each signal only if it is still the same."""
+    signals: list[str] = []
+    why = local_refusal(transport, pid)
+    if why is not None:
+        return PidKillResult(False, f"refused: {why}; nothing sent", refused=True)
+    for sig, limit in (("TERM", grace), ("KILL", 3.0)):
+        verdict, detail = await _pid(transport, pid, start_ticks, sig)
+        if verdict == "pid_gone":
+            return PidKillResult(True, f"PID {pid} is gone", tuple(signals))
+        if verdict == "pid_reused":
+            return PidKillResult(
+                False,
+                f"PID {pid} now belongs to another process (start time differs): not signalled",
+                tuple(signals),
+                refused=True,
+            )
+        if verdict == "pid_refused":
+            why = detail or f"PID {pid} is protected"
+            sent = "nothing sent" if not signals else f"SIG{sig} not sent"
+            return PidKillResult(False, f"refused: {why}; {sent}", tuple(signals), refused=True)
+        if verdict != "pid_signalled":
+            return PidKillResult(False, f"PID {pid}: {detail or verdict}", tuple(signals))
+        signals.append(sig)
+        if await _wait(transport, pid, start_ticks, limit, sig.lower(), progress, cancel, poll):
+            how = " then ".join(f"SIG{s}" for s in signals)
+            return PidKillResult(True, f"PID {pid} stopped ({how})", tuple(signals))
+        if is_cancelled(cancel):
+            return PidKillResult(
+                False, f"kill of PID {pid} cancelled after SIGTERM", tuple(signals)
+            )
+    return PidKillResult(False, f"PID {pid} survives SIGKILL (D state?)", tuple(signals))

@@ -1,0 +1,295 @@
+"""The diagnosis: recent snapshots + topology + settings -> labels per GPU and findings (pure).
+
+Every label follows from rules on the readings, never from a known scenario. In live mode a
+reading-based label must hold for ``Thresholds.persist_s`` before it is reported, so one noisy
+sample does not flash a warning; each label carries since when it has held.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from dflash_train.topology import Topology
+from dflash_tui.core.base.rundir import run_state
+from dflash_tui.core.base.snapshot import Gpu, GpuProcess, LogState, RunRecord, Snapshot
+from dflash_tui.core.diagnosis.finding import Finding
+from dflash_tui.core.diagnosis.findings_gpu import build_findings
+from dflash_tui.core.diagnosis.ownership import judge, run_alive
+from dflash_tui.core.diagnosis.progress import Progress
+from dflash_tui.core.diagnosis.thresholds import DEFAULT, Thresholds
+
+GPU_LABELS = (
+    "ok",
+    "idle",
+    "busy-no-memory",
+    "orphan-process",
+    "foreign-process",
+    "unexpected-activity",
+    "near-oom",
+    "ecc-errors",
+    "throttled",
+    "missing",
+)
+# Labels read off instantaneous readings: they must persist in live mode before being shown.
+# (So must an orphan-process that rests only on vanished PIDs: see _flappy.)
+_FLAPPY = frozenset({"busy-no-memory", "unexpected-activity", "throttled", "near-oom"})
+BAD_LABELS = frozenset(GPU_LABELS) - {"ok"}
+
+
+@dataclass(frozen=True)
+class Label:
+    code: str
+    since: float  # when this label started holding (sample time)
+
+
+@dataclass(frozen=True)
+class ProcView:
+    pid: int
+    container_pid: int | None
+    name: str
+    used_mib: int | None
+    owner: str  # run | orphan | foreign | unknown
+    cmd: str = ""
+    # Why an orphan is one (see ownership.ORPHAN_EVIDENCE); "" for the other owners.
+    evidence: str = ""
+    left_by: str = ""  # the run an attributed orphan is left by ("run <id>", or its group)
+    user: str = ""
+
+
+@dataclass(frozen=True)
+class GpuView:
+    index: int
+    role: str  # target | drafter | unassigned
+    gpu: Gpu | None  # None when the topology names a GPU the machine does not have
+    processes: tuple[ProcView, ...]
+    labels: tuple[Label, ...]
+    # A process the probe cannot place (owner unknown: a container without PID mapping) holds
+    # the GPU while no run of ours is alive: whatever it is, the GPU is not free for the run.
+    unseen_holder: bool = False
+
+    @property
+    def codes(self) -> tuple[str, ...]:
+        return tuple(lb.code for lb in self.labels)
+
+    @property
+    def healthy(self) -> bool:
+        return self.codes == ("ok",) and not self.unseen_holder
+
+
+@dataclass(frozen=True)
+class LogView:
+    path: str
+    exists: bool
+    size: int | None
+    missing_since: float | None  # first sample that saw it missing (None: exists or unknown)
+    is_run_log: bool = False
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    time: float
+    host: str
+    topology: Topology
+    run_state: str
+    run: RunRecord | None
+    gpus: tuple[GpuView, ...]
+    logs: tuple[LogView, ...]
+    findings: tuple[Finding, ...] = field(default=())
+    telemetry_source: str = "none"
+
+    def healthy(self, role: str) -> tuple[int, int]:
+        """(healthy, expected) GPUs of a role."""
+        want = self.topology.target if role == "target" else self.topology.drafter
+        views = {g.index: g for g in self.gpus}
+        return sum(1 for i in want if i in views and views[i].healthy), len(want)
+
+    def worst(self) -> str | None:
+        order = {"info": 0, "warning": 1, "error": 2}
+        if not self.findings:
+            return None
+        return max(self.findings, key=lambda f: order[f.severity]).severity
+
+
+def _gpu_labels(gpu: Gpu, role: str, procs: Sequence[ProcView], th: Thresholds) -> set[str]:
+    labels: set[str] = set()
+    used, util = gpu.mem_used_mib, gpu.util
+    owners = {p.owner for p in procs}
+    quiet_mem = used is None or used <= th.near_zero_mib
+    if "orphan" in owners:
+        labels.add("orphan-process")
+    if role != "unassigned" and "foreign" in owners:
+        labels.add("foreign-process")
+    if not procs and util is not None and util >= th.high_util_pct and quiet_mem:
+        labels.add("busy-no-memory")
+    active = bool(procs) or (util or 0) >= th.activity_util_pct or not quiet_mem
+    if role == "unassigned" and active and "busy-no-memory" not in labels:
+        labels.add("unexpected-activity")
+    if role != "unassigned" and not active:
+        labels.add("idle")  # loaded with no visible process is not idle (see findings)
+    if used is not None and gpu.mem_total_mib and used / gpu.mem_total_mib >= th.near_oom_fraction:
+        labels.add("near-oom")
+    if gpu.ecc_uncorrected:
+        labels.add("ecc-errors")
+    if gpu.throttle_reasons is not None and gpu.throttle_reasons & th.throttle_mask:
+        labels.add("throttled")
+    return labels or {"ok"}
+
+
+def _proc_view(gp: GpuProcess, snap: Snapshot) -> ProcView:
+    owner, evidence, left_by = judge(gp, snap)
+    p = snap.proc(gp.container_pid if gp.container_pid is not None else gp.pid)
+    return ProcView(
+        pid=gp.pid,
+        container_pid=gp.container_pid,
+        name=gp.name,
+        used_mib=gp.used_mib,
+        owner=owner,
+        cmd=p.cmd if p else "",
+        evidence=evidence,
+        left_by=left_by,
+        user=p.user if p else "",
+    )
+
+
+def _views_of(
+    snap: Snapshot, topology: Topology, th: Thresholds
+) -> dict[int, tuple[GpuView, set[str]]]:
+    out: dict[int, tuple[GpuView, set[str]]] = {}
+    alive = run_alive(snap)
+    for gpu in snap.gpus:
+        role = topology.role(gpu.index)
+        procs = tuple(_proc_view(gp, snap) for gp in snap.procs_on(gpu))
+        # Memory held by processes we cannot see, once our run has ended: likely its leftovers,
+        # not health. With no run record at all (a job started by hand, the seed's story) the
+        # holders may well be that job: judged by the labels alone, as before.
+        unseen = snap.run is not None and not alive and any(p.owner == "unknown" for p in procs)
+        view = GpuView(gpu.index, role, gpu, procs, (), unseen)
+        out[gpu.index] = (view, _gpu_labels(gpu, role, procs, th))
+    if snap.telemetry.source != "none":
+        for i in topology.indices:
+            if i not in out:
+                out[i] = (GpuView(i, topology.role(i), None, (), ()), {"missing"})
+    return out
+
+
+def _since(
+    code: str, index: int, history: Sequence[dict[int, set[str]]], times: Sequence[float]
+) -> float:
+    """Time of the first sample of the latest unbroken stretch that carried the label."""
+    since = times[-1]
+    for labels, t in zip(reversed(history), reversed(times), strict=True):
+        if code not in labels.get(index, set()):
+            break
+        since = t
+    return since
+
+
+def _flappy(code: str, view: GpuView) -> bool:
+    """Must this label persist in live mode before it is shown? Readings-based labels, and an
+    orphan-process that rests only on vanished PIDs: a killed job's memory is usually back
+    within seconds, and a process that exits between the GPU and the /proc reads looks so."""
+    if code in _FLAPPY:
+        return True
+    orphans = [p for p in view.processes if p.owner == "orphan"]
+    return code == "orphan-process" and all(p.evidence == "vanished" for p in orphans)
+
+
+def _held(since: float, now: float, first: float, live: bool, flappy: bool, th: Thresholds) -> bool:
+    if not live or not flappy:
+        return True
+    # Held for the whole window, or for all the history there is when it is shorter.
+    return now - since >= th.persist_s or since <= first
+
+
+def _log_views(snapshots: Sequence[Snapshot]) -> tuple[LogView, ...]:
+    latest = snapshots[-1]
+    out = []
+    for log in latest.logs:
+        since = None
+        if not log.exists:
+            since = latest.time
+            for snap in reversed(snapshots):
+                state = _find_log(snap.logs, log.path)
+                if state is None or state.exists:
+                    break
+                since = snap.time
+        out.append(LogView(log.path, log.exists, log.size, since, log.is_run_log, log.error))
+    return tuple(out)
+
+
+def _find_log(logs: Sequence[LogState], path: str) -> LogState | None:
+    return next((x for x in logs if x.path == path), None)
+
+
+def _carry(
+    gpus: Sequence[GpuView], logs: Sequence[LogView], earlier: Diagnosis | None
+) -> tuple[tuple[GpuView, ...], tuple[LogView, ...]]:
+    if earlier is None:
+        return tuple(gpus), tuple(logs)
+    was = {(g.index, lb.code): lb.since for g in earlier.gpus for lb in g.labels}
+    gone = {lg.path: lg.missing_since for lg in earlier.logs if lg.missing_since is not None}
+    carried = tuple(
+        replace(
+            v,
+            labels=tuple(
+                Label(lb.code, min(lb.since, was.get((v.index, lb.code), lb.since)))
+                for lb in v.labels
+            ),
+        )
+        for v in gpus
+    )
+    logs_out = tuple(
+        replace(lg, missing_since=min(lg.missing_since, gone[lg.path]))
+        if lg.missing_since is not None and lg.path in gone
+        else lg
+        for lg in logs
+    )
+    return carried, logs_out
+
+
+def diagnose(
+    snapshots: Sequence[Snapshot],
+    topology: Topology,
+    th: Thresholds = DEFAULT,
+    progress: Progress | None = None,
+    live: bool = False,
+    earlier: Diagnosis | None = None,
+) -> Diagnosis:
+    """Label every GPU and list what is wrong. ``snapshots`` is oldest first, at least one.
+
+    ``earlier`` is the diagnosis of the previous sample: states that still hold keep its
+    ``since``, so durations outlive the bounded history.
+    """
+    if not snapshots:
+        raise ValueError("diagnose needs at least one snapshot")
+    latest = snapshots[-1]
+    window = [s for s in snapshots if latest.time - s.time <= max(th.persist_s * 3, 60.0)]
+    per_snap = [_views_of(s, topology, th) for s in window]
+    history = [{i: labels for i, (_, labels) in v.items()} for v in per_snap]
+    times = [s.time for s in window]
+    gpus = []
+    for index, (view, labels) in sorted(per_snap[-1].items()):
+        kept = []
+        for code in sorted(labels, key=GPU_LABELS.index):
+            since = _since(code, index, history, times)
+            if _held(since, latest.time, times[0], live, _flappy(code, view), th):
+                kept.append(Label(code, since))
+        if not kept:
+            kept = [Label("ok", latest.time)]
+        gpus.append(replace(view, labels=tuple(kept)))
+    gpus, logs = _carry(gpus, _log_views(window), earlier)
+    state = run_state(latest.run, latest.procs, latest.time, th.start_window_s)
+    diag = Diagnosis(
+        time=latest.time,
+        host=latest.host,
+        topology=topology,
+        run_state=state,
+        run=latest.run,
+        gpus=gpus,
+        logs=logs,
+        telemetry_source=latest.telemetry.source,
+    )
+    findings = build_findings(diag, latest, th, progress)
+    return Diagnosis(**{**diag.__dict__, "findings": tuple(findings)})

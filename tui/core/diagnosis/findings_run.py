@@ -1,0 +1,164 @@
+"""Findings about the run, its logs and the telemetry (pure; the GPU ones are in findings.py)."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from dflash_tui.core.base.rundir import ALIVE_STATES as ACTIVE
+from dflash_tui.core.base.rundir import exit_meaning
+from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.diagnosis.finding import Finding, duration
+from dflash_tui.core.diagnosis.progress import Progress
+from dflash_tui.core.diagnosis.thresholds import Thresholds
+
+if TYPE_CHECKING:
+    from dflash_tui.core.diagnosis.diagnose import Diagnosis
+
+
+def log_findings(diag: Diagnosis, th: Thresholds) -> list[Finding]:
+    out = []
+    run = diag.run
+    for log in diag.logs:
+        if log.exists:
+            continue
+        if run is not None and run.started_at is not None and log.is_run_log:
+            missing_for: float | None = diag.time - run.started_at
+        elif log.missing_since is not None and log.missing_since < diag.time:
+            missing_for = diag.time - log.missing_since
+        else:
+            missing_for = None
+        how_long = f" for {duration(missing_for)}" if missing_for is not None else ""
+        late = diag.run_state in ACTIVE and (missing_for or 0) >= th.log_grace_s
+        out.append(
+            Finding(
+                "log-missing",
+                "error" if late or log.is_run_log else "warning",
+                (),
+                f"log {log.path!r} does not exist{how_long}"
+                + (f" ({log.error})" if log.error else "")
+                + ": a program that started would have created it, so the launch failed "
+                "before it could write a line (shell, container, interpreter or a wrong path). "
+                "Next: check the launch command and the path; launch with l to capture the "
+                "launcher's own error.",
+            )
+        )
+    return out
+
+
+def run_findings(diag: Diagnosis, th: Thresholds, progress: Progress | None) -> list[Finding]:
+    run, state = diag.run, diag.run_state
+    if run is None:
+        return []
+    if state == "launch-failed":
+        why = run.launch_error or (
+            f"exit {run.exit_code}: {exit_meaning(run.exit_code)}"
+            if run.exit_code is not None
+            else "its directory has a start time but no readable pid file (a broken record)"
+        )
+        return [
+            Finding(
+                "launch-failed",
+                "error",
+                (),
+                f"run {run.id} failed to start: {why.strip()[-400:]}. Next: read the log's "
+                "last lines, fix the command or environment, then launch again.",
+            )
+        ]
+    if state in ("exited", "killed"):
+        asked = run.kill_requested_at is not None
+        ok = run.exit_code == 0 or (state == "killed" and asked)
+        code = "none" if run.exit_code is None else str(run.exit_code)
+        cause = "stopped on request" if asked else exit_meaning(run.exit_code)
+        return [
+            Finding(
+                "run-exited",
+                "info" if ok else "error",
+                (),
+                f"run {run.id} {state} (exit code {code}: {cause})."
+                + ("" if ok else " Next: read the log's last lines; restart with r when fixed."),
+            )
+        ]
+    out = _loss_findings(run.id, state, progress)
+    if state == "running" and progress is not None and progress.last_step_at is not None:
+        usual = progress.typical_interval or 0.0
+        limit = max(th.no_progress_factor * usual, th.no_progress_min_s)
+        stalled = diag.time - progress.last_step_at
+        if stalled > limit:
+            out.append(
+                Finding(
+                    "no-progress",
+                    "warning",
+                    (),
+                    f"run {run.id} alive but no new step for {duration(stalled)} (usual step "
+                    f"time {usual:.1f}s, last step {progress.last_step}): a hang, a deadlock "
+                    "between workers, or a long recompile. Next: check the log and the GPUs' "
+                    "load; restart with r if it stays stuck.",
+                )
+            )
+    return out
+
+
+def _loss_findings(run_id: str, state: str, progress: Progress | None) -> list[Finding]:
+    """loss-not-finite: the latest step's loss is nan or inf while the run is alive."""
+    last = progress.last if progress is not None else None
+    if state not in ACTIVE or last is None or last.loss is None or math.isfinite(last.loss):
+        return []
+    step = last.step
+    if step is None and progress is not None:
+        step = progress.last_step
+    at = f" at step {step}" if step is not None else ""
+    return [
+        Finding(
+            "loss-not-finite",
+            "error",
+            (),
+            f"loss is {last.loss}{at}: training diverged; run {run_id} is still burning GPU "
+            "time. Next: stop it (k), then lower the learning rate or check the data before "
+            "launching again (a run resumes only with a fixed --out-dir and --resume auto).",
+        )
+    ]
+
+
+def telemetry_findings(snap: Snapshot) -> list[Finding]:
+    out = []
+    tel = snap.telemetry
+    if tel.source == "none":
+        out.append(
+            Finding(
+                "telemetry-unavailable",
+                "warning",
+                (),
+                f"no GPU readings: {tel.error or 'no NVML and no nvidia-smi'}. GPU labels cannot "
+                "be judged; run and log state still are. Next: install the NVIDIA driver tools "
+                "or check that the container sees the GPUs.",
+            )
+        )
+    if snap.probe_mode == "shell":
+        why = next((e for e in snap.errors if e.startswith("degraded probe")), "no python3")
+        out.append(
+            Finding(
+                "probe-degraded",
+                "warning",
+                (),
+                f"{why.rstrip(';')}: the host has no python3, so the shell probe (nvidia-smi, "
+                "/proc, tail) runs instead: no NVML, no CPU load per process. "
+                "Next: install python3 on the host or in the container.",
+            )
+        )
+    problems = [e for e in snap.errors if not e.startswith("degraded probe")]
+    problems += [tel.error] if tel.error and tel.source != "none" else []
+    if problems:
+        shown = "; ".join(problems[:3]) + (
+            f" (+{len(problems) - 3} more)" if len(problems) > 3 else ""
+        )
+        out.append(
+            Finding(
+                "telemetry-degraded",
+                "warning",
+                (),
+                f"some readings were malformed or unreadable and were skipped: {shown}. "
+                "Values shown may be incomplete.",
+            )
+        )
+    return out

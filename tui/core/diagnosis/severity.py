@@ -1,0 +1,52 @@
+"""How bad each thing is: the one home for a finding's severities and their order, a GPU
+label's severity, a run state's and a process owner's (pure). The app maps these levels to
+colours and nothing else (tui/app/palette.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+SEVERITIES = ("info", "warning", "error")  # a finding's severity, mildest first
+LEVELS = ("ok", *SEVERITIES)  # what a reading shows as: "ok" is healthy, below every finding
+
+_LABEL: dict[str, Callable[[bool], str]] = {
+    "ok": lambda active: "ok",
+    "idle": lambda active: "warning" if active else "info",  # idle while the run is alive
+    "busy-no-memory": lambda active: "warning",
+    "orphan-process": lambda active: "error",
+    "foreign-process": lambda active: "warning",
+    "unexpected-activity": lambda active: "warning",
+    "near-oom": lambda active: "warning",
+    "ecc-errors": lambda active: "error",
+    "throttled": lambda active: "warning",
+    "missing": lambda active: "error",
+}
+GPU_LABELS = tuple(_LABEL)
+
+RUN_STATE = {
+    "none": "info",
+    "unknown": "info",
+    "starting": "warning",
+    "running": "ok",
+    "exited": "info",
+    "killed": "warning",
+    "launch-failed": "error",
+}
+OWNER = {"run": "ok", "orphan": "error", "foreign": "warning", "unknown": "info"}
+
+
+def label_severity(code: str, run_active: bool) -> str:
+    """A GPU label's level; an unknown label is a warning (never silently healthy)."""
+    rule = _LABEL.get(code)
+    return rule(run_active) if rule else "warning"
+
+
+def rank(level: str) -> int:
+    """Order of a level: ok < info < warning < error (an unknown level ranks as a warning)."""
+    return LEVELS.index(level) if level in LEVELS else LEVELS.index("warning")
+
+
+def worst(levels: Iterable[str]) -> str | None:
+    """The worst of ``levels``, or None when there are none."""
+    found = list(levels)
+    return max(found, key=rank) if found else None

@@ -1,0 +1,145 @@
+"""The event timeline (pure; no Textual): launched, log appeared, compiled, first step, crash
+with the exit code's meaning, restart. Folded from successive samples and diagnoses.
+
+Milestones come from the pipeline's event stream when its JSON lines are visible in a watched
+log (``{"event": "compiled", ...}``), else from the words in ordinary log lines.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import deque
+from dataclasses import dataclass
+
+from dflash_tui.core.base.rundir import ALIVE_STATES, exit_meaning
+from dflash_tui.core.base.snapshot import RunRecord, Snapshot
+from dflash_tui.core.diagnosis.diagnose import Diagnosis
+from dflash_tui.core.diagnosis.progress import parse_line
+
+MAX_EVENTS = 200
+
+
+@dataclass(frozen=True)
+class Event:
+    time: float
+    kind: str  # launched | attached | restarted | running | log | compiled | ... | crash
+    severity: str  # info | warning | error
+    text: str
+
+
+_MILESTONES = (
+    ("model_loaded", re.compile(r"(?i)\bmodel[_ ]loaded\b|\bloaded (the )?(target )?model\b")),
+    ("compiled", re.compile(r"(?i)\bcompiled\b|\bcompil(e|ation) (done|finished|complete)")),
+    ("warmed", re.compile(r"(?i)\bwarmed\b|\bwarm-?up (done|finished|complete)")),
+)
+_ERROR = re.compile(r"(?i)^Traceback \(most recent call last\)|^\w*(Error|Exception)\b.*:")
+
+
+class Timeline:
+    """Remembers the run's state between samples and emits an Event per change."""
+
+    def __init__(self) -> None:
+        self.events: deque[Event] = deque(maxlen=MAX_EVENTS)
+        self._run: RunRecord | None = None
+        self._state: str | None = None
+        self._logs: dict[str, bool] = {}
+        self._seen: set[str] = set()  # milestones already reported for the current run
+
+    def fold(self, snap: Snapshot, diag: Diagnosis) -> list[Event]:
+        """The new events of this sample (also appended to ``events``)."""
+        new: list[Event] = []
+        self._run_events(diag, new)
+        self._log_events(snap, diag.time, new)
+        self.events.extend(new)
+        return new
+
+    def _run_events(self, diag: Diagnosis, new: list[Event]) -> None:
+        run, state, t = diag.run, diag.run_state, diag.time
+        prev, prev_state = self._run, self._state
+        if run is not None and (prev is None or prev.id != run.id):
+            at = run.started_at or t
+            who = f"run {run.id} (PID {run.pid}, PGID {run.pgid})"
+            # Replacing a live run, or one stopped on request, is a restart; else a new launch.
+            was_alive, prev_state = prev_state in ALIVE_STATES, None
+            if prev is not None and (was_alive or prev.kill_requested_at is not None):
+                new.append(Event(at, "restarted", "info", f"restarted: {who} replaces {prev.id}"))
+            elif prev is not None:
+                new.append(Event(at, "launched", "info", f"launched {who} (after {prev.id})"))
+            elif self._state is None and state not in ("starting", "none"):
+                new.append(Event(t, "attached", "info", f"attached to {who}, {state}"))
+                prev_state = state  # the attach line says it already
+            else:
+                new.append(Event(at, "launched", "info", f"launched {who}"))
+            self._seen = set()
+        if run is not None and state != prev_state and state != "starting":
+            ev = self._state_event(run, state, t)
+            if ev is not None:
+                new.append(ev)
+        self._run, self._state = run, state
+
+    def _state_event(self, run: RunRecord, state: str, t: float) -> Event | None:
+        code = run.exit_code
+        if state == "running":
+            return Event(t, "running", "info", "running (alive past the start window)")
+        if state == "launch-failed":
+            why = (run.launch_error or f"exit {code}: {exit_meaning(code)}").strip()[-200:]
+            return Event(t, "launch-failed", "error", f"launch failed: {why}")
+        if state in ("exited", "killed"):
+            at = run.ended_at or t
+            meaning = exit_meaning(code)
+            if run.kill_requested_at is not None:
+                return Event(at, "stopped", "info", f"stopped on request (exit {code}: {meaning})")
+            if code == 0:
+                return Event(at, "exited", "info", "finished (exit 0: success)")
+            return Event(at, "crash", "error", f"crashed: exit {code}: {meaning}")
+        return None
+
+    def _log_events(self, snap: Snapshot, t: float, new: list[Event]) -> None:
+        for log in snap.logs:
+            was = self._logs.get(log.path)
+            if was is not None and was != log.exists:
+                what = "appeared" if log.exists else "disappeared"
+                sev = "info" if log.exists else "warning"
+                new.append(Event(t, "log", sev, f"log {what}: {log.path}"))
+            elif was is None and not log.exists:
+                new.append(Event(t, "log", "warning", f"log missing: {log.path}"))
+            self._logs[log.path] = log.exists
+            if self._run is not None and log.lines and (log.is_run_log or _is_events(log.path)):
+                self._milestones(log.lines, t, new)
+
+    def _milestones(self, lines: tuple[str, ...], t: float, new: list[Event]) -> None:
+        for line in lines[-2000:]:  # a flood cannot make this slow
+            kind, text = _milestone(line)
+            if kind is None or kind in self._seen:
+                continue
+            self._seen.add(kind)
+            sev = "error" if kind == "error" else "info"
+            new.append(Event(t, kind, sev, text))
+
+
+def _is_events(path: str) -> bool:
+    return path.endswith("events.jsonl")
+
+
+def _milestone(line: str) -> tuple[str | None, str]:
+    head = line[:2000]
+    if head.startswith("{"):
+        try:
+            doc = json.loads(head)
+        except ValueError:
+            doc = None
+        if isinstance(doc, dict) and isinstance(doc.get("event"), str):
+            name = doc["event"]
+            if name == "step":
+                return "first_step", f"first step (step {doc.get('step', '?')})"
+            return name, f"{name.replace('_', ' ')}"
+    for kind, rx in _MILESTONES:
+        if rx.search(head):
+            return kind, kind.replace("_", " ")
+    m = parse_line(head)
+    if m is not None and m.step is not None:
+        return "first_step", f"first step (step {m.step})"
+    if _ERROR.search(head):
+        return "error", f"error in log: {head[:160]}"
+    return None, ""

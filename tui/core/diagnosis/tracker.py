@@ -1,0 +1,64 @@
+"""Keeps the recent snapshots of one host and the run's progress; diagnoses on demand."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import replace
+
+from dflash_train.topology import Topology
+from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.diagnosis.diagnose import Diagnosis, diagnose
+from dflash_tui.core.diagnosis.progress import Metric, Progress, advance, parse_line
+from dflash_tui.core.diagnosis.thresholds import DEFAULT, Thresholds
+
+
+class Tracker:
+    """Folds Snapshots in order; bounded history (``keep`` samples).
+
+    The history is bounded, but how long a label or a missing log has held is not: each new
+    diagnosis inherits the ``since`` of the same unbroken state from the one before it.
+    """
+
+    def __init__(
+        self, topology: Topology, th: Thresholds = DEFAULT, keep: int = 120, live: bool = True
+    ) -> None:
+        self.topology = topology
+        self.th = th
+        self.live = live
+        self.history: deque[Snapshot] = deque(maxlen=keep)
+        self.progress = Progress()
+        self.metrics: deque[tuple[float, Metric]] = deque(maxlen=600)
+        self._run_id: str | None = None
+        self._last: Diagnosis | None = None
+
+    def add(self, snap: Snapshot) -> Diagnosis:
+        run_id = snap.run.id if snap.run else None
+        if run_id != self._run_id:  # a new run: its step count starts again
+            self._run_id, self.progress = run_id, Progress()
+        self._fold_metrics(snap)
+        # The history feeds the diagnosis, which never reads log text: keep it without the
+        # lines, or 120 samples of a flooding log would hold hundreds of MiB.
+        self.history.append(replace(snap, logs=tuple(replace(lg, lines=()) for lg in snap.logs)))
+        self._last = self.diagnose()
+        return self._last
+
+    def _fold_metrics(self, snap: Snapshot) -> None:
+        has_run_log = any(x.is_run_log for x in snap.logs)
+        last_step: Metric | None = None
+        for log in snap.logs:
+            if has_run_log and not log.is_run_log:
+                continue  # progress comes from the run's own log when there is one
+            for line in log.lines:
+                m = parse_line(line)
+                if m is not None:
+                    self.metrics.append((snap.time, m))
+                    last_step = m if m.step is not None else last_step
+        if last_step is not None:
+            # One fold per sample: many steps arriving together share one arrival time, so
+            # the time per step is the sample's time over the steps it brought.
+            self.progress = advance(self.progress, last_step, snap.time)
+
+    def diagnose(self) -> Diagnosis:
+        return diagnose(
+            list(self.history), self.topology, self.th, self.progress, self.live, self._last
+        )

@@ -1,0 +1,136 @@
+"""The feed: runs the probe through a transport and turns its lines into Snapshots.
+
+One long-lived probe per host streams every periodic reading (GPUs, processes, run state, log
+tails). When the stream breaks, the feed says so and starts it again with growing backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+
+from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.link.hostmap import HostPidMapper
+from dflash_tui.core.link.transport import Transport, TransportError
+from dflash_tui.core.probe.bundle import probe_source
+
+
+@dataclass(frozen=True)
+class Disconnected:
+    """The probe stream broke; ``retry_in`` seconds until the next attempt."""
+
+    error: str
+    retry_in: float
+
+
+@dataclass(frozen=True)
+class Malformed:
+    """A probe line that could not be parsed (shown as a finding, never a crash)."""
+
+    error: str
+
+
+FeedEvent = Snapshot | Disconnected | Malformed
+
+
+def probe_command(
+    python: str,
+    host: HostConfig,
+    *,
+    once: bool = False,
+    interval: float = 2.0,
+    extra: Sequence[str] = (),
+) -> str:
+    """The sh command that runs the probe (source on stdin); every value quoted."""
+    args = [python, "-", "--once" if once else f"--interval={interval:g}"]
+    args += [f"--run-root={host.run_root}"]
+    args += [f"--log={p}" for p in host.logs]
+    args += list(extra)
+    return " ".join(a if i == 0 else shlex.quote(a) for i, a in enumerate(args))
+
+
+async def sample_once(transport: Transport, host: HostConfig, timeout: float = 30.0) -> Snapshot:
+    """One sample of the machine; raises TransportError when the probe cannot run.
+
+    Inside a container, GPU PIDs (host PIDs) are mapped to container PIDs from the host side.
+    """
+    res = await transport.run(
+        probe_command(transport.python, host, once=True), probe_source(), timeout
+    )
+    lines = [ln for ln in res.stdout.splitlines() if ln.strip()]
+    if not lines:
+        err = res.stderr.strip()[-400:] or "no error text"
+        raise TransportError(f"the probe printed nothing (exit {res.rc}): {err}")
+    try:
+        snap = Snapshot.from_json(lines[-1])
+    except ValueError as exc:
+        raise TransportError(f"the probe's output was not understood: {exc}") from None
+    mapper = HostPidMapper.for_transport(transport, host.container)
+    return await mapper.apply(snap) if mapper else snap
+
+
+class Feed:
+    """Yields Snapshots from a live probe; reconnects with backoff (1, 2, 4 ... 30 s).
+
+    A probe that stops producing samples (a hung mount, a D-state process, a wedged
+    container) is as good as gone: after ``stall_timeout`` without a line the stream is
+    closed, which kills the probe, and the feed reports it and starts again.
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        host: HostConfig,
+        interval: float = 2.0,
+        max_backoff: float = 30.0,
+        stall_timeout: float | None = None,
+    ) -> None:
+        self.transport = transport
+        self.host = host
+        self.interval = interval
+        self.max_backoff = max_backoff
+        self.stall_timeout = stall_timeout or max(5 * interval, 30.0)
+        self.connected = False
+        self.mapper = HostPidMapper.for_transport(transport, host.container)
+
+    async def events(self) -> AsyncIterator[FeedEvent]:
+        backoff = 1.0
+        while True:
+            cmd = probe_command(self.transport.python, self.host, interval=self.interval)
+            stream = self.transport.stream(cmd, probe_source())
+            try:
+                while True:
+                    try:
+                        line = await asyncio.wait_for(anext(stream), self.stall_timeout)
+                    except StopAsyncIteration:
+                        break
+                    event = await self._parse(line)
+                    if event is not None:
+                        if isinstance(event, Snapshot):
+                            self.connected, backoff = True, 1.0
+                        yield event
+                error = "the probe stopped"
+            except asyncio.TimeoutError:
+                error = f"no sample for {self.stall_timeout:.0f}s: the probe is stuck"
+            except TransportError as exc:
+                error = str(exc)
+            except OSError as exc:
+                error = f"{type(exc).__name__}: {exc}"
+            finally:
+                await stream.aclose()
+            self.connected = False
+            yield Disconnected(error, backoff)
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, self.max_backoff)
+
+    async def _parse(self, line: str) -> FeedEvent | None:
+        if not line.strip():
+            return None
+        try:
+            snap = Snapshot.from_json(line)
+        except ValueError as exc:
+            return Malformed(str(exc))
+        return await self.mapper.apply(snap) if self.mapper is not None else snap

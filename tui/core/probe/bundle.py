@@ -1,0 +1,28 @@
+"""How the probe travels: its parts and main.py joined into one program for ``python3 -``.
+
+Runs in the supervisor, reads only this folder's files; nothing is installed where the probe
+runs (docs/internals.md, "Probe command line").
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+
+PROBE_PARTS = ("gpu.py", "files.py")  # sent ahead of main.py, in this order
+_PARTS_BLOCK = re.compile(rb"^# >>> parts.*?^# <<< parts\n", re.MULTILINE | re.DOTALL)
+
+
+@functools.cache
+def probe_source() -> bytes:
+    """The probe as one program, sent over stdin so nothing is installed where it runs.
+
+    main.py imports its parts when run as a file or a module; over stdin the parts' code
+    goes first and that import block is dropped.
+    """
+    here = Path(__file__).parent
+    main, n = _PARTS_BLOCK.subn(b"", (here / "main.py").read_bytes())
+    if n != 1:
+        raise RuntimeError("probe/main.py lost its '# >>> parts' block")
+    return b"\n".join((here / p).read_bytes() for p in PROBE_PARTS) + b"\n" + main

@@ -1,0 +1,279 @@
+#!/usr/bin/env python3
+"""dflash-tui probe: one JSON line per sample of GPUs, processes, log tails and the run directory.
+
+Standard library only, python3 >= 3.8 (3.6 and 3.7 work too: no __future__ import, annotations
+use builtins only, so keep it that way). The supervisor sends this file over stdin
+(`python3 - --once ...`) to wherever the GPUs are. The output is specified in docs/internals.md
+and parsed by tui/core/snapshot.py. Every section is guarded: bad tool output, vanishing
+processes or unreadable files become entries in `errors`, never a crash or a hang.
+"""
+
+import argparse
+import json
+import os
+import pwd
+import shutil
+import socket
+import sys
+import threading
+import time
+
+# >>> parts: bundle.probe_source() sends the parts' code ahead and drops this block
+try:  # imported as dflash_tui.core.probe.main
+    from dflash_tui.core.probe.files import *
+    from dflash_tui.core.probe.gpu import *
+except ImportError:  # run as a file: python3 tui/core/probe/main.py
+    from files import *
+    from gpu import *
+# <<< parts
+
+FORMAT = 1
+CMD_CAP = 8192  # cmdline characters kept per process
+MAX_ERRORS = 50
+PF_KTHREAD = 0x00200000  # /proc/PID/stat flags bit of kernel threads
+
+
+def in_thread(fn, timeout: float):
+    """Run fn in a daemon thread: (result, exc, thread); the call finished unless the thread
+    is still alive. A hung driver cannot hang the probe."""
+    box = {}
+
+    def target():
+        try:
+            box["r"] = fn()
+        except Exception as exc:
+            box["e"] = exc
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    t.join(timeout)
+    return box.get("r"), box.get("e"), t
+
+
+def parse_stat(text: str):
+    """Fields of /proc/PID/stat, or None. comm may hold ') ', so it ends at the LAST ')'."""
+    i, j = text.find("("), text.rfind(")")
+    if i < 0 or j < i:
+        return None
+    f = text[j + 1 :].split()
+    try:
+        return {
+            "pid": int(text[:i]), "comm": text[i + 1 : j], "state": f[0], "ppid": int(f[1]),
+            "pgid": int(f[2]), "sid": int(f[3]), "flags": int(f[6]), "start_ticks": int(f[19]),
+            "ticks": int(f[11]) + int(f[12]), "rss_pages": int(f[21]),
+        }  # fmt: skip
+    except (IndexError, ValueError):
+        return None
+
+
+class Procs:
+    """The process table from /proc; cpu_pct from the tick delta since the previous sample."""
+
+    def __init__(self, root: str = "/proc"):
+        self.root, self.prev, self.users = root, {}, {}
+        self.page_kb = os.sysconf("SC_PAGE_SIZE") // 1024
+        self.clk_tck = os.sysconf("SC_CLK_TCK")
+
+    def read(self, errors: list) -> list:
+        now, procs, seen, denied = time.monotonic(), [], {}, []
+        try:
+            names = [n for n in os.listdir(self.root) if n.isdigit()]
+        except OSError as exc:
+            errors.append("cannot list %s: %s" % (self.root, exc))
+            return []
+        for name in names:
+            try:
+                p = self.one(name)
+            except (FileNotFoundError, ProcessLookupError):
+                continue  # it exited while we read it
+            except OSError as exc:
+                denied.append("%s (%s)" % (name, exc.strerror or exc))
+                continue
+            if p is None:
+                continue
+            key, ticks = (p["pid"], p["start_ticks"]), p.pop("ticks")
+            last = self.prev.get(key)
+            if last is not None and now > last[1]:
+                p["cpu_pct"] = round(100.0 * (ticks - last[0]) / self.clk_tck / (now - last[1]), 1)
+            seen[key] = (ticks, now)
+            procs.append(p)
+        self.prev = seen
+        if denied:
+            errors.append("unreadable /proc entries: %d, e.g. %s" % (len(denied), denied[0]))
+        return procs
+
+    def one(self, name: str):
+        base = os.path.join(self.root, name)
+        st = parse_stat(read_bytes(base + "/stat").decode("utf-8", "replace"))
+        if st is None or st["flags"] & PF_KTHREAD:
+            return None  # unparsable, or a kernel thread: not a job, and hundreds of them
+        status = read_bytes(base + "/status").decode("utf-8", "replace")
+        cmd = read_bytes(base + "/cmdline", CMD_CAP).decode("utf-8", "replace")
+        uid = nspid = None
+        for line in status.splitlines():
+            key, _, val = line.partition(":")
+            vals = [int(x) for x in val.split() if x.isdigit()]
+            if key == "Uid" and len(vals) > 1:
+                uid = vals[1]  # effective uid, as ps shows
+            elif key == "NSpid":
+                nspid = vals
+        cmd = cmd.replace("\0", " ").strip() or "[%s]" % st["comm"]
+        return {
+            "pid": st["pid"], "ppid": st["ppid"], "pgid": st["pgid"], "sid": st["sid"],
+            "state": st["state"], "start_ticks": st["start_ticks"],
+            "rss_kb": st["rss_pages"] * self.page_kb, "cpu_pct": None, "user": self.user(uid),
+            "cmd": cmd, "nspid": nspid or [], "ticks": st["ticks"],
+        }  # fmt: skip
+
+    def user(self, uid):
+        if uid is None:
+            return "?"
+        if uid not in self.users:
+            try:
+                self.users[uid] = pwd.getpwuid(uid).pw_name
+            except KeyError:
+                self.users[uid] = str(uid)
+        return self.users[uid]
+
+
+def boot_time():
+    try:
+        for line in read_bytes("/proc/stat").decode("ascii", "replace").splitlines():
+            if line.startswith("btime "):
+                return float(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+class Probe:
+    """State kept between samples in --interval mode (log offsets, CPU ticks, tool choice)."""
+
+    def __init__(self, args):
+        self.args, self.samples = args, 0
+        self.procs = Procs()
+        self.tails = {}
+        self.nvml, self.nvml_stuck = None, None  # the thread of an NVML call that hung
+        if not args.no_nvml:  # absent module, no driver, a hung driver: use nvidia-smi
+            self.nvml = in_thread(Nvml, args.smi_timeout)[0]
+        smi = None if self.nvml else shutil.which("nvidia-smi")
+        self.smi = Smi(smi, args.smi_timeout) if smi else None
+
+    def sample(self) -> dict:
+        errors, out = [], {"format": FORMAT, "time": time.time(), "host": socket.gethostname(),
+                           "probe_mode": "python", "clk_tck": self.procs.clk_tck}  # fmt: skip
+        out["boot_time"] = guard(boot_time, errors, "boot time")
+        tel = guard(lambda: self.gpus(errors), errors, "GPU telemetry")
+        out["telemetry"], out["gpus"], out["gpu_procs"] = tel or ({"source": "none"}, [], [])
+        out["procs"] = guard(lambda: self.procs.read(errors), errors, "process table") or []
+        out["run"] = guard(
+            lambda: read_run_dir(self.args.run_root, errors), errors, "run directory"
+        )
+        out["logs"] = guard(lambda: self.logs(out["run"]), errors, "logs") or []
+        if len(errors) > MAX_ERRORS:
+            errors[MAX_ERRORS:] = ["... and %d more errors" % (len(errors) - MAX_ERRORS)]
+        out["errors"] = errors
+        self.samples += 1
+        return out
+
+    def gpus(self, errors: list):
+        t0, source = time.monotonic(), "none"
+        if self.nvml is not None:
+            gpus, procs, error = self.nvml_read(errors)
+            source = "nvidia-smi" if self.nvml_stuck is not None else "nvml"
+        elif self.smi is not None:
+            gpus, procs, error = self.smi.read(errors)
+            source = "nvidia-smi"
+        else:
+            gpus, procs, error = None, [], NO_TOOLS
+        ms = round((time.monotonic() - t0) * 1000.0, 1)
+        tel = {"source": source if gpus is not None else "none", "error": error, "elapsed_ms": ms}
+        return tel, gpus or [], procs
+
+    def nvml_read(self, errors: list):
+        if self.nvml_stuck is not None and self.nvml_stuck.is_alive():
+            return self.smi_instead(errors, "NVML did not answer (an earlier call is still stuck)")
+        self.nvml_stuck = None  # a stuck call that has since returned: NVML is usable again
+        res, exc, t = in_thread(lambda: self.nvml.read(errors), self.args.smi_timeout)
+        if t.is_alive():
+            self.nvml_stuck = t
+            return self.smi_instead(
+                errors, "NVML did not answer within %gs" % self.args.smi_timeout
+            )
+        if exc is not None:
+            return None, [], "NVML failed: %s: %s" % (type(exc).__name__, exc)
+        return res
+
+    def smi_instead(self, errors: list, why: str):
+        """While NVML is stuck, nvidia-smi (if there is one) still gives readings."""
+        if self.smi is None and shutil.which("nvidia-smi"):
+            self.smi = Smi(shutil.which("nvidia-smi"), self.args.smi_timeout)
+        if self.smi is None:
+            return None, [], why
+        gpus, procs, error = self.smi.read(errors)
+        return gpus, procs, why + "; read by nvidia-smi" + ("; " + error if error else "")
+
+    def logs(self, run) -> list:
+        paths = [(run["log_path"], True)] if run else []
+        paths += [(p, False) for p in self.args.log or []]
+        out, done = [], set()
+        for path, is_run in paths:
+            if path in done:
+                continue
+            done.add(path)
+            if path not in self.tails:  # a log first seen after the first sample is all new
+                self.tails[path] = TailReader(path, tail_first=self.samples == 0)
+            out.append(self.tails[path].sample(self.args.tail_bytes, self.args.max_lines, is_run))
+        return out
+
+
+def guard(fn, errors: list, what: str):
+    """A bug in one section must not cost the whole sample."""
+    try:
+        return fn()
+    except Exception as exc:
+        errors.append("probe: %s failed: %s: %s" % (what, type(exc).__name__, exc))
+        return None
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(prog="probe", allow_abbrev=False)
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--once", action="store_true")
+    mode.add_argument("--interval", type=float, default=None)
+    ap.add_argument("--log", action="append", default=[])
+    ap.add_argument("--run-root", default=None)
+    ap.add_argument("--smi-timeout", type=float, default=5.0)
+    ap.add_argument("--no-nvml", action="store_true")
+    ap.add_argument("--tail-bytes", type=int, default=65536)
+    ap.add_argument("--max-lines", type=int, default=5000)
+    return ap.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    probe = Probe(args)
+    interval = max(args.interval, 0.05) if args.interval and not args.once else None
+    due = time.monotonic()
+    try:
+        while True:
+            sys.stdout.write(json.dumps(probe.sample(), default=str) + "\n")
+            sys.stdout.flush()
+            if interval is None:
+                return 0
+            due += interval
+            now = time.monotonic()
+            if due < now:  # fell behind (a slow sample): restart the schedule, no burst
+                due = now
+            time.sleep(due - now)
+    except (BrokenPipeError, KeyboardInterrupt):
+        # The reader went away (its pipe or SSH channel closed): leave quietly.
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except OSError:
+            pass
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
