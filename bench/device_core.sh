@@ -17,8 +17,8 @@ F=index,uuid,name,pci.bus_id,utilization.gpu,utilization.memory,memory.used,memo
 {
   echo "== idle"
   nvidia-smi --query-gpu=$F --format=csv,noheader,nounits | tee "$O/q_gpu_idle.csv"
-  python3 tui/core/probe.py --once >"$O/probe_idle_nvml.json"
-  python3 tui/core/probe.py --once --no-nvml >"$O/probe_idle_smi.json"
+  python3 tui/core/probe/main.py --once >"$O/probe_idle_nvml.json"
+  python3 tui/core/probe/main.py --once --no-nvml >"$O/probe_idle_smi.json"
   S >"$O/status_idle.json"; echo "status rc=$?"
   echo "== launch a run-owned torch job through control"
   python3 -m tui.cli launch --topology "$T" --run-root "$R" --json \
@@ -26,7 +26,7 @@ F=index,uuid,name,pci.bus_id,utilization.gpu,utilization.memory,memory.used,memo
   sleep 15
   nvidia-smi --query-gpu=$F --format=csv,noheader,nounits | tee "$O/q_gpu_load.csv"
   nvidia-smi --query-compute-apps=pid,used_memory,gpu_uuid,process_name --format=csv,noheader,nounits | tee "$O/q_apps_load.csv"
-  python3 tui/core/probe.py --once >"$O/probe_load_nvml.json"
+  python3 tui/core/probe/main.py --once >"$O/probe_load_nvml.json"
   S >"$O/status_run.json"; echo "status rc=$?"
   echo "== a foreign job beside it"
   python3 bench/gpu_hold.py --gib 5 & FPID=$!

@@ -30,6 +30,7 @@ from dflash_train.target import (
     Target,
     drafter_config,
     embed_and_head,
+    input_embedding,
     load_pretrained,
     random_qwen3,
     replicate,
@@ -150,7 +151,7 @@ def build(s: Settings, events: EventLog) -> Built:
     dtype = torch.bfloat16 if cuda else torch.float32
     t0 = time.perf_counter()
     model, tokenizer = _load_target(s, dtype)
-    vocab = model.get_input_embeddings().weight.shape[0]
+    vocab = input_embedding(model).shape[0]
     mask_id = _mask_id(s, tokenizer, model, vocab)
     p = s.preset
     cfg = drafter_config(model, p.drafter_layers, p.block_size, mask_id)

@@ -17,6 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from dflash_train.jsonl import Record
+from dflash_train.target import input_embedding
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ def generate(
     chunk: int = 64,
 ) -> list[Sample]:
     """Random prompts, continued greedily by the target: "target-generated" responses."""
-    vocab = model.get_input_embeddings().weight.shape[0]
+    vocab = input_embedding(model).shape[0]
     dev = next(model.parameters()).device
     gen = torch.Generator().manual_seed(seed)
     out: list[Sample] = []
@@ -74,7 +75,8 @@ def generate(
         if avoid is not None:  # keep the mask token out of the prompts
             prompt = torch.where(prompt == avoid, (prompt + 1) % vocab, prompt)
         new = seq_len - prompt_len
-        full = model.generate(
+        # torch's stubs type Module.__getattr__ as Tensor | Module: not this transformers method
+        full = model.generate(  # type: ignore[operator]
             prompt.to(dev),
             attention_mask=torch.ones_like(prompt, device=dev),
             max_new_tokens=new,

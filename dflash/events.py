@@ -11,7 +11,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -67,7 +67,7 @@ def format_step(
     return line
 
 
-def default_events_path(out_dir: str | None, environ: dict[str, str] | None = None) -> Path:
+def default_events_path(out_dir: str | None, environ: Mapping[str, str] | None = None) -> Path:
     """Where the event stream goes: $DFLASH_EVENTS, else <out dir>/events.jsonl.
 
     The out dir defaults to $DFLASH_RUN_DIR (the supervisor's run directory), else ./dflash-out.
@@ -78,7 +78,7 @@ def default_events_path(out_dir: str | None, environ: dict[str, str] | None = No
     return Path(out_dir or default_out_dir(env)) / "events.jsonl"
 
 
-def default_out_dir(environ: dict[str, str] | None = None) -> str:
+def default_out_dir(environ: Mapping[str, str] | None = None) -> str:
     env = os.environ if environ is None else environ
     return env.get("DFLASH_RUN_DIR") or "dflash-out"
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -114,7 +114,9 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Mask, compiled: bool | None = 
     """Attention of q ``[B,H,Q,D]`` over k, v ``[B,Hkv,KV,D]`` under either mask form."""
     if isinstance(mask, BlockMask):
         compiled = CompileFlags.flex if compiled is None else compiled
-        fn = _compiled_fn("flex_attention", flex_attention) if compiled else flex_attention
+        fn: Callable[..., Any] = flex_attention  # overloaded: no join with a plain Callable
+        if compiled:
+            fn = _compiled_fn("flex_attention", flex_attention)
         return fn(q, k, v, block_mask=mask, enable_gqa=q.shape[1] != k.shape[1])
     return dense_attention(q, k, v, mask)
 
@@ -158,7 +160,7 @@ def compile_stats() -> dict[str, int]:
     """Dynamo's graph counters: a rise after warm-up means a worker thread recompiled."""
     from torch._dynamo.utils import counters
 
-    stats = counters.get("stats", {})
+    stats: Mapping[str, int] = counters.get("stats", {})
     return {
         "unique_graphs": int(stats.get("unique_graphs", 0)),
         "calls_captured": int(stats.get("calls_captured", 0)),

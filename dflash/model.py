@@ -134,6 +134,10 @@ class DecoderLayer(nn.Module):
 class Drafter(nn.Module):
     """Block-diffusion drafter. ``forward`` returns normed hidden states of the block tokens."""
 
+    # Buffers (register_buffer below), declared so they type as tensors, not Tensor | Module.
+    embed_weight: Tensor
+    lm_head_weight: Tensor
+
     def __init__(self, cfg: DrafterConfig, embed: Tensor, lm_head: Tensor) -> None:
         super().__init__()
         self.cfg = cfg

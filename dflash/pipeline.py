@@ -9,6 +9,7 @@ replicas meet at to average their gradients. Nothing waits forever.
 
 from __future__ import annotations
 
+import functools
 import queue
 import threading
 import time
@@ -190,8 +191,9 @@ class Pipeline:
             assert isinstance(item, Features)
             t0 = time.perf_counter()
             maybe_fault(plan.fault, "drafter", i, step)
-            self.reports[i] = self._forward_backward(rep, item)
-            self.reports[i].seconds = time.perf_counter() - t0
+            report = self._forward_backward(rep, item)
+            report.seconds = time.perf_counter() - t0
+            self.reports[i] = report
             self.barrier.wait()  # the last to arrive averages the gradients and logs
             self._optimizer_step(rep, step)
             self.done[i] = step + 1
@@ -305,12 +307,12 @@ class Pipeline:
     def run(self) -> None:
         """Start every thread, watch them, stop them all; errors land in ``self.shared``."""
         drafters = [
-            self._thread(f"drafter-{i}", lambda i=i: self._drafter(i))
+            self._thread(f"drafter-{i}", functools.partial(self._drafter, i))
             for i in range(len(self.replicas))
         ]
         others = [self._thread("loader", self._loader)]
         others += [
-            self._thread(f"target-{j}", lambda j=j: self._target(j))
+            self._thread(f"target-{j}", functools.partial(self._target, j))
             for j in range(len(self.targets))
         ]
         self.shared.last_progress = time.monotonic()

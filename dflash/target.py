@@ -33,6 +33,15 @@ def _text_config(model: nn.Module) -> Any:
     return getattr(cfg, "text_config", None) or cfg
 
 
+def input_embedding(model: nn.Module) -> Tensor:
+    """The target's input embedding matrix ``[vocab, hidden]``."""
+    # A transformers model: torch's stubs type Module.__getattr__ as Tensor | Module, so they
+    # know neither this method nor that it returns an nn.Embedding.
+    emb = model.get_input_embeddings()  # type: ignore[operator]
+    weight: Tensor = emb.weight
+    return weight
+
+
 def rope_theta(cfg: Any) -> float:
     """transformers 5 keeps it in rope_parameters; 4.x in rope_theta."""
     params = getattr(cfg, "rope_parameters", None) or {}
@@ -50,7 +59,7 @@ def drafter_config(model: nn.Module, layers: int, block: int, mask_id: int) -> D
         num_heads=heads,
         num_kv_heads=getattr(cfg, "num_key_value_heads", None) or heads,
         head_dim=getattr(cfg, "head_dim", None) or cfg.hidden_size // heads,
-        vocab_size=model.get_input_embeddings().weight.shape[0],
+        vocab_size=input_embedding(model).shape[0],
         target_layer_ids=tuple(build_target_layer_ids(cfg.num_hidden_layers, layers)),
         block_size=block,
         mask_token_id=mask_id,
@@ -124,6 +133,7 @@ def replicate(
 
 def embed_and_head(model: nn.Module) -> tuple[Tensor, Tensor]:
     """The frozen embedding and LM head the drafter borrows."""
-    embed = model.get_input_embeddings().weight
-    head = model.get_output_embeddings()
+    embed = input_embedding(model)
+    # torch's stubs type Module.__getattr__ as Tensor | Module: not this transformers method
+    head = model.get_output_embeddings()  # type: ignore[operator]
     return embed, (head.weight if head is not None else embed)

@@ -108,7 +108,7 @@ def test_launch_keep_runs_defaults_to_the_config(
         seen.append(args.keep_runs)  # type: ignore[attr-defined]
         return 0
 
-    monkeypatch.setattr("dflash_tui.cli.run.main", fake)
+    monkeypatch.setattr("dflash_tui.cli.run.run_control", fake)
     path = write(tmp_path, "[restart]\nkeep_runs = 4\n")
     assert main(["--config", str(path), "launch"]) == 0
     assert main(["--config", str(path), "restart", "--keep-runs", "1"]) == 0

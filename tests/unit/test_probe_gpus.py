@@ -406,7 +406,7 @@ def test_source_is_what_the_transports_send() -> None:
 
 
 def test_probe_runs_as_a_file(fake_smi) -> None:
-    """python3 tui/core/probe.py (how a person runs it) imports its parts from its folder."""
+    """python3 tui/core/probe/main.py (how a person runs it) imports its parts from its folder."""
     res = subprocess.run(
         [python3(), str(PROBE), "--once", "--no-nvml"], capture_output=True, timeout=60
     )

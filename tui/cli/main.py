@@ -96,10 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _script_command(cfg: Config, args: argparse.Namespace) -> int:
     if args.subcommand == "status":
-        from dflash_tui.cli.status import main as status_main
+        from dflash_tui.cli.status import run_status as status_main
 
         return status_main(cfg, args)
-    from dflash_tui.cli.run import main as control_main
+    from dflash_tui.cli.run import run_control as control_main
 
     return control_main(cfg, args)
 
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         except BrokenPipeError:  # `status --json | head`: the reader left, not an error of ours
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return 141
-    from dflash_tui.app.main import main as app_main
+    from dflash_tui.app.main import run_app as app_main
 
     return app_main(cfg, args)
 

@@ -78,7 +78,7 @@ def _proc(p: Proc) -> dict[str, Any]:
     return {"pid": p.pid, "pgid": p.pgid, "sid": p.sid, "state": p.state, "name": p.cmd}
 
 
-def to_json(result: Result | None) -> dict[str, Any] | None:
+def result_json(result: Result | None) -> dict[str, Any] | None:
     """The result as plain JSON types (processes as {pid, pgid, sid, state, name})."""
     if result is None:
         return None
@@ -86,7 +86,7 @@ def to_json(result: Result | None) -> dict[str, Any] | None:
     for f in dataclasses.fields(result):
         v = getattr(result, f.name)
         if isinstance(v, LaunchResult | KillResult):
-            v = to_json(v)
+            v = result_json(v)
         elif isinstance(v, frozenset):
             v = sorted(v)
         elif isinstance(v, tuple):
@@ -96,7 +96,9 @@ def to_json(result: Result | None) -> dict[str, Any] | None:
 
 
 def _plain(x: Any) -> Any:
-    return dataclasses.asdict(x) if dataclasses.is_dataclass(x) else x
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):  # an instance, not the class
+        return dataclasses.asdict(x)
+    return x
 
 
 def _human(result: Result) -> list[str]:
@@ -115,7 +117,7 @@ def _human(result: Result) -> list[str]:
     return lines
 
 
-def main(cfg: Config, args: argparse.Namespace) -> int:
+def run_control(cfg: Config, args: argparse.Namespace) -> int:
     if len(cfg.hosts) > 1:
         print(f"dflash-tui {args.subcommand}: acts on one host; pass --host", file=sys.stderr)
         return 1
@@ -137,7 +139,7 @@ def main(cfg: Config, args: argparse.Namespace) -> int:
         print(f"dflash-tui {args.subcommand}: interrupted", file=sys.stderr)
         return 130
     if args.json:
-        print(json.dumps(to_json(result), indent=2))
+        print(json.dumps(result_json(result), indent=2))
     else:
         print("\n".join(_human(result)))
     return 0 if result.ok else 1

@@ -66,7 +66,7 @@ async def _gather(cfg: Config) -> list[tuple[dict[str, Any], list[Any]]]:
     return list(await asyncio.gather(*(one(h) for h in cfg.hosts)))
 
 
-def main(cfg: Config, args: argparse.Namespace) -> int:
+def run_status(cfg: Config, args: argparse.Namespace) -> int:
     results = asyncio.run(_gather(cfg))
     docs = [doc for doc, _ in results]
     if args.json:

@@ -1,8 +1,8 @@
 """The run directory: file names and the pure rules that read a run's state back.
 
 The layout is in docs/internals.md. Reading happens where the run lives (the probe, or
-tui/core/control.sh for control); these functions judge what was read, so local, SSH and
-container runs share one rule. The auto-restart decisions are tui/core/control/policy.py.
+tui/core/control/control.sh for control); these functions judge what was read, so local, SSH
+and container runs share one rule. The auto-restart decisions are tui/core/control/policy.py.
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def exit_meaning(code: int | None) -> str:
     return f"exited with status {code}"
 
 
-# ---- what tui/core/control.sh prints: `key value` lines -------------------------------------
+# ---- what tui/core/control/control.sh prints: `key value` lines -----------------------------
 
 
 @dataclass(frozen=True)

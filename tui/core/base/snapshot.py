@@ -1,6 +1,6 @@
 """Frozen records of one probe sample, parsed from the probe's JSON line.
 
-The probe (``tui/core/probe.py``) writes one JSON object per sample; ``Snapshot.from_json``
+The probe (``tui/core/probe/main.py``) writes one JSON object per sample; ``Snapshot.from_json``
 turns it into these objects. Parsing is tolerant: a field of the wrong type becomes ``None``
 and a malformed row is skipped and recorded in ``Snapshot.errors``, so bad tool output becomes
 a finding, never a crash.
@@ -178,7 +178,7 @@ class LogState:
 
 @dataclass(frozen=True)
 class RunRecord:
-    """What the run directory says about the latest launch (see tui/core/rundir.py)."""
+    """What the run directory says about the latest launch (see tui/core/base/rundir.py)."""
 
     id: str
     dir: str
@@ -251,7 +251,8 @@ class Snapshot:
                     out.append(row)
             return tuple(out)
 
-        tel = d.get("telemetry") if isinstance(d.get("telemetry"), dict) else {}
+        tel_raw = d.get("telemetry")
+        tel = tel_raw if isinstance(tel_raw, dict) else {}
         run = d.get("run")
         return cls(
             time=_float(d.get("time")) or 0.0,

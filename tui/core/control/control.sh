@@ -4,7 +4,7 @@
 #   state ROOT [ID] [LOG_LINES]                          read a run back
 #   signal ROOT ID SIG                                   verify the group is the run's, then kill
 #   clear-cache PATH ALLOWED                             remove the compile cache
-# Output: one `key value` line per fact (parsed by tui/core/rundir.py parse_report).
+# Output: one `key value` line per fact (parsed by tui/core/base/rundir.py parse_report).
 # The run directory is docs/internals.md's contract. Commands here never read stdin: the script
 # itself arrives on it, and a child that read stdin would eat the rest of the script.
 # POSIX sh has no local variables: each helper's names carry its own prefix (v_, pr_, lk_ ...)

@@ -1,9 +1,9 @@
 """Kill a run: SIGTERM its process group, wait, SIGKILL what remains, then check its GPU memory.
 
-Built on tui/core/control.py's script runner: control.sh checks, right before each signal, that
-the recorded PGID is still the run's, so a reused PGID is refused, never signalled. Processes
-are only ever signalled as that group; never by name. Restart (tui/core/control_restart.py)
-uses ``kill``, ``sample`` and ``gpu_holders`` from here.
+Built on tui/core/control/launch.py's script runner: control.sh checks, right before each
+signal, that the recorded PGID is still the run's, so a reused PGID is refused, never
+signalled. Processes are only ever signalled as that group; never by name. Restart
+(tui/core/control/restart.py) uses ``kill``, ``sample`` and ``gpu_holders`` from here.
 """
 
 from __future__ import annotations
@@ -147,7 +147,8 @@ async def kill(
             return _refused(rep)
         signals += ["KILL"] if rep.signalled else []
         rep = await _wait_gone(transport, host, rep, kill_wait, "kill", seen, progress, None, poll)
-    held, note = (), None
+    held: tuple[GpuHold, ...] = ()
+    note: str | None = None
     if check_gpu:
         snap, note = await sample(transport, host)
         held = gpu_holders(snap, seen) if snap is not None else ()

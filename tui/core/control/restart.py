@@ -1,10 +1,10 @@
-"""Restart and opt-in auto-restart, built on launch (tui/core/control.py) and kill
+"""Restart and opt-in auto-restart, built on launch (tui/core/control/launch.py) and kill
 (tui/core/control_kill.py).
 
 Restart = kill, wait (bounded) until no process of the run is left and its GPUs' memory is back
 near idle, optionally clear the compile cache, launch. Auto-restart watches the latest run and
 relaunches it after a crash as a ``RestartPolicy`` says (the pure ``AutoRestart`` in
-tui/core/rundir.py decides; ``supervise`` only carries it out).
+tui/core/base/rundir.py decides; ``supervise`` only carries it out).
 """
 
 from __future__ import annotations

@@ -269,7 +269,7 @@ def diagnose(
     per_snap = [_views_of(s, topology, th) for s in window]
     history = [{i: labels for i, (_, labels) in v.items()} for v in per_snap]
     times = [s.time for s in window]
-    gpus = []
+    views: list[GpuView] = []
     for index, (view, labels) in sorted(per_snap[-1].items()):
         kept = []
         for code in sorted(labels, key=GPU_LABELS.index):
@@ -278,8 +278,8 @@ def diagnose(
                 kept.append(Label(code, since))
         if not kept:
             kept = [Label("ok", latest.time)]
-        gpus.append(replace(view, labels=tuple(kept)))
-    gpus, logs = _carry(gpus, _log_views(window), earlier)
+        views.append(replace(view, labels=tuple(kept)))
+    gpus, logs = _carry(views, _log_views(window), earlier)
     state = run_state(latest.run, latest.procs, latest.time, th.start_window_s)
     diag = Diagnosis(
         time=latest.time,

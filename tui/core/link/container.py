@@ -3,7 +3,7 @@
 ``pct:200`` -> ``pct exec 200 -- sh -c CMD``; ``docker:NAME`` -> ``docker exec -i NAME sh -c
 CMD``; any other spec is a template whose ``{cmd}`` (one unquoted word) is replaced by the
 quoted ``sh -c CMD``. The command is always one quoted argument, so nothing in it reaches the
-outer shell; the spec itself is validated (tui/core/config.py) before any use.
+outer shell; the spec itself is validated (tui/core/base/config.py) before any use.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import shlex
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass
 
 from dflash_tui.core.base.config import HostConfig
@@ -119,8 +119,9 @@ class Feed:
                 error = str(exc)
             except OSError as exc:
                 error = f"{type(exc).__name__}: {exc}"
-            finally:
-                await stream.aclose()
+            finally:  # every transport's stream is an async generator: closing it ends the probe
+                if isinstance(stream, AsyncGenerator):
+                    await stream.aclose()
             self.connected = False
             yield Disconnected(error, backoff)
             await asyncio.sleep(backoff)

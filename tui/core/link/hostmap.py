@@ -16,7 +16,7 @@ host-side command through a transport's host side and caches what it learnt.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.link.container import Container, parse
@@ -52,30 +52,31 @@ def _start_ticks(stat: str) -> int | None:
         return None
 
 
+@dataclass
+class _Row:
+    """One host PID's lines while they are read."""
+
+    nspid: tuple[int, ...] = ()
+    start: int | None = None
+    cgroup: list[str] = field(default_factory=list)
+
+
 def parse_host_sample(text: str) -> dict[int, HostProc]:
-    rows: dict[int, dict[str, object]] = {}
-    cur: dict[str, object] | None = None
+    rows: dict[int, _Row] = {}
+    cur: _Row | None = None
     for line in text.splitlines():
         tag, _, rest = line.partition(" ")
         if tag == "P" and rest.strip().isdigit():
-            cur = rows.setdefault(int(rest), {"cgroup": []})
+            cur = rows.setdefault(int(rest), _Row())
         elif cur is None:
             continue
         elif tag == "S":
-            cur["start"] = _start_ticks(rest)
+            cur.start = _start_ticks(rest)
         elif tag == "N":
-            cur["nspid"] = tuple(int(x) for x in rest.split()[1:] if x.isdigit())
+            cur.nspid = tuple(int(x) for x in rest.split()[1:] if x.isdigit())
         elif tag == "C":
-            cur["cgroup"].append(rest)  # type: ignore[union-attr]
-    return {
-        pid: HostProc(
-            pid,
-            r.get("nspid", ()),  # type: ignore[arg-type]
-            r.get("start"),  # type: ignore[arg-type]
-            "\n".join(r["cgroup"]),  # type: ignore[arg-type]
-        )
-        for pid, r in rows.items()
-    }
+            cur.cgroup.append(rest)
+    return {pid: HostProc(pid, r.nspid, r.start, "\n".join(r.cgroup)) for pid, r in rows.items()}
 
 
 def container_pid(hp: HostProc | None, snap: Snapshot, container: Container | None) -> int | None:

@@ -14,8 +14,10 @@ import asyncio
 import getpass
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import asyncssh
 from asyncssh.config import SSHClientConfig
@@ -81,16 +83,20 @@ def config_paths(settings: SshSettings) -> list[str]:
 def load_config(settings: SshSettings, target: Target) -> SSHClientConfig:
     """The ssh config as it applies to ``target`` (asyncssh's parser)."""
     try:
-        return SSHClientConfig.load(
-            None,
-            config_paths(settings),
-            False,
-            False,
-            False,
-            getpass.getuser(),
-            target.user if target.user else (),
-            target.host,
-            target.port if target.port else (),
+        # asyncssh annotates the classmethod SSHConfig.load as returning SSHConfig, not cls
+        return cast(
+            SSHClientConfig,
+            SSHClientConfig.load(
+                None,
+                config_paths(settings),
+                False,
+                False,
+                False,
+                getpass.getuser(),
+                target.user if target.user else (),
+                target.host,
+                target.port if target.port else (),
+            ),
         )
     except (OSError, ValueError, asyncssh.Error) as exc:
         raise TransportError(f"ssh config: {exc}") from None
@@ -100,9 +106,12 @@ def known_hosts_files(settings: SshSettings, cfg: SSHClientConfig) -> list[str]:
     """Where host keys are looked up; the first file is where a new key is recorded."""
     files = settings.known_hosts or _env_paths(ENV_KNOWN_HOSTS)
     if files is None:
-        user = cfg.get("UserKnownHostsFile")  # [] means "none": no file, still verified
+        # asyncssh's get() returns object; its parser stores these options as lists of str
+        user = cast("Sequence[str] | None", cfg.get("UserKnownHostsFile"))
+        glob = cast("Sequence[str] | None", cfg.get("GlobalKnownHostsFile"))
+        # [] means "none": no file, still verified
         files = tuple(user) if user is not None else ("~/.ssh/known_hosts",)
-        files += tuple(cfg.get("GlobalKnownHostsFile") or ("/etc/ssh/ssh_known_hosts",))
+        files += tuple(glob or ("/etc/ssh/ssh_known_hosts",))
     return [os.path.expanduser(f) for f in files]
 
 
@@ -199,7 +208,7 @@ async def _connect_one(
         kwargs["keepalive_count_max"] = settings.keepalive_count
     name = _describe(target)
     try:
-        return await asyncssh.connect(target.host, **kwargs)  # type: ignore[arg-type]
+        return await asyncssh.connect(target.host, **kwargs)
     except asyncssh.HostKeyNotVerifiable as exc:
         raise TransportError(f"{name}: {policy.problem or exc}") from None
     except asyncssh.PermissionDenied:

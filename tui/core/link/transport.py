@@ -1,9 +1,9 @@
 """How commands reach the machine where the GPUs are.
 
-One interface for this machine (a subprocess) and remote hosts (asyncssh, tui/core/ssh.py):
+One interface for this machine (a subprocess) and remote hosts (asyncssh, tui/core/link/ssh.py):
 ``stream`` runs one long-lived command and yields its stdout lines (the probe), ``run`` runs a
 short command to completion (control). Commands are POSIX ``sh`` strings; every value inside
-them is quoted with ``shlex.quote`` by the caller. A container wrapper (tui/core/container.py)
+them is quoted with ``shlex.quote`` by the caller. A container wrapper (tui/core/link/container.py)
 is applied by the transport to every command, so callers never think about containers.
 """
 

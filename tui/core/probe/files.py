@@ -25,7 +25,7 @@ class TailReader:
     def __init__(self, path: str, tail_first: bool):
         self.path = path
         self.offset = None if tail_first else 0  # None: the first read sends only the tail
-        self.ident = None  # (dev, inode) of the file last read
+        self.ident = None  # type: tuple[int, int] | str | None  # (dev, inode) last read, or "gone"
         self.partial = b""  # a last line still waiting for its newline
 
     def sample(self, tail_bytes: int, max_lines: int, is_run_log: bool = False) -> dict:
@@ -191,9 +191,10 @@ class RunFiles:
         toks = (text or "").split()  # empty: the launcher may be writing it right now
         try:
             for i, (kind, tok) in enumerate(zip(kinds, toks)):  # noqa: B905 - extra tokens ignored
-                vals[i] = kind(tok)
-                if vals[i] != vals[i] or abs(vals[i]) == float("inf"):
+                val = kind(tok)
+                if val != val or abs(val) == float("inf"):
                     raise ValueError(tok)
+                vals[i] = val
         except (ValueError, OverflowError):
             self.errors.append("run %s: malformed %s file: %r" % (self.rid, name, text[:60]))
             return [None] * len(kinds)

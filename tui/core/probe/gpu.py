@@ -127,9 +127,9 @@ class Smi:
     def __init__(self, path: str, timeout: float):
         self.path, self.timeout = path, timeout
         self.fields = [f for f, _, _ in GPU_FIELDS]
-        self.note = None  # why some fields are missing (kept while they are)
+        self.note = None  # type: str | None  # why some fields are missing (kept while they are)
         self.drops = 0
-        self.stuck = None  # a killed nvidia-smi that has not died yet (driver hang)
+        self.stuck = None  # type: subprocess.Popen[bytes] | None  # killed, not dead yet (driver hang)
 
     def call(self, args: list):
         """(rc, stdout, stderr), or a str saying why there is no answer."""
@@ -156,8 +156,9 @@ class Smi:
                 pass
             try:  # never block on a process stuck in the driver (uninterruptible sleep)
                 p.wait(timeout=1)
-                p.stdout.close()
-                p.stderr.close()
+                for pipe in (p.stdout, p.stderr):  # both PIPE: never None
+                    if pipe is not None:
+                        pipe.close()
             except subprocess.TimeoutExpired:
                 self.stuck = p
             return "nvidia-smi did not answer within %gs" % self.timeout
@@ -242,7 +243,7 @@ class Nvml:
                 name = self.q("nvmlSystemGetProcessName", p.pid) or comm(p.pid) or ""
                 procs.append(
                     {"pid": p.pid, "gpu_uuid": g["uuid"], "name": name,
-                     "used_mib": mib(used)}
+                     "used_mib": bytes_to_mib(used)}
                 )  # fmt: skip
         return gpus, procs, None
 
@@ -282,14 +283,18 @@ class Nvml:
         v2 = getattr(self.nv, "nvmlMemory_v2", None)
         m = self.q("nvmlDeviceGetMemoryInfo", h, v2) if v2 else None
         if m is not None and hasattr(m, "reserved"):
-            return mib(m.total - m.free - m.reserved), mib(m.total), mib(m.reserved)
+            return (
+                bytes_to_mib(m.total - m.free - m.reserved),
+                bytes_to_mib(m.total),
+                bytes_to_mib(m.reserved),
+            )
         m = self.q("nvmlDeviceGetMemoryInfo", h)  # v1: used includes the driver's reserve
         if m is None:
             return None, None, None
-        return mib(m.used), mib(m.total), None
+        return bytes_to_mib(m.used), bytes_to_mib(m.total), None
 
 
-def mib(n):
+def bytes_to_mib(n):
     return -(-n // MIB) if isinstance(n, int) else None  # rounded up, as nvidia-smi does
 
 

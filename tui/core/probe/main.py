@@ -4,7 +4,7 @@
 Standard library only, python3 >= 3.8 (3.6 and 3.7 work too: no __future__ import, annotations
 use builtins only, so keep it that way). The supervisor sends this file over stdin
 (`python3 - --once ...`) to wherever the GPUs are. The output is specified in docs/internals.md
-and parsed by tui/core/snapshot.py. Every section is guarded: bad tool output, vanishing
+and parsed by tui/core/base/snapshot.py. Every section is guarded: bad tool output, vanishing
 processes or unreadable files become entries in `errors`, never a crash or a hang.
 """
 
@@ -23,8 +23,9 @@ try:  # imported as dflash_tui.core.probe.main
     from dflash_tui.core.probe.files import *
     from dflash_tui.core.probe.gpu import *
 except ImportError:  # run as a file: python3 tui/core/probe/main.py
-    from files import *
-    from gpu import *
+    # mypy checks the package, where these plain-file names do not resolve
+    from files import *  # type: ignore[import-not-found]
+    from gpu import *  # type: ignore[import-not-found]
 # <<< parts
 
 FORMAT = 1
@@ -70,7 +71,9 @@ class Procs:
     """The process table from /proc; cpu_pct from the tick delta since the previous sample."""
 
     def __init__(self, root: str = "/proc"):
-        self.root, self.prev, self.users = root, {}, {}
+        self.root = root
+        self.prev = {}  # type: dict[tuple[int, int], tuple[int, float]]  # (pid, start): (ticks, t)
+        self.users = {}  # type: dict[int, str]
         self.page_kb = os.sysconf("SC_PAGE_SIZE") // 1024
         self.clk_tck = os.sysconf("SC_CLK_TCK")
 
@@ -160,8 +163,9 @@ class Probe:
         self.smi = Smi(smi, args.smi_timeout) if smi else None
 
     def sample(self) -> dict:
-        errors, out = [], {"format": FORMAT, "time": time.time(), "host": socket.gethostname(),
-                           "probe_mode": "python", "clk_tck": self.procs.clk_tck}  # fmt: skip
+        errors = []  # type: list[str]
+        out = {"format": FORMAT, "time": time.time(), "host": socket.gethostname(),
+               "probe_mode": "python", "clk_tck": self.procs.clk_tck}  # fmt: skip
         out["boot_time"] = guard(boot_time, errors, "boot time")
         tel = guard(lambda: self.gpus(errors), errors, "GPU telemetry")
         out["telemetry"], out["gpus"], out["gpu_procs"] = tel or ({"source": "none"}, [], [])
@@ -206,8 +210,9 @@ class Probe:
 
     def smi_instead(self, errors: list, why: str):
         """While NVML is stuck, nvidia-smi (if there is one) still gives readings."""
-        if self.smi is None and shutil.which("nvidia-smi"):
-            self.smi = Smi(shutil.which("nvidia-smi"), self.args.smi_timeout)
+        smi = shutil.which("nvidia-smi") if self.smi is None else None
+        if smi:
+            self.smi = Smi(smi, self.args.smi_timeout)
         if self.smi is None:
             return None, [], why
         gpus, procs, error = self.smi.read(errors)
@@ -250,7 +255,7 @@ def parse_args(argv):
     return ap.parse_args(argv)
 
 
-def main(argv=None) -> int:
+def probe_main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     probe = Probe(args)
     interval = max(args.interval, 0.05) if args.interval and not args.once else None
@@ -276,4 +281,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(probe_main())

@@ -1,8 +1,8 @@
 # dflash-tui degraded probe, for a machine without python3 (POSIX sh + awk; dash and BusyBox).
-# Same command line and the same JSON line per sample as tui/core/probe.py, with
+# Same command line and the same JSON line per sample as tui/core/probe/main.py, with
 # "probe_mode": "shell" and an entry in "errors" saying what is degraded: GPU readings come
 # from nvidia-smi only (no NVML), cpu_pct is null; the rest is read from /proc. It reaches the
-# machine as one quoted `sh -c` argument (tui/core/probe_loader.py), so nothing is installed.
+# machine as one quoted `sh -c` argument (tui/core/probe/loader.py), so nothing is installed.
 LC_ALL=C
 export LC_ALL
 once=0 interval="" run_root="" smi_timeout=5 tail_bytes=65536 max_lines=5000 nlogs=0
