@@ -18,12 +18,16 @@ T = TypeVar("T")
 PROBE_FORMAT = 1
 
 
+def _finite(v: float) -> bool:
+    return v == v and abs(v) != float("inf")  # not NaN, not infinite
+
+
 def _int(v: Any) -> int | None:
     if isinstance(v, bool):
         return None
     if isinstance(v, int):
         return v
-    if isinstance(v, float) and v == v:  # not NaN
+    if isinstance(v, float) and _finite(v):
         return int(v)
     return None
 
@@ -31,8 +35,13 @@ def _int(v: Any) -> int | None:
 def _float(v: Any) -> float | None:
     if isinstance(v, bool):
         return None
-    if isinstance(v, int | float) and v == v:
-        return float(v)
+    if isinstance(v, int):
+        try:
+            return float(v)
+        except OverflowError:  # an int too large for a float
+            return None
+    if isinstance(v, float) and _finite(v):
+        return v
     return None
 
 
@@ -62,6 +71,11 @@ _COERCE: dict[str, Any] = {
     "bool": lambda v: v if isinstance(v, bool) else None,
     "tuple[int, ...]": _ints,
     "tuple[str, ...]": _strs,
+    "tuple[tuple[int, str], ...]": lambda v: tuple(
+        (i, t)
+        for i, t in (x for x in _list(v) if isinstance(x, list) and len(x) == 2)
+        if isinstance(i, int) and not isinstance(i, bool) and isinstance(t, str)
+    ),
     "tuple[tuple[int, int | None], ...]": lambda v: tuple(
         (p, t if isinstance(t, int) and not isinstance(t, bool) else None)
         for p, t in (x for x in _list(v) if isinstance(x, list) and len(x) == 2)
@@ -170,6 +184,10 @@ class LogState:
     skipped_bytes: int = 0  # appended bytes not sent (more than the per-sample cap)
     error: str | None = None
     is_run_log: bool = False
+    # What the tail could not show, or had to say, each before ``lines[index]``: (index, text).
+    gaps: tuple[tuple[int, str], ...] = ()
+    resume: str | None = None  # where this tail stopped: a restarted probe resumes there
+    followed: str | None = None  # the run log read through the job's stdout: where it is now
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> LogState | None:
@@ -225,6 +243,7 @@ class Snapshot:
     boot_time: float | None = None
     probe_mode: str = "python"  # "python" or "shell" (degraded fallback without python3)
     errors: tuple[str, ...] = ()  # malformed rows, unreadable entries: shown as findings
+    interval: float | None = None  # seconds between the probe's samples (None: one-shot)
 
     @classmethod
     def from_json(cls, line: str | bytes) -> Snapshot:
@@ -270,6 +289,7 @@ class Snapshot:
             boot_time=_float(d.get("boot_time")),
             probe_mode=_str(d.get("probe_mode")) or "python",
             errors=tuple(errors),
+            interval=_float(d.get("interval")),
         )
 
     @functools.cached_property
