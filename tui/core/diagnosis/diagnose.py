@@ -98,6 +98,7 @@ class Diagnosis:
     logs: tuple[LogView, ...]
     findings: tuple[Finding, ...] = field(default=())
     telemetry_source: str = "none"
+    interval: float | None = None  # the probe's seconds between samples (None: one-shot)
 
     def healthy(self, role: str) -> tuple[int, int]:
         """(healthy, expected) GPUs of a role."""
@@ -290,6 +291,7 @@ def diagnose(
         gpus=gpus,
         logs=logs,
         telemetry_source=latest.telemetry.source,
+        interval=latest.interval,
     )
     findings = build_findings(diag, latest, th, progress)
     return Diagnosis(**{**diag.__dict__, "findings": tuple(findings)})
