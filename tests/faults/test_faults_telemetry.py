@@ -46,3 +46,14 @@ async def test_wild_readings_are_unknown_and_flagged(fake_smi: FakeSmi, tmp_path
     assert (g1.temp_c, g1.power_w, g1.mem_used_mib) == (None, None, 500)
     degraded = [f for f in diag.findings if f.code == "telemetry-degraded"]
     assert degraded and "util" in degraded[0].message and "out of range" in degraded[0].message
+
+
+async def test_a_hung_nvidia_smi_is_said_to_hang(fake_smi: FakeSmi, tmp_path: Path) -> None:
+    fake_smi.hang()
+    app = live_app(tmp_path)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await until(pilot, lambda: app.samples >= 1, timeout=40)  # after the 5 s timeout
+        await pilot.pause(0.3)
+        text = str(app.screen.query_one("#no-gpus").render())
+    assert "did not answer within 5s" in text and "hung" in text, text
+    assert "no NVML and no nvidia-smi" not in text
