@@ -22,7 +22,17 @@ from dflash_tui.core.control.script import (
     is_cancelled,
     run_script,
 )
+from dflash_tui.core.link import container as containers
 from dflash_tui.core.link.transport import Transport
+
+# A job that vanished without an exit code, right after a launch through a template container:
+# the template's namespace most likely ended with the launch command and took the job along.
+NAMESPACE_GONE = (
+    "; the container template {spec!r} most likely runs each command in a namespace that ends "
+    "with it (as `unshare --fork`, `docker run --rm` or a one-shot `systemd-nspawn` do), which "
+    "kills the job it started: use a template that enters a long-lived container (docker exec, "
+    "pct exec, nsenter --target PID)"
+)
 
 
 @dataclass(frozen=True)
@@ -44,7 +54,9 @@ class LaunchResult:
 # ---- launch -----------------------------------------------------------------------------------
 
 
-def _launch_result(rep: RunReport, start_window: float, pruned: tuple[str, ...]) -> LaunchResult:
+def _launch_result(
+    rep: RunReport, start_window: float, pruned: tuple[str, ...], container: str | None = None
+) -> LaunchResult:
     rec = rep.record
     state = rep.state(start_window)
     if rec is None:
@@ -53,6 +65,10 @@ def _launch_result(rep: RunReport, start_window: float, pruned: tuple[str, ...])
     error = None
     if not ok:
         error = rec.launch_error or f"exit {rec.exit_code}: {exit_meaning(rec.exit_code)}"
+        spec = containers.parse(container) if container else None
+        vanished = state == "killed" and rec.exit_code is None and rec.kill_requested_at is None
+        if vanished and not rec.launch_error and spec is not None and spec.kind == "template":
+            error += NAMESPACE_GONE.format(spec=spec.spec)
     if ok:
         msg = f"run {rec.id} {state} (pid {rec.pid}, group {rec.pgid})"
     else:
@@ -127,4 +143,4 @@ async def launch(
         rep = await fetch_run(transport, host.run_root, run_id)
     if rep.state(start_window) not in ALIVE_STATES:
         rep = await fetch_run(transport, host.run_root, run_id, log_lines=20)
-    return _launch_result(rep, start_window, pruned)
+    return _launch_result(rep, start_window, pruned, host.container)
