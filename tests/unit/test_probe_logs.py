@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -231,3 +232,23 @@ def test_live_stream_follows_appends_partials_and_truncation(tmp_path: Path) -> 
         assert log_lines(seen, path) == ["fresh"]
         log.unlink()
         s.until(lambda d: not d["logs"][0]["exists"])
+
+
+def test_a_leaders_stdout_that_is_not_this_log_is_not_followed(tmp_path: Path) -> None:
+    """Only the file the tail already followed is followed through the job's stdout."""
+    log, other = tmp_path / "output.log", tmp_path / "elsewhere.log"
+    log.write_text("ours\n")
+    with open(other, "wb") as out:
+        job = subprocess.Popen(["sleep", "30"], stdout=out)
+    try:
+        ticks = int(Path(f"/proc/{job.pid}/stat").read_text().rpartition(")")[2].split()[19])
+        t = tail(log)
+        res = t.sample(65536, 5000, True, (job.pid, ticks))
+        assert res["lines"] == ["ours"] and res["followed"] is None
+        log.rename(tmp_path / "moved.log")  # not the job's stdout: no reason to follow it
+        other.write_text("not ours\n")
+        res = t.sample(65536, 5000, True, (job.pid, ticks))
+        assert res["followed"] is None and res["exists"] is False and res["lines"] == []
+    finally:
+        job.kill()
+        job.wait()

@@ -203,8 +203,16 @@ class TailReader:
             st, out["error"] = None, "%s: %s" % (type(exc).__name__, exc.strerror or exc)
         target = self.real
         job = job_stdout(leader) if leader else None
-        if job is not None and (st is None or ident(st) != ident(job[1])):
-            target, st, out["followed"] = job  # the job writes a file the path no longer names
+        # The job still writes the file this tail followed (held now, or by the probe before
+        # this one), which the path no longer names (moved, replaced): keep following it. Any
+        # other stdout of the leader is not known to be this log.
+        known = (self.ident, self.resume[1:3] if self.resume else None)
+        if (
+            job is not None
+            and ident(job[1]) in known
+            and (st is None or ident(st) != ident(job[1]))
+        ):
+            target, st, out["followed"] = job
         present = st is not None
         if present:
             out.update(exists=True, size=st.st_size, mtime=st.st_mtime)
