@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 from fakes.proberun import ProbeStream, log_lines, run_probe
 
 from dflash_tui.core.base.snapshot import Snapshot
-from dflash_tui.core.probe import files as probe_files
 from dflash_tui.core.probe import main as probe
+from dflash_tui.core.probe import tail as probe_tail
 from dflash_tui.core.probe.main import TailReader
 
 
@@ -60,16 +61,20 @@ def test_appended_text_only_and_partial_lines_held(tmp_path: Path) -> None:
     assert sample(t)["lines"] == ["two", "three"]  # CRLF: the \r goes too
 
 
-def test_partial_line_over_1_mib_is_flushed(tmp_path: Path) -> None:
+def test_a_giant_partial_line_is_cut_not_held(tmp_path: Path) -> None:
     log = tmp_path / "a.log"
     log.write_bytes(b"")
     t = tail(log)
     sample(t)
-    append(log, b"x" * (probe.PARTIAL_CAP + 10))
-    (line,) = sample(t)["lines"]
-    assert len(line) == probe.PARTIAL_CAP + 10
-    append(log, b"y\n")
-    assert sample(t)["lines"] == ["y"]
+    append(log, b"x" * (probe_tail.LINE_CAP + 10))
+    out = sample(t)
+    assert out["lines"] == ["x" * probe_tail.LINE_CAP] and out["gaps"] == []
+    append(log, b"y\nnext\n")  # the giant line ends: its cut rest is counted, then a gap note
+    out = sample(t)
+    assert out["lines"] == ["next"] and out["skipped_bytes"] == 11
+    assert out["gaps"] == [
+        [0, f"a line was cut after {probe_tail.LINE_CAP:,} bytes: 11 more of it not shown"]
+    ]
 
 
 def test_truncation_restarts_at_zero(tmp_path: Path) -> None:
@@ -111,6 +116,9 @@ def test_missing_file_is_a_state_not_an_error(tmp_path: Path) -> None:
         "skipped_bytes": 0,
         "error": None,
         "is_run_log": False,
+        "gaps": [],
+        "resume": None,
+        "followed": None,
     }
     log.write_bytes(b"".join(b"%d\n" % i for i in range(100)))
     out = sample(t, tail_bytes=10)
@@ -124,7 +132,7 @@ def test_missing_file_is_a_state_not_an_error(tmp_path: Path) -> None:
 
 
 def test_flood_is_capped_and_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(probe_files, "LOG_CAP", 1000)  # where TailReader reads it
+    monkeypatch.setattr(probe_tail, "LOG_CAP", 1000)  # where TailReader reads it
     log = tmp_path / "a.log"
     log.write_bytes(b"")
     t = tail(log)
@@ -224,3 +232,23 @@ def test_live_stream_follows_appends_partials_and_truncation(tmp_path: Path) -> 
         assert log_lines(seen, path) == ["fresh"]
         log.unlink()
         s.until(lambda d: not d["logs"][0]["exists"])
+
+
+def test_a_leaders_stdout_that_is_not_this_log_is_not_followed(tmp_path: Path) -> None:
+    """Only the file the tail already followed is followed through the job's stdout."""
+    log, other = tmp_path / "output.log", tmp_path / "elsewhere.log"
+    log.write_text("ours\n")
+    with open(other, "wb") as out:
+        job = subprocess.Popen(["sleep", "30"], stdout=out)
+    try:
+        ticks = int(Path(f"/proc/{job.pid}/stat").read_text().rpartition(")")[2].split()[19])
+        t = tail(log)
+        res = t.sample(65536, 5000, True, (job.pid, ticks))
+        assert res["lines"] == ["ours"] and res["followed"] is None
+        log.rename(tmp_path / "moved.log")  # not the job's stdout: no reason to follow it
+        other.write_text("not ours\n")
+        res = t.sample(65536, 5000, True, (job.pid, ticks))
+        assert res["followed"] is None and res["exists"] is False and res["lines"] == []
+    finally:
+        job.kill()
+        job.wait()

@@ -25,6 +25,7 @@ from dflash_tui.app.source import EventSource
 from dflash_tui.app.themes import BUNDLED, DEFAULT_THEME, discover
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.rundir import ALIVE_STATES
+from dflash_tui.core.base.text import safe_label, terminal_safe
 from dflash_tui.core.diagnosis.timeline import Timeline
 from dflash_tui.core.diagnosis.tracker import Tracker
 
@@ -65,8 +66,11 @@ class DflashApp(HostFeeds, ControlActions, AutoRestarts, App[None]):
 
     def notify(self, message: str, *, markup: bool = False, **kw: Any) -> None:  # type: ignore[override]
         """Every toast is plain text: messages carry log lines, launcher errors and paths,
-        and one stray ``[/x]`` parsed as markup would crash the app."""
-        super().notify(message, markup=markup, **kw)
+        and one stray ``[/x]`` parsed as markup would crash the app; and terminal-safe: a
+        launch_error file the job wrote must not set the terminal's title or clipboard."""
+        if isinstance(kw.get("title"), str):
+            kw["title"] = safe_label(kw["title"])
+        super().notify(terminal_safe(message, visible=False), markup=markup, **kw)
 
     # -- themes --
 

@@ -1,5 +1,6 @@
 """The header: the run first (state, id, uptime or exit code with its meaning), auto-restart,
-PID/PGID, host and link state; then the topology summary (healthy target x/5, drafter y/3),
+PID/PGID, host and link state (``stale Ns`` once a sample is overdue: the probe's interval
+says when the next one was due); then the topology summary (healthy target x/5, drafter y/3),
 which problem GPUs are scrolled out of the grid, and the count of findings.
 
 Each line is built from parts ranked by importance: when the line is wider than the header,
@@ -8,6 +9,7 @@ never are), and only then is the line cut with an ellipsis."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from rich.style import Style
@@ -27,6 +29,13 @@ from dflash_tui.core.diagnosis.severity import RUN_STATE as STATE_SEVERITY
 from dflash_tui.core.diagnosis.severity import label_severity
 
 KEEP = 100  # rank of a part that is never shortened
+STALE_CHECK_S = 0.5  # how often the header looks at the age of the last sample
+
+
+def stale_after(interval: float) -> float:
+    """Seconds without a sample after which the data shown is stale: the next sample was due
+    one interval after the last; half an interval more (at least 0.5 s) allows for jitter."""
+    return interval + max(interval / 2, 0.5)
 
 
 @dataclass
@@ -89,10 +98,26 @@ class RunHeader(Static, Themed):
         # Problem GPUs whose panel is scrolled out of the grid: (index, codes, arrow).
         self.offscreen: tuple[tuple[int, tuple[str, ...], str], ...] = ()
         self._watched: GpuGrid | None = None
+        self.sample_at: float | None = None  # time.monotonic() when the last sample came
+        self.stale_s: int | None = None  # whole seconds since it, once it is overdue
 
     def on_mount(self) -> None:
         self.redraw()
         self.call_after_refresh(self.recheck)
+        self.set_interval(STALE_CHECK_S, self.check_stale)
+
+    def check_stale(self) -> None:
+        """A probe that froze (a stuck mount, a frozen SSH link) sends nothing and no error:
+        from the first missed sample the header says ``stale Ns`` instead of ``connected``.
+        Only a live probe says its interval; scripted samples are never stale."""
+        interval = self.diag.interval if self.diag is not None else None
+        stale = None
+        if self.link == "connected" and interval and self.sample_at is not None:
+            age = time.monotonic() - self.sample_at
+            stale = int(age) if age >= stale_after(interval) else None
+        if stale != self.stale_s:
+            self.stale_s = stale
+            self.redraw()
 
     def on_resize(self, _event: Resize) -> None:
         self.redraw()
@@ -100,6 +125,7 @@ class RunHeader(Static, Themed):
 
     def show(self, diag: Diagnosis) -> None:
         self.diag, self.link, self.link_detail = diag, "connected", diag.telemetry_source
+        self.sample_at, self.stale_s = time.monotonic(), None
         self.redraw()
         self.call_after_refresh(self.recheck)  # once the grid has drawn this sample
 
@@ -219,6 +245,12 @@ class RunHeader(Static, Themed):
 
     def _where(self, pal: Palette) -> list[Part]:
         labels = [f"  │ {safe_label(self.host, 60)} ", f"  │ {safe_label(self.host, 16)} "]
+        if self.link == "connected" and self.stale_s is not None:
+            return [
+                part(labels[0], "", 40, labels[1]),
+                part(f"◌ stale {self.stale_s}s ", pal.fg("warning", bold=True)),
+                part("(no sample since; the data shown is old)", pal.fg("warning"), 20, ""),
+            ]
         if self.link == "connected":
             # The usual state: at a squeeze it shrinks to a green dot.
             forms = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from dflash_tui.core.base.config import Config
+from dflash_tui.core.base.text import terminal_safe
 
 
 def main(cfg: Config, args: argparse.Namespace | None = None) -> int:
@@ -14,5 +15,5 @@ def main(cfg: Config, args: argparse.Namespace | None = None) -> int:
     app.run()
     note = app.quit_note()
     if note:
-        print(note)
+        print(terminal_safe(note))
     return 0

@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from dflash_tui.core.base.config import Config, ConfigError, resolve
+from dflash_tui.core.base.text import terminal_safe
 from dflash_tui.core.base.timings import KILL_GRACE_S, RELEASE_TIMEOUT_S, START_WINDOW_S
 
 SUBCOMMANDS = ("status", "launch", "kill", "restart", "app")
@@ -109,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cfg: Config = resolve(vars(args))
     except ConfigError as exc:
-        print(f"dflash-tui: {exc}", file=sys.stderr)
+        print(terminal_safe(f"dflash-tui: {exc}"), file=sys.stderr)  # it quotes the config
         return 2
     if getattr(args, "keep_runs", None) is None:  # not given: the config's [restart] keep_runs
         args.keep_runs = cfg.host.keep_runs

@@ -1,7 +1,9 @@
 """``dflash-tui launch | kill | restart``: the app's run keys, for scripts.
 
 ActionProgress goes to stderr as lines, the result to stdout (a sentence, or JSON with ``--json``).
-Exit 0 when the action succeeded, 1 when it did not (the message says why).
+Exit 0 when the action succeeded, 1 when it did not (the message says why). Everything printed
+passes ``terminal_safe``: messages quote what the host said (process names, a launch_error
+file, the log's last lines, a remote's or a container runtime's stderr), which a job controls.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.rundir import ALIVE_STATES
 from dflash_tui.core.base.snapshot import Proc
+from dflash_tui.core.base.text import terminal_safe
 from dflash_tui.core.base.timings import RELEASE_TIMEOUT_S
 from dflash_tui.core.control.kill import KillResult, kill
 from dflash_tui.core.control.launch import LaunchResult, launch
@@ -26,6 +29,11 @@ from dflash_tui.core.link.connect import make_transport
 from dflash_tui.core.link.transport import TransportError
 
 Result = LaunchResult | KillResult | RestartResult
+
+
+def say(text: str, *, err: bool = False) -> None:
+    """Print a message (stderr with ``err``), its untrusted parts made terminal-safe."""
+    print(terminal_safe(text), file=sys.stderr if err else sys.stdout, flush=True)
 
 
 class _StderrProgress:
@@ -40,7 +48,7 @@ class _StderrProgress:
             return
         self.phase, self.last = p.phase, now
         limit = f"/{p.limit:g}" if p.limit is not None else ""
-        print(f"[{p.phase} {p.elapsed:.1f}{limit} s] {p.message}", file=sys.stderr, flush=True)
+        say(f"[{p.phase} {p.elapsed:.1f}{limit} s] {p.message}", err=True)
 
 
 async def _launch(host: HostConfig, args: argparse.Namespace, **kw: Any) -> Result:
@@ -60,7 +68,7 @@ async def _launch(host: HostConfig, args: argparse.Namespace, **kw: Any) -> Resu
             # Clearing the cache under a live run would pull it from under the job.
             rep = await fetch_run(transport, host.run_root)
             if rep.state(args.start_window) not in ALIVE_STATES:
-                print(await clear_compile_cache(transport, host), file=sys.stderr)
+                say(await clear_compile_cache(transport, host), err=True)
         return await launch(transport, host, start_window=args.start_window, **kw)
     finally:
         await transport.close()
@@ -119,7 +127,7 @@ def _human(result: Result) -> list[str]:
 
 def run_control(cfg: Config, args: argparse.Namespace) -> int:
     if len(cfg.hosts) > 1:
-        print(f"dflash-tui {args.subcommand}: acts on one host; pass --host", file=sys.stderr)
+        say(f"dflash-tui {args.subcommand}: acts on one host; pass --host", err=True)
         return 1
     host = cfg.host
     kw: dict[str, Any] = {"progress": _StderrProgress()}
@@ -133,13 +141,13 @@ def run_control(cfg: Config, args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps({"ok": False, "message": msg}))
         else:
-            print(f"dflash-tui: {msg}", file=sys.stderr)
+            say(f"dflash-tui: {msg}", err=True)
         return 1
     except KeyboardInterrupt:
-        print(f"dflash-tui {args.subcommand}: interrupted", file=sys.stderr)
+        say(f"dflash-tui {args.subcommand}: interrupted", err=True)
         return 130
     if args.json:
         print(json.dumps(result_json(result), indent=2))
     else:
-        print("\n".join(_human(result)))
+        say("\n".join(_human(result)))
     return 0 if result.ok else 1

@@ -8,6 +8,7 @@ from textual.widgets import Static
 
 from dflash_tui.app.gpus.panel import GpuPanel
 from dflash_tui.core.base.rundir import ALIVE_STATES as ACTIVE
+from dflash_tui.core.base.text import safe_label
 from dflash_tui.core.diagnosis.diagnose import Diagnosis
 
 PANEL_WIDTH = 30  # columns per panel: 4 x 30 = 120
@@ -72,5 +73,8 @@ class GpuGrid(ScrollableContainer, can_focus=True):
 def _no_gpus_text(diag: Diagnosis) -> str:
     src = diag.telemetry_source
     if src == "none":
-        return "GPUs: no readings (no NVML and no nvidia-smi here); run and logs still shown"
+        why = diag.telemetry_error or "no NVML and no nvidia-smi here"
+        if "did not answer" in why:  # the probe's words for a tool that timed out
+            why = f"{why}: it hung (a stuck driver?)"
+        return f"GPUs: no readings ({safe_label(why, 160)}); run and logs still shown"
     return f"GPUs: none reported by {src}"

@@ -21,6 +21,20 @@ from dflash_tui.core.diagnosis.diagnose import Diagnosis
 FLUSH_INTERVAL = 0.05  # seconds: ~20 redraws a second at most, per tail
 
 
+def with_gaps(tail: LogTail, log: LogState) -> None:
+    """The sample's lines with the probe's gap notes in place: every line the tail could not
+    show, or anything it had to say (a rotation, a cut line), is marked where it happened."""
+    items: list[tuple[bool, str]] = []
+    at = 0
+    for index, text in sorted(log.gaps, key=lambda g: g[0]):
+        index = min(max(index, at), len(log.lines))
+        items += [(False, x) for x in log.lines[at:index]]
+        items.append((True, text))
+        at = index
+    items += [(False, x) for x in log.lines[at:]]
+    tail.add_sample(items)
+
+
 class LogArea(Vertical):
     DEFAULT_CSS = """
     LogArea {
@@ -63,9 +77,9 @@ class LogArea(Vertical):
             tail = self.tails.get(log.path)
             if tail is None:
                 tail = self._add_tail(log, first=log.is_run_log)
-            if log.truncated:
-                tail.add_lines(["--- the file was truncated or replaced; tail restarted ---"])
-            tail.add_lines(log.lines)
+            if log.truncated and not log.gaps:  # a probe that does not say more (shell)
+                tail.add_gap("the file was truncated or replaced; tail restarted")
+            with_gaps(tail, log)
             view = views.get(log.path)
             if view is not None and log.is_run_log and diag.run and diag.run.started_at:
                 # The run's log should exist from launch on: missing since the launch.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from dflash_tui.core.base.text import clean_line
 
@@ -18,6 +18,7 @@ DEFAULT_FILTER = (
     r"(?i)error|exception|traceback|fatal|killed|step|tok/s|tokens/s|compil|warm|loaded|exit"
     r'|^\s+File "'
 )
+GAP_MARK = "┄┄ "  # a marked gap in a tail (lines not shown, a rotation): shown whatever the filter
 ERROR_RE = re.compile(
     r"(?i)\b(error|exception|traceback|fatal|killed|out of memory|oom|segmentation fault)\b"
     r"|^\s*File \".*\", line \d+"
@@ -35,6 +36,7 @@ class LineStore:
         self.received = 0  # lines seen since the tail started (including dropped ones)
         self.dropped = 0  # lines that arrived but were evicted before being drawn
         self.shown = 0  # lines that passed the filter since it was last set
+        self.undrawn = 0  # lines evicted from ``pending`` since the last draw (said in a mark)
 
     def add(self, raw: Iterable[str]) -> int:
         """Take new raw lines; returns how many passed the filter."""
@@ -43,33 +45,73 @@ class LineStore:
         if len(batch) > self.max_lines:  # older ones would be evicted at once: skip their work
             self.dropped += len(batch) - self.max_lines
             batch = batch[-self.max_lines :]
-        clean = [clean_line(x) for x in batch]
+        return self._store([clean_line(x) for x in batch])
+
+    def add_sample(self, items: Sequence[tuple[bool, str]]) -> int:
+        """One sample's lines with the tail's gap marks in place (``(True, text)``); returns
+        how many passed the filter. More than ``max_lines`` at once: the oldest lines go, never
+        a mark, and a mark of our own says how many."""
+        self.received += sum(1 for is_mark, _ in items if not is_mark)
+        over = len(items) - self.max_lines
+        clean = []
+        if over > 0:
+            over += 1  # room for the mark that says so
+            self.dropped += over
+            clean.append(
+                gap_line(f"{over:,} lines not shown: more than {self.max_lines:,} came at once")
+            )
+        for is_mark, text in items:
+            if is_mark:
+                clean.append(gap_line(text))
+            elif over > 0:
+                over -= 1
+            else:
+                clean.append(clean_line(text))
+        return self._store(clean)
+
+    def mark(self, text: str) -> None:
+        """A gap in the tail, marked where it happened; every filter shows it."""
+        self._store([gap_line(text)])
+
+    def _store(self, clean: list[str]) -> int:
         self.lines.extend(clean)
         before = len(self.pending)
-        shown = clean if self.pattern is None else [x for x in clean if self.pattern.search(x)]
+        shown = clean if self.pattern is None else [x for x in clean if self._shows(x)]
         self.shown += len(shown)
         overflow = before + len(shown) - self.max_lines
-        if overflow > 0:
-            self.dropped += overflow
         self.pending.extend(shown)
+        if overflow > 0:  # more came than were drawn: the oldest undrawn go, and say so
+            fresh = not self.undrawn  # the first overflow takes one more line for the mark
+            self.undrawn += overflow + fresh
+            self.dropped += overflow + fresh
+            self.pending[0] = gap_line(f"{self.undrawn:,} lines not shown: more came than drawn")
         return len(shown)
+
+    def _shows(self, line: str) -> bool:
+        return line.startswith(GAP_MARK) or self.pattern is None or bool(self.pattern.search(line))
 
     def take_pending(self) -> list[str]:
         out = list(self.pending)
         self.pending.clear()
+        self.undrawn = 0
         return out
 
     def set_filter(self, pattern: re.Pattern[str] | None) -> list[str]:
         """Change the filter; returns every stored line that now shows (for a redraw)."""
         self.pattern = pattern
         self.pending.clear()
-        kept = list(self.lines) if pattern is None else [x for x in self.lines if pattern.search(x)]
+        self.undrawn = 0
+        kept = [x for x in self.lines if self._shows(x)]
         self.shown = len(kept)
         return kept
 
     def clear(self) -> None:
         self.lines.clear()
         self.pending.clear()
+
+
+def gap_line(text: str) -> str:
+    return GAP_MARK + clean_line(text) + " ┄┄"
 
 
 def compile_filter(text: str) -> re.Pattern[str]:

@@ -79,6 +79,15 @@ class LogTail(Vertical):
         if lines:
             self.store.add(lines)
 
+    def add_gap(self, text: str) -> None:
+        """A marked gap: lines not shown here (the file has them), or a change of file."""
+        self.store.mark(text)
+
+    def add_sample(self, items: list[tuple[bool, str]]) -> None:
+        """One sample's lines, with its gap marks (True) where they happened."""
+        if items:
+            self.store.add_sample(items)
+
     def set_state(self, view: LogView | None, now: float) -> None:
         self.view, self.now = view, now
         missing = view is not None and not view.exists

@@ -3,7 +3,9 @@
 The probe (``tui/core/probe/main.py``) writes one JSON object per sample; ``Snapshot.from_json``
 turns it into these objects. Parsing is tolerant: a field of the wrong type becomes ``None``
 and a malformed row is skipped and recorded in ``Snapshot.errors``, so bad tool output becomes
-a finding, never a crash.
+a finding, never a crash. Telemetry values outside what a GPU can report (a utilisation of
+1e23 %, negative memory) become unknown (``None``) with an entry in ``errors``, which the
+diagnosis turns into the ``telemetry-degraded`` finding: a wild reading is never drawn.
 """
 
 from __future__ import annotations
@@ -18,12 +20,16 @@ T = TypeVar("T")
 PROBE_FORMAT = 1
 
 
+def _finite(v: float) -> bool:
+    return v == v and abs(v) != float("inf")  # not NaN, not infinite
+
+
 def _int(v: Any) -> int | None:
     if isinstance(v, bool):
         return None
     if isinstance(v, int):
         return v
-    if isinstance(v, float) and v == v:  # not NaN
+    if isinstance(v, float) and _finite(v):
         return int(v)
     return None
 
@@ -31,8 +37,13 @@ def _int(v: Any) -> int | None:
 def _float(v: Any) -> float | None:
     if isinstance(v, bool):
         return None
-    if isinstance(v, int | float) and v == v:
-        return float(v)
+    if isinstance(v, int):
+        try:
+            return float(v)
+        except OverflowError:  # an int too large for a float
+            return None
+    if isinstance(v, float) and _finite(v):
+        return v
     return None
 
 
@@ -62,6 +73,11 @@ _COERCE: dict[str, Any] = {
     "bool": lambda v: v if isinstance(v, bool) else None,
     "tuple[int, ...]": _ints,
     "tuple[str, ...]": _strs,
+    "tuple[tuple[int, str], ...]": lambda v: tuple(
+        (i, t)
+        for i, t in (x for x in _list(v) if isinstance(x, list) and len(x) == 2)
+        if isinstance(i, int) and not isinstance(i, bool) and isinstance(t, str)
+    ),
     "tuple[tuple[int, int | None], ...]": lambda v: tuple(
         (p, t if isinstance(t, int) and not isinstance(t, bool) else None)
         for p, t in (x for x in _list(v) if isinstance(x, list) and len(x) == 2)
@@ -128,6 +144,50 @@ class Gpu:
         return gpu if gpu is not None and gpu.index >= 0 else None
 
 
+MAX_MIB = 1 << 24  # 16 TiB: more memory than any GPU has
+# What a GPU can report, per field: (lowest, highest). Outside: unknown, and flagged.
+GPU_LIMITS: dict[str, tuple[float, float]] = {
+    "util": (0, 100),
+    "mem_util": (0, 100),
+    "mem_used_mib": (0, MAX_MIB),
+    "mem_total_mib": (0, MAX_MIB),
+    "mem_reserved_mib": (0, MAX_MIB),
+    "temp_c": (-40, 200),
+    "power_w": (0, 10000),
+    "power_limit_w": (0, 10000),
+    "sm_clock_mhz": (0, 100000),
+    "mem_clock_mhz": (0, 100000),
+    "throttle_reasons": (0, 2**64 - 1),
+    "ecc_uncorrected": (0, 2**63 - 1),
+}
+PROC_LIMITS: dict[str, tuple[float, float]] = {"used_mib": (0, MAX_MIB)}
+
+
+def sane(row: T, limits: dict[str, tuple[float, float]], what: str, errors: list[str]) -> T:
+    """``row`` with every value outside its limits made unknown (None), each one flagged in
+    ``errors``; memory used beyond the total is flagged likewise."""
+    bad: dict[str, None] = {}
+    for name, (lo, hi) in limits.items():
+        v = getattr(row, name)
+        if v is not None and not lo <= v <= hi:
+            bad[name] = None
+            errors.append(
+                f"{what}: {name} {_short(v)} is out of range ({lo}..{hi}): shown as unknown"
+            )
+    used, total = getattr(row, "mem_used_mib", None), getattr(row, "mem_total_mib", None)
+    if "mem_used_mib" not in bad and "mem_total_mib" not in bad and used and total and used > total:
+        bad["mem_used_mib"] = None
+        errors.append(
+            f"{what}: mem_used_mib {used} exceeds mem_total_mib {total}: shown as unknown"
+        )
+    return replace(row, **bad) if bad else row  # type: ignore[type-var]
+
+
+def _short(v: float) -> str:
+    text = f"{v:g}" if isinstance(v, float) else str(v)
+    return text if len(text) <= 24 else f"{v:.3g}"
+
+
 @dataclass(frozen=True)
 class Proc:
     """A row of the process table, read from /proc where the probe runs."""
@@ -170,6 +230,10 @@ class LogState:
     skipped_bytes: int = 0  # appended bytes not sent (more than the per-sample cap)
     error: str | None = None
     is_run_log: bool = False
+    # What the tail could not show, or had to say, each before ``lines[index]``: (index, text).
+    gaps: tuple[tuple[int, str], ...] = ()
+    resume: str | None = None  # where this tail stopped: a restarted probe resumes there
+    followed: str | None = None  # the run log read through the job's stdout: where it is now
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> LogState | None:
@@ -225,6 +289,7 @@ class Snapshot:
     boot_time: float | None = None
     probe_mode: str = "python"  # "python" or "shell" (degraded fallback without python3)
     errors: tuple[str, ...] = ()  # malformed rows, unreadable entries: shown as findings
+    interval: float | None = None  # seconds between the probe's samples (None: one-shot)
 
     @classmethod
     def from_json(cls, line: str | bytes) -> Snapshot:
@@ -262,8 +327,13 @@ class Snapshot:
                 error=_str(tel.get("error")),
                 elapsed_ms=_float(tel.get("elapsed_ms")),
             ),
-            gpus=rows("gpus", Gpu.from_dict),
-            gpu_procs=rows("gpu_procs", GpuProcess.from_dict),
+            gpus=tuple(
+                sane(g, GPU_LIMITS, f"GPU {g.index}", errors) for g in rows("gpus", Gpu.from_dict)
+            ),
+            gpu_procs=tuple(
+                sane(p, PROC_LIMITS, f"GPU process {p.pid}", errors)
+                for p in rows("gpu_procs", GpuProcess.from_dict)
+            ),
             procs=rows("procs", Proc.from_dict),
             logs=rows("logs", LogState.from_dict),
             run=RunRecord.from_dict(run) if isinstance(run, dict) else None,
@@ -271,6 +341,7 @@ class Snapshot:
             boot_time=_float(d.get("boot_time")),
             probe_mode=_str(d.get("probe_mode")) or "python",
             errors=tuple(errors),
+            interval=_float(d.get("interval")),
         )
 
     @functools.cached_property

@@ -6,6 +6,8 @@ bars collapse to their last state, and giant lines are cut. The result is plain 
 must still never hand it to a markup parser (we use ``Text``/``Log``, which do not parse).
 Paths and messages printed by the command line keep their characters visible instead
 (``printable``: a control character becomes ``\\xNN``), so nothing is silently dropped there.
+``terminal_safe`` is the gate for whole messages, several lines at once (the command line's
+output, the app's notifications).
 """
 
 from __future__ import annotations
@@ -37,6 +39,15 @@ def printable(text: str) -> str:
     """Control characters shown as ``\\xNN`` (``\\uNNNN`` for bidi and line separators), so
     nothing reaches the terminal raw."""
     return _CONTROLS.sub(_escaped, text)
+
+
+def terminal_safe(text: str, *, visible: bool = True) -> str:
+    """Any untrusted text (a remote's stderr, a launch_error file, process names, log lines)
+    before it is printed or drawn, line by line so newlines stay: the one gate for bytes that
+    did not come from us. ``visible`` (the command line): escapes and control characters are
+    shown as ``\\xNN`` (``printable``); otherwise (the app) they are dropped (``clean_line``)."""
+    fix = printable if visible else clean_line
+    return "\n".join(fix(line) for line in text.split("\n"))
 
 
 def strip_escapes(text: str) -> str:

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.rundir import ALIVE_STATES, RunReport, exit_meaning
 from dflash_tui.core.base.timings import LOCK_WAIT_S, START_WINDOW_S
+from dflash_tui.core.control.relink import fetch, reread, started_since
 from dflash_tui.core.control.script import (
     Cancel,
     ControlError,
@@ -18,11 +19,20 @@ from dflash_tui.core.control.script import (
     check_text,
     emit,
     env_text,
-    fetch_run,
     is_cancelled,
     run_script,
 )
-from dflash_tui.core.link.transport import Transport
+from dflash_tui.core.link import container as containers
+from dflash_tui.core.link.transport import Transport, TransportError
+
+# A job that vanished without an exit code, right after a launch through a template container:
+# the template's namespace most likely ended with the launch command and took the job along.
+NAMESPACE_GONE = (
+    "; the container template {spec!r} most likely runs each command in a namespace that ends "
+    "with it (as `unshare --fork`, `docker run --rm` or a one-shot `systemd-nspawn` do), which "
+    "kills the job it started: use a template that enters a long-lived container (docker exec, "
+    "pct exec, nsenter --target PID)"
+)
 
 
 @dataclass(frozen=True)
@@ -44,7 +54,9 @@ class LaunchResult:
 # ---- launch -----------------------------------------------------------------------------------
 
 
-def _launch_result(rep: RunReport, start_window: float, pruned: tuple[str, ...]) -> LaunchResult:
+def _launch_result(
+    rep: RunReport, start_window: float, pruned: tuple[str, ...], container: str | None = None
+) -> LaunchResult:
     rec = rep.record
     state = rep.state(start_window)
     if rec is None:
@@ -53,6 +65,10 @@ def _launch_result(rep: RunReport, start_window: float, pruned: tuple[str, ...])
     error = None
     if not ok:
         error = rec.launch_error or f"exit {rec.exit_code}: {exit_meaning(rec.exit_code)}"
+        spec = containers.parse(container) if container else None
+        vanished = state == "killed" and rec.exit_code is None and rec.kill_requested_at is None
+        if vanished and not rec.launch_error and spec is not None and spec.kind == "template":
+            error += NAMESPACE_GONE.format(spec=spec.spec)
     if ok:
         msg = f"run {rec.id} {state} (pid {rec.pid}, group {rec.pgid})"
     else:
@@ -106,12 +122,22 @@ async def launch(
 
     Returns early when the job dies; a failed start carries the launcher's own error text and
     the log's last lines. ``keep`` > 0 prunes the oldest run directories beyond that many.
+    A link lost on the way is opened again and the run read back (tui/core/control/relink.py):
+    the result says what is true on the host, started or not.
     """
+    sent, relinked = time.monotonic(), ""
     try:
         rep = await launch_script(transport, host, keep, lock_wait)
     except ControlError as exc:  # bad input, or the wrapper's own words (`pct: container 200
         # not running`): nothing was started
         return LaunchResult(False, "none", f"launch failed: {exc}", error=str(exc))
+    except TransportError as exc:  # did the job start before the link went? Look.
+        rep = await reread(transport, host, None, exc, progress=progress)
+        ours = started_since(rep, time.monotonic() - sent)
+        if not ours:
+            return _lost_launch(rep, exc, ours)
+        rep = replace(rep, launched=rep.record.id if rep.record else None)
+        relinked = f" (the link was lost during the launch, {exc}, and opened again)"
     if rep.errors:
         return LaunchResult(False, "none", f"launch failed: {rep.errors[0]}", error=rep.errors[0])
     if rep.alive:
@@ -124,7 +150,22 @@ async def launch(
             break  # the remote clock does not advance as ours does: do not wait for ever
         emit(progress, "starting", f"run {run_id} starting", t0, start_window, rep.members)
         await asyncio.sleep(poll)
-        rep = await fetch_run(transport, host.run_root, run_id)
+        rep = await fetch(transport, host, run_id, progress=progress)
     if rep.state(start_window) not in ALIVE_STATES:
-        rep = await fetch_run(transport, host.run_root, run_id, log_lines=20)
-    return _launch_result(rep, start_window, pruned)
+        rep = await fetch(transport, host, run_id, log_lines=20, progress=progress)
+    res = _launch_result(rep, start_window, pruned, host.container)
+    return replace(res, message=res.message + relinked) if relinked else res
+
+
+def _lost_launch(rep: RunReport, lost: TransportError, ours: bool | None) -> LaunchResult:
+    """The link went during the launch and, read back, no run of this launch is there."""
+    rec = rep.record
+    if ours is None and rec is not None:
+        msg = (
+            f"launch: the link was lost ({lost}); read back, the latest run {rec.id} is "
+            f"{rep.state()}, but the host gave no clock to tell whether this launch started it"
+        )
+    else:
+        older = f" (the latest run, {rec.id}, is older)" if rec is not None else ""
+        msg = f"launch: the link was lost ({lost}); read back, no run was started{older}"
+    return LaunchResult(False, "none", msg, rec.id if ours is None and rec else None, error=msg)

@@ -98,6 +98,8 @@ class Diagnosis:
     logs: tuple[LogView, ...]
     findings: tuple[Finding, ...] = field(default=())
     telemetry_source: str = "none"
+    telemetry_error: str | None = None  # why readings are missing (a hung nvidia-smi, ...)
+    interval: float | None = None  # the probe's seconds between samples (None: one-shot)
 
     def healthy(self, role: str) -> tuple[int, int]:
         """(healthy, expected) GPUs of a role."""
@@ -290,6 +292,8 @@ def diagnose(
         gpus=gpus,
         logs=logs,
         telemetry_source=latest.telemetry.source,
+        telemetry_error=latest.telemetry.error,
+        interval=latest.interval,
     )
     findings = build_findings(diag, latest, th, progress)
     return Diagnosis(**{**diag.__dict__, "findings": tuple(findings)})

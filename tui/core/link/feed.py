@@ -1,7 +1,9 @@
 """The feed: runs the probe through a transport and turns its lines into Snapshots.
 
 One long-lived probe per host streams every periodic reading (GPUs, processes, run state, log
-tails). When the stream breaks, the feed says so and starts it again with growing backoff.
+tails). When the stream breaks, the feed says so and starts it again with growing backoff; the
+new probe resumes each log where the last sample left it (``--resume PATH=TOKEN``), so a
+reconnect neither repeats lines already shown nor loses the ones written meanwhile.
 """
 
 from __future__ import annotations
@@ -95,11 +97,26 @@ class Feed:
         self.stall_timeout = stall_timeout or max(5 * interval, 30.0)
         self.connected = False
         self.mapper = HostPidMapper.for_transport(transport, host.container)
+        self.resume: dict[str, str] = {}  # log path -> where its tail stopped (the probe's token)
+
+    def resume_args(self) -> list[str]:
+        """``--resume=PATH=TOKEN`` for every log a previous probe tailed."""
+        return [f"--resume={path}={token}" for path, token in self.resume.items()]
+
+    def _keep_resume(self, snap: Snapshot) -> None:
+        # Only the logs of the latest sample: an earlier run's log is not tailed again.
+        self.resume = {
+            log.path: tok
+            for log in snap.logs
+            if (tok := log.resume or self.resume.get(log.path)) is not None
+        }
 
     async def events(self) -> AsyncIterator[FeedEvent]:
         backoff = 1.0
         while True:
-            cmd = probe_command(self.transport.python, self.host, interval=self.interval)
+            cmd = probe_command(
+                self.transport.python, self.host, interval=self.interval, extra=self.resume_args()
+            )
             stream = self.transport.stream(cmd, probe_source())
             try:
                 while True:
@@ -111,6 +128,7 @@ class Feed:
                     if event is not None:
                         if isinstance(event, Snapshot):
                             self.connected, backoff = True, 1.0
+                            self._keep_resume(event)
                         yield event
                 error = "the probe stopped"
             except asyncio.TimeoutError:

@@ -1,4 +1,4 @@
-"""dflash-tui probe, file part: log tails (appended bytes only) and the run directory's files.
+"""dflash-tui probe, file part: the run directory's files (log tails are in tail.py).
 
 Standard library only, python3 >= 3.6 (no __future__ import). Sent over stdin ahead of probe.py
 (see tui/core/probe/bundle.py); also imported by it when run as a file or a module.
@@ -6,119 +6,13 @@ Standard library only, python3 >= 3.6 (no __future__ import). Sent over stdin ah
 
 import os
 import re
-import stat
 
-MIB = 1024 * 1024
-LOG_CAP = 4 * MIB  # most bytes of one log sent per sample: a flood is skipped, not relayed
-PARTIAL_CAP = MIB  # a "line" this long is sent without waiting for its newline
 RUN_ID = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{4}$")  # as control.sh IDGLOB
 
 
 def read_bytes(path: str, limit: int = 1 << 20) -> bytes:
     with open(path, "rb") as f:
         return f.read(limit)
-
-
-class TailReader:
-    """Appended text of one file between samples; survives truncation, rotation and absence."""
-
-    def __init__(self, path: str, tail_first: bool):
-        self.path = path
-        self.offset = None if tail_first else 0  # None: the first read sends only the tail
-        self.ident = None  # type: tuple[int, int] | str | None  # (dev, inode) last read, or "gone"
-        self.partial = b""  # a last line still waiting for its newline
-
-    def sample(self, tail_bytes: int, max_lines: int, is_run_log: bool = False) -> dict:
-        out = {"path": self.path, "exists": False, "size": None, "mtime": None, "lines": [],
-               "truncated": False, "skipped_bytes": 0, "error": None,
-               "is_run_log": is_run_log}  # fmt: skip
-        real = expand_home(self.path)
-        try:
-            st = os.stat(real)
-        except (FileNotFoundError, NotADirectoryError):
-            if self.offset is None:
-                self.offset = 0  # absent now: whatever appears later is all new
-            if self.ident is not None:
-                self.ident = "gone"  # a file that comes back is a new file: truncated
-            return out
-        except OSError as exc:
-            out["error"] = "%s: %s" % (type(exc).__name__, exc.strerror or exc)
-            return out
-        out.update(exists=True, size=st.st_size, mtime=st.st_mtime)
-        try:
-            fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO must not block us
-        except OSError as exc:
-            out["error"] = "%s: %s" % (type(exc).__name__, exc.strerror or exc)
-            return out
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                out["error"] = "not a regular file"
-                return out
-            out.update(size=st.st_size, mtime=st.st_mtime)
-            lines, skipped, out["truncated"] = self.read(fd, st, tail_bytes)
-        except OSError as exc:
-            out["error"] = "%s: %s" % (type(exc).__name__, exc.strerror or exc)
-            return out
-        finally:
-            os.close(fd)
-        drop = len(lines) - max(max_lines, 0)
-        if drop > 0:  # keep the newest lines
-            skipped += sum(len(x) + 1 for x in lines[:drop])
-            lines = lines[drop:]
-        out["skipped_bytes"] = skipped
-        out["lines"] = [decode_line(x) for x in lines]
-        return out
-
-    def read(self, fd: int, st, tail_bytes: int):
-        """(complete lines as bytes, skipped byte count, truncated flag); advances the offset."""
-        size, ident, lines = st.st_size, (st.st_dev, st.st_ino), []
-        truncated = self.ident is not None and (ident != self.ident or size < (self.offset or 0))
-        if truncated:
-            if self.partial:
-                lines.append(self.partial)  # the old file's unfinished last line
-            self.offset, self.partial = 0, b""
-        self.ident = ident
-        start, cut, skipped = self.offset, False, 0
-        if start is None:  # first sample: the last tail_bytes, from a line start
-            start = max(0, size - tail_bytes)
-            cut = start > 0
-        flood = size - start > LOG_CAP
-        if flood:  # skip to the last LOG_CAP bytes and count what was not sent
-            skipped = size - LOG_CAP - start + len(self.partial)
-            start, cut, self.partial = size - LOG_CAP, True, b""
-        frm = start - 1 if cut else start  # one byte before: was `start` a line start?
-        data = read_range(fd, frm, size - frm)
-        self.offset = frm + len(data)
-        if cut:  # drop the unfinished line we started in
-            nl = data.find(b"\n")
-            if flood:
-                skipped += nl if nl >= 0 else max(len(data) - 1, 0)
-            data = data[nl + 1 :] if nl >= 0 else b""
-        parts = (self.partial + data).split(b"\n")
-        self.partial = parts.pop()
-        if len(self.partial) > PARTIAL_CAP:
-            parts.append(self.partial)
-            self.partial = b""
-        return lines + parts, skipped, truncated
-
-
-def read_range(fd: int, start: int, n: int) -> bytes:
-    if n <= 0:
-        return b""
-    os.lseek(fd, start, os.SEEK_SET)
-    chunks = []
-    while n > 0:
-        b = os.read(fd, min(n, MIB))
-        if not b:
-            break  # the file shrank meanwhile: the next sample sees the truncation
-        chunks.append(b)
-        n -= len(b)
-    return b"".join(chunks)
-
-
-def decode_line(b: bytes) -> str:
-    return (b[:-1] if b.endswith(b"\r") else b).decode("utf-8", "replace")
 
 
 def expand_home(path: str) -> str:

@@ -22,10 +22,12 @@ import time
 try:  # imported as dflash_tui.core.probe.main
     from dflash_tui.core.probe.files import *
     from dflash_tui.core.probe.gpu import *
+    from dflash_tui.core.probe.tail import *
 except ImportError:  # run as a file: python3 tui/core/probe/main.py
     # mypy checks the package, where these plain-file names do not resolve
     from files import *  # type: ignore[import-not-found]
     from gpu import *  # type: ignore[import-not-found]
+    from tail import *  # type: ignore[import-not-found]
 # <<< parts
 
 FORMAT = 1
@@ -156,6 +158,7 @@ class Probe:
         self.args, self.samples = args, 0
         self.procs = Procs()
         self.tails = {}
+        self.resume = resume_tokens(args.resume)  # where the previous probe's tails stopped
         self.nvml, self.nvml_stuck = None, None  # the thread of an NVML call that hung
         if not args.no_nvml:  # absent module, no driver, a hung driver: use nvidia-smi
             self.nvml = in_thread(Nvml, args.smi_timeout)[0]
@@ -165,7 +168,8 @@ class Probe:
     def sample(self) -> dict:
         errors = []  # type: list[str]
         out = {"format": FORMAT, "time": time.time(), "host": socket.gethostname(),
-               "probe_mode": "python", "clk_tck": self.procs.clk_tck}  # fmt: skip
+               "probe_mode": "python", "clk_tck": self.procs.clk_tck,
+               "interval": None if self.args.once else self.args.interval}  # fmt: skip
         out["boot_time"] = guard(boot_time, errors, "boot time")
         tel = guard(lambda: self.gpus(errors), errors, "GPU telemetry")
         out["telemetry"], out["gpus"], out["gpu_procs"] = tel or ({"source": "none"}, [], [])
@@ -222,13 +226,29 @@ class Probe:
         paths = [(run["log_path"], True)] if run else []
         paths += [(p, False) for p in self.args.log or []]
         out, done = [], set()
+        # The run's own log is followed through the job's stdout too (a moved output.log).
+        leader = (run["pid"], run["start_ticks"]) if run and run.get("pid") else None
         for path, is_run in paths:
             if path in done:
                 continue
             done.add(path)
             if path not in self.tails:  # a log first seen after the first sample is all new
-                self.tails[path] = TailReader(path, tail_first=self.samples == 0)
-            out.append(self.tails[path].sample(self.args.tail_bytes, self.args.max_lines, is_run))
+                self.tails[path] = TailReader(
+                    path,
+                    tail_first=self.samples == 0,
+                    resume=self.resume.pop(path, None),
+                    real=expand_home(path),
+                )
+            out.append(
+                self.tails[path].sample(
+                    self.args.tail_bytes,
+                    self.args.max_lines,
+                    is_run,
+                    leader if is_run and run.get("start_ticks") is not None else None,
+                )
+            )
+        for path in [p for p in self.tails if p not in done]:  # an earlier run's log
+            self.tails.pop(path).close()
         return out
 
 
@@ -239,6 +259,16 @@ def guard(fn, errors: list, what: str):
     except Exception as exc:
         errors.append("probe: %s failed: %s: %s" % (what, type(exc).__name__, exc))
         return None
+
+
+def resume_tokens(values: list) -> dict:
+    """``PATH=TOKEN`` values (the token has no ``=``) -> {path: token}."""
+    out = {}
+    for v in values or []:
+        path, sep, token = v.rpartition("=")
+        if sep and path:
+            out[path] = token
+    return out
 
 
 def parse_args(argv):
@@ -252,6 +282,7 @@ def parse_args(argv):
     ap.add_argument("--no-nvml", action="store_true")
     ap.add_argument("--tail-bytes", type=int, default=65536)
     ap.add_argument("--max-lines", type=int, default=5000)
+    ap.add_argument("--resume", action="append", default=[], metavar="PATH=TOKEN")
     return ap.parse_args(argv)
 
 

@@ -341,7 +341,8 @@ function logjson(i,   m, o, j, l) {
 	for (j = 1; j <= NL[i]; j++) l = l (j == 1 ? "" : ", ") esc(LINES[i, j])
 	o = o ", \"lines\": [" l "], \"truncated\": " (m[4] == 1 ? "true" : "false")
 	o = o ", \"skipped_bytes\": " (m[5] == "" ? 0 : m[5]) ", \"error\": " (i in LERR ? esc(LERR[i]) : "null")
-	return o ", \"is_run_log\": " (m[6] == 1 ? "true" : "false") "}"
+	o = o ", \"is_run_log\": " (m[6] == 1 ? "true" : "false")
+	return o ", \"gaps\": [], \"resume\": null, \"followed\": null}" # (no resume: a tail again)
 }
 function list(A, n,   i, o) {
 	o = ""
