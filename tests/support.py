@@ -53,3 +53,18 @@ def busybox_bin(tmp_path: Path) -> Path:
     for name in subprocess.run([bb, "--list"], capture_output=True, text=True).stdout.split():
         (bin_dir / name).symlink_to(bb)
     return bin_dir
+
+
+def live_group(pgid: int) -> list[int]:
+    """Live (non-zombie) members of a process group, read from /proc (a zombie left for init
+    to reap still answers kill -0)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        try:
+            text = (entry / "stat").read_text() if entry.name.isdigit() else ""
+        except OSError:
+            continue
+        fields = text.rsplit(")", 1)[-1].split()
+        if len(fields) > 2 and fields[0] != "Z" and int(fields[2]) == pgid:
+            out.append(int(entry.name))
+    return out
