@@ -116,6 +116,22 @@ def test_older_drivers_and_no_driver(fake_smi: FakeSmi, tmp_path: Path) -> None:
     assert out["gpus"] == [] and out["procs"]
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        'Traceback (most recent call last):\n  File "x", line 1\n    y\nOSError: no device\n',
+        "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 5\n",
+        "  all indented  \n\n",
+        "",
+    ],
+)
+def test_a_failing_nvidia_smi_is_quoted_as_the_python_probe_does(
+    fake_smi: FakeSmi, text: str
+) -> None:
+    fake_smi.raw(text, rc=3)
+    assert shell_probe()["telemetry"]["error"] == run_probe("--no-nvml")["telemetry"]["error"]
+
+
 def test_interval_mode_tails_only_appended_lines(tmp_path: Path) -> None:
     log = tmp_path / "train.log"
     log.write_text("old\n" * 10)
