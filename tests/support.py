@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
@@ -43,11 +44,21 @@ async def open_kill_process_dialog(pilot: Pilot, app: Any, pid: int) -> str:
     return str(app.screen.query_one("#confirm-body").render())
 
 
-def busybox_bin(tmp_path: Path) -> Path:
-    """A folder of BusyBox applets only (sh, setsid, kill, date ...), as on a minimal image."""
+def require_busybox() -> str:
+    """busybox's path; a test that needs it skips where it is missing, except under CI (env CI
+    set), where that is a failure: .ci/run installs it (as the loopback sshd tests do)."""
     bb = shutil.which("busybox")
     if bb is None:
-        pytest.skip("busybox is not installed")
+        why = "busybox is not installed (.ci/run installs it)"
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run the busybox tests: {why}", pytrace=False)
+        pytest.skip(why)
+    return bb
+
+
+def busybox_bin(tmp_path: Path) -> Path:
+    """A folder of BusyBox applets only (sh, setsid, kill, date ...), as on a minimal image."""
+    bb = require_busybox()
     bin_dir = tmp_path / "bb"
     bin_dir.mkdir()
     for name in subprocess.run([bb, "--list"], capture_output=True, text=True).stdout.split():
