@@ -153,10 +153,12 @@ def _host_from_table(doc: dict[str, Any], host: dict[str, Any], where: str) -> H
     address = typed(host, "address", str, where)
     container = typed(host, "container", str, where)
     label = typed(host, "label", str, where)
+    fields: dict[str, Any] = _run(run or {}, run_at)
+    if topo_t is not None:
+        fields["topology"] = _topology(topo_t, topo_at)
     return replace(
         HostConfig(),
-        **({} if topo_t is None else {"topology": _topology(topo_t, topo_at)}),
-        **_run(run or {}, run_at),
+        **fields,
         address=validate_host(address) if address else None,
         container=validate_container(container) if container else None,
         name=validate_label(label, where) if label else None,
