@@ -1,8 +1,9 @@
 """``dflash-train``: the DFlash drafter-training pipeline (also ``python -m dflash_train.train``).
 
-Order matters here. The first log line is written before anything else (so a missing log
-always means the process never started), then every check that needs no torch, then torch is
-imported for the device check, and only then is any model built. The event stream (``started``
+Order matters here. The first log line (``starting``) is written before anything else (so a
+missing log always means the process never started; ``--help`` prints only the usage), then
+every check that needs no torch, then torch is imported for the device check, and only then
+is any model built. The event stream (``started``
 first, with its own time) is held in memory until all of these checks pass, so bad input
 creates no file: its ``error`` and ``exit`` events go only to a stream the caller named
 (``--events`` or ``$DFLASH_EVENTS``). Exit status: 0 done, 1 a worker or the setup failed
@@ -68,9 +69,16 @@ def _checked(argv: list[str]) -> Settings:
     return s
 
 
+def _asks_help(argv: list[str]) -> bool:
+    """``-h`` or ``--help`` (argparse accepts ``--he``) before any ``--``: only help is printed."""
+    words = argv[: argv.index("--")] if "--" in argv else argv
+    return any(a == "-h" or (len(a) > 3 and "--help".startswith(a)) for a in words)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    log(f"dflash-train starting pid={os.getpid()} argv={shlex.join(argv)}")
+    if not _asks_help(argv):  # help is not a start: a log holding only usage would mislead
+        log(f"dflash-train starting pid={os.getpid()} argv={shlex.join(argv)}")
     _stack_dumps()
     t0 = time.monotonic()
     events = EventLog(None, hold=True)  # written once the input is known good

@@ -35,3 +35,12 @@ def fake_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeSmi:
     fake = FakeSmi(tmp_path, monkeypatch)
     fake.use("seed-incident")
     return fake
+
+
+@pytest.fixture(autouse=True)
+def _no_user_config(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No test (nor a dflash-tui it starts) reads this user's own ~/.config/dflash-tui: the
+    default config file and user themes come from an empty folder unless a test says so."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.getbasetemp() / "no-xdg-config"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
@@ -43,13 +44,38 @@ async def open_kill_process_dialog(pilot: Pilot, app: Any, pid: int) -> str:
     return str(app.screen.query_one("#confirm-body").render())
 
 
-def busybox_bin(tmp_path: Path) -> Path:
-    """A folder of BusyBox applets only (sh, setsid, kill, date ...), as on a minimal image."""
+def require_busybox() -> str:
+    """busybox's path; a test that needs it skips where it is missing, except under CI (env CI
+    set), where that is a failure: .ci/run installs it (as the loopback sshd tests do)."""
     bb = shutil.which("busybox")
     if bb is None:
-        pytest.skip("busybox is not installed")
+        why = "busybox is not installed (.ci/run installs it)"
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run the busybox tests: {why}", pytrace=False)
+        pytest.skip(why)
+    return bb
+
+
+def busybox_bin(tmp_path: Path) -> Path:
+    """A folder of BusyBox applets only (sh, setsid, kill, date ...), as on a minimal image."""
+    bb = require_busybox()
     bin_dir = tmp_path / "bb"
     bin_dir.mkdir()
     for name in subprocess.run([bb, "--list"], capture_output=True, text=True).stdout.split():
         (bin_dir / name).symlink_to(bb)
     return bin_dir
+
+
+def live_group(pgid: int) -> list[int]:
+    """Live (non-zombie) members of a process group, read from /proc (a zombie left for init
+    to reap still answers kill -0)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        try:
+            text = (entry / "stat").read_text() if entry.name.isdigit() else ""
+        except OSError:
+            continue
+        fields = text.rsplit(")", 1)[-1].split()
+        if len(fields) > 2 and fields[0] != "Z" and int(fields[2]) == pgid:
+            out.append(int(entry.name))
+    return out

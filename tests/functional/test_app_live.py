@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from support import open_kill_process_dialog, until
+from support import live_group, open_kill_process_dialog, until
 from textual.pilot import Pilot
 
 from dflash_tui.app.app import DflashApp
@@ -123,7 +125,11 @@ async def test_restart_gives_a_new_run_id(host: HostConfig) -> None:
         assert "restarted" in [e.kind for e in app.timeline.events]
 
 
-async def test_quit_leaves_the_job_running(host: HostConfig) -> None:
+async def test_quit_leaves_the_job_running_and_its_kill_command_works_as_printed(
+    host: HostConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As started by `python3 tasks.py demo`: the venv's script, which is not on PATH.
+    monkeypatch.setattr(sys, "argv", [str(Path(sys.executable).parent / "dflash-tui")])
     app = live(host)
     async with app.run_test(size=SIZE) as pilot:
         await launch(pilot, app)
@@ -132,7 +138,21 @@ async def test_quit_leaves_the_job_running(host: HostConfig) -> None:
         await asyncio.sleep(0.2)
     assert pgid is not None
     os.killpg(pgid, 0)  # raises if the group is gone: the job survived the app
-    assert "keeps running" in app.quit_note()
+    note = app.quit_note()
+    assert "keeps running" in note
+    kill = re.search(r"Stop it with `([^`]+)`", note)
+    assert kill is not None, note
+    # Pasted into a shell elsewhere, with a bare PATH: it finds the run and stops it.
+    res = subprocess.run(
+        ["sh", "-c", kill.group(1)],
+        cwd="/",
+        env={"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "stopped" in res.stdout and not live_group(pgid), res.stdout
 
 
 async def test_seed_incident_with_fake_nvidia_smi(fake_smi: object, tmp_path: Path) -> None:

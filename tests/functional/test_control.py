@@ -477,7 +477,7 @@ async def test_auto_restart_leaves_a_success_and_a_requested_stop_alone(
         if want == "stopped":  # killed while the supervisor watches
             await asyncio.sleep(0.3)
             assert (await kill(t, h, grace=1, poll=0.05, check_gpu=False)).ok
-        final = await asyncio.wait_for(run, 10)
+        final = await asyncio.wait_for(run, 60)  # seconds unloaded; a loaded machine is slower
         assert final is not None and final.action == want, final
     assert len(list(runs.glob("2*"))) == 2  # nothing was relaunched
 

@@ -18,6 +18,9 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 ROOT = Path(__file__).resolve().parents[2]
+# The tiny preset takes ~7 s on 2 idle cores; 50.6 s was seen on a loaded 2-core machine. The
+# limit catches a hang or a silent fallback to something far slower, not a busy neighbour.
+TINY_LIMIT_S = 150.0
 STEP = re.compile(
     r"^step=(\d+) loss=(\d+\.\d{4}) acc=(\d\.\d{3}) tok/s=(\d+) lr=\S+ tq=(\d+) dq=(\d+)"
 )
@@ -32,7 +35,7 @@ def _train(out: Path, *args: str, **env: str) -> tuple[subprocess.CompletedProce
     cmd = [sys.executable, "-m", "dflash_train.train", "--preset", "tiny", "--device", "cpu",
            "--out-dir", str(out), *args]  # fmt: skip
     t0 = time.monotonic()
-    res = subprocess.run(cmd, capture_output=True, text=True, env=_env(**env), timeout=120)
+    res = subprocess.run(cmd, capture_output=True, text=True, env=_env(**env), timeout=300)
     return res, time.monotonic() - t0
 
 
@@ -40,7 +43,7 @@ def _train(out: Path, *args: str, **env: str) -> tuple[subprocess.CompletedProce
 def test_tiny_trains_with_5_target_and_3_drafter_workers(tmp_path: Path) -> None:
     res, took = _train(tmp_path)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert took < 30, f"the tiny preset took {took:.1f} s"
+    assert took < TINY_LIMIT_S, f"the tiny preset took {took:.1f} s"
     lines = res.stdout.splitlines()
     assert lines[0].startswith("dflash-train starting pid=")
     assert any("with 5 target + 3 drafter workers" in ln for ln in lines)
@@ -76,7 +79,7 @@ def test_a_worker_that_raises_stops_everything(tmp_path: Path, fault: str) -> No
     assert "injected fault" in err["traceback"] and err["worker"].startswith(fault.split(":")[0])
     assert events[-1] == {**events[-1], "event": "exit", "code": 1}
     assert events[-1]["time"] - err["time"] < 3.0  # stopped within seconds, no hang
-    assert took < 30
+    assert took < TINY_LIMIT_S
 
 
 def test_sigusr1_dumps_stacks_and_sigterm_stops_cleanly(tmp_path: Path) -> None:
@@ -139,4 +142,4 @@ def test_data_holding_the_mask_token_is_refused(tmp_path: Path) -> None:
         f"dflash-train: error: {data}: 1 sample(s) contain the mask token id 255; "
         "pass --mask-token-id with an id the data never uses\n"
     )
-    assert took < 30
+    assert took < TINY_LIMIT_S

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
+from importlib import metadata
+
 import pytest
 
+from dflash_tui.app.themes import DEFAULT_THEME
 from dflash_tui.cli.main import build_parser
 
 
@@ -35,3 +39,41 @@ def test_the_app_keeps_its_flags(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--auto-restart" in text and "--keep-runs" in text and "--read-only" in text
     args = build_parser().parse_args(["--auto-restart", "--keep-runs", "3", "status"])
     assert args.auto_restart and args.keep_runs == 3 and args.subcommand == "status"
+
+
+def test_version_comes_from_the_installed_metadata(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        build_parser().parse_args(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.strip() == f"dflash-tui {metadata.version('dflash-tui')}"
+
+
+def _parsers() -> list[tuple[str, argparse.ArgumentParser]]:
+    top = build_parser()
+    (sub,) = (a for a in top._actions if isinstance(a, argparse._SubParsersAction))
+    return [("dflash-tui", top), *sub.choices.items()]
+
+
+def test_every_option_with_a_value_names_its_default() -> None:
+    for name, parser in _parsers():
+        for action in parser._actions:
+            if not action.option_strings or action.nargs == 0:  # flags: off unless given
+                continue
+            assert "default" in (action.help or ""), (name, action.option_strings)
+
+
+@pytest.mark.parametrize(
+    ("argv", "shown"),
+    [
+        ([], ["seconds between samples (default 2)", "(default ~/.local/state/dflash-tui/runs)"]),
+        ([], ["(default 0-4:5-7)", f"{DEFAULT_THEME} (default)"]),
+        (["kill"], ["seconds between TERM and KILL (default 10.0)"]),
+        (["restart"], ["(default 60.0)", "(default 3.0)", "keep all"]),
+    ],
+)
+def test_help_shows_the_defaults(
+    argv: list[str], shown: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = " ".join(_help(*argv, capsys=capsys).split())
+    for words in shown:
+        assert words in text, words

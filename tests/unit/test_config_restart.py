@@ -76,7 +76,7 @@ keep_runs = 3
         ("[restart]\nsuccess_codes = [256]", "success_codes must be a list of exit codes"),
         ("[restart]\nsuccess_codes = ['0']", "success_codes must be a list of exit codes"),
         ("[restart]\nkeep_runs = -2", "restart.keep_runs must be between 0 and 10000"),
-        ("[restart]\nretry = 5", "unknown key 'retry'"),
+        ("[restart]\nretry = 5", "unknown key 'restart.retry' (did you mean 'restart.retries'?)"),
         ("[[hosts]]\naddress = 'a'\nrestart = 1", "hosts[0].restart must be a table"),
         ("[[hosts]]\naddress = 'a'\n[hosts.restart]\nretries = 'x'", "hosts[0].restart.retries"),
     ],

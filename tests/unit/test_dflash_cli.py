@@ -348,3 +348,20 @@ def test_a_path_we_may_not_look_into_is_a_usage_error() -> None:
             assert _errors(res) == [res.stderr.strip()], res.stderr
     finally:
         shutil.rmtree(top)
+
+
+@pytest.mark.parametrize(
+    ("argv", "asks"),
+    [
+        (["--help"], True),
+        (["-h"], True),
+        (["--preset", "tiny", "--he"], True),
+        (["--steps", "3"], False),
+        (["--", "--help"], False),
+        (["--hidden-size", "8"], False),
+    ],
+)
+def test_help_is_told_apart_from_a_start(argv: list[str], asks: bool) -> None:
+    from dflash_train.train import _asks_help
+
+    assert _asks_help(argv) is asks

@@ -79,7 +79,12 @@ def test_seed_incident() -> None:
     topo = finding(d, "topology-mismatch")
     assert "0/5 target" in topo.message and "0/3 drafter" in topo.message
     assert "/workspace/train_stdout_flex6.log" in finding(d, "log-missing").message
-    assert finding(d, "busy-no-memory").gpus == (2, 3, 7)
+    busy = finding(d, "busy-no-memory")
+    assert busy.gpus == (2, 3, 7)
+    # Never a bare `nvidia-smi -r`: it would reset every GPU of the machine.
+    assert "(nvidia-smi -r -i N, for N in 2, 3, 7)" in busy.message
+    one = diagnose([snap([gpu(0), gpu(1, 0, 100)])], Topology.parse("0:1"))
+    assert "(nvidia-smi -r -i 1)" in finding(one, "busy-no-memory").message
 
 
 @pytest.mark.parametrize("spec", ["4:4", "0-5:6,7", "0,1,2:3"])

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from fakes.rows import gpu_row as gpu
@@ -81,6 +82,7 @@ def snap(
     gpu_procs: list[dict[str, Any]] = (),  # type: ignore[assignment]
     run_: dict[str, Any] | None = None,
     t: float = T0,
+    logs: list[dict[str, Any]] | None = None,
 ) -> Snapshot:
     return Snapshot.from_dict(
         {
@@ -93,6 +95,7 @@ def snap(
             "gpu_procs": list(gpu_procs),
             "procs": procs,
             "run": run_,
+            "logs": logs or [],
         }
     )
 
@@ -150,7 +153,7 @@ def test_vanished_pids_after_a_kill_are_leftovers_never_ok() -> None:
             "the PIDs no longer exist (they are not in the host's process table)",
             "released within seconds",
             "containers or other PID namespaces",
-            "nvidia-smi --gpu-reset -i N, for N in 0, 1, 2, 3, 4",
+            "nvidia-smi -r -i N, for N in 0, 1, 2, 3, 4",
             "when nothing runs on it",
         ):
             assert words in f.message, words
@@ -170,7 +173,7 @@ def test_one_vanished_pid_names_its_gpu_reset() -> None:
     d = diagnose([snap(gpus, HOST_BASE, [holder(4242, 6)])], Topology())  # no run at all
     assert labels(d)[6] == ("orphan-process",) and owners(d) == {4242: "orphan"}
     (f,) = findings(d, "orphan-process")
-    assert "(nvidia-smi --gpu-reset -i 6)" in f.message and f.gpus == (6,)
+    assert "(nvidia-smi -r -i 6)" in f.message and f.gpus == (6,)
     assert "the PID no longer exists" in f.message
     assert d.healthy("drafter") == (0, 3)
 
@@ -258,10 +261,10 @@ def test_a_setsid_job_of_another_user_is_not_blamed_on_the_run() -> None:
         "pid 7001 (sleep, 500 MiB; user alice: sleep 900)",
         "reparented to init, not started by this run",
         "nohup/setsid job",
-        "check its owner and command before killing it (K)",
+        "check its owner and command before killing it.",
     ):
         assert words in f.message, words
-    assert f.severity == "warning" and f.gpus == (5,)
+    assert f.severity == "warning" and f.gpus == (5,) and f.action == "kill_process"
     p = d.gpus[5].processes[0]
     assert (p.owner, p.evidence, p.left_by) == ("orphan", "init", "")
     # The same job born before our (now dead) run, or after it ended: still not ours.
@@ -291,7 +294,8 @@ def test_leftovers_tied_to_our_runs_say_which_run_and_are_errors() -> None:
     assert f"pid 901 (python3, 9000 MiB) on GPU 1, left by run {RUN_ID}" in f.message
     assert "left by an earlier run (process group 300)" in f.message
     assert f"pid 777 (python3, 70000 MiB) on GPU 6, left by run {RUN_ID}" in f.message
-    assert "kill it from the process tree (K)" in f.message
+    assert "kill it from the process tree before restarting" in f.message
+    assert f.action == "kill_process"
     assert "someone's" not in f.message
     ev = {p.pid: (p.evidence, p.left_by) for v in d.gpus for p in v.processes}
     assert ev == {
@@ -332,7 +336,8 @@ def test_non_finite_loss_in_the_latest_step_is_an_error() -> None:
         assert f.severity == "error", loss
         assert f.message.startswith(f"loss is {shown} at step 120: training diverged"), f.message
         assert "still burning GPU time" in f.message
-        assert "stop it (k)" in f.message and "--resume auto" in f.message
+        assert "Next: kill it, then" in f.message and "--resume auto" in f.message
+        assert f.action == "kill"
     # A stalled diverged run gets both findings.
     prog = Progress(40, T0 - 300, 2.0, Metric(step=40, loss=float("nan")))
     d = diagnose([snap([gpu(0)], procs, [], r)], Topology.parse("0:"), progress=prog)
@@ -367,6 +372,40 @@ def test_messages_have_no_stray_spaces() -> None:
         assert d.findings
         for f in d.findings:
             assert f.message == f.message.strip() and "  " not in f.message, f
+
+
+# Findings reach the command line and --read-only too: their words name no key to press; the
+# action a front end with keys may name (tui/app/findings/panel.py) is carried beside them.
+
+KEY_WORDS = re.compile(r"\((?:[lkrKA])\)|press [a-zA-Z]\b|with [lkr]\b")
+
+
+def test_messages_name_no_app_key_and_the_action_carries_it() -> None:
+    procs, r = running()
+    orphans = [*HOST_BASE, proc(777, 1, 777, start=ticks(T0 - 400))]
+    absent = [{"path": "/w/x.log", "exists": False}]
+    cases = [
+        (
+            snap([gpu(i) for i in range(8)], HOST_BASE, [], None, logs=absent),
+            {"idle": "launch", "log-missing": "launch"},
+        ),
+        (
+            snap([gpu(0)], HOST_BASE, [], run(exit_code=3, ended_at=T0 - 5)),
+            {"run-exited": "restart"},
+        ),
+        (
+            snap([gpu(6, 70_000)], orphans, [holder(777, 6)], run(exit_code=137, ended_at=T0 - 60)),
+            {"orphan-process": "kill_process"},
+        ),
+        (snap([gpu(0)], procs, [], r), {"no-progress": "restart", "loss-not-finite": "kill"}),
+    ]
+    prog = Progress(120, T0 - 200, 2.0, Metric(step=120, loss=float("nan")))
+    for s, actions in cases:
+        d = diagnose([s], Topology(), progress=prog)
+        got = {f.code: f.action for f in d.findings}
+        assert {c: got.get(c) for c in actions} == actions, got
+        for f in d.findings:
+            assert not KEY_WORDS.search(f.message), f
 
 
 # The seed incident, on a host-view snapshot after a killed run: labelled exactly as before.

@@ -255,6 +255,40 @@ def test_nvidia_smi_failing_reports_its_text(fake_smi) -> None:
     }
 
 
+TRACEBACK = """Traceback (most recent call last):
+  File "/usr/bin/nvidia-smi", line 3, in <module>
+    import pynvml
+    ^^^^^^^^^^^^^
+ModuleNotFoundError: No module named 'pynvml'
+"""
+MISMATCH = (
+    "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 535.183\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        (TRACEBACK, "ModuleNotFoundError: No module named 'pynvml'"),
+        (MISMATCH, "Failed to initialize NVML: Driver/library version mismatch"),
+        ("first\n\nlast words  \n", "last words"),
+        ("   only indented\n", "only indented"),
+        ("", "no output"),
+        ("x" * 300, "x" * 200),
+    ],
+)
+def test_a_failing_tool_is_quoted_by_the_line_that_says_why(text: str, why: str) -> None:
+    from dflash_tui.core.probe.gpu import why_line
+
+    assert why_line(text) == why
+
+
+def test_nvidia_smi_failing_with_a_traceback_names_the_exception(fake_smi) -> None:
+    fake_smi.raw(TRACEBACK, rc=1)
+    error = run_probe("--no-nvml")["telemetry"]["error"]
+    assert error == "nvidia-smi failed (exit 1): ModuleNotFoundError: No module named 'pynvml'"
+
+
 def test_older_driver_field_names(fake_smi) -> None:
     """Drivers before clocks_event_reasons know only clocks_throttle_reasons: same value."""
     fake_smi.write(box(2), rejected_fields=["clocks_event_reasons.active"])

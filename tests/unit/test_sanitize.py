@@ -1,9 +1,10 @@
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dflash_tui.core.base.text import printable, strip_escapes
+from dflash_tui.core.base.text import printable, strip_escapes, with_host
 
 
 def test_printable_shows_controls() -> None:
@@ -19,3 +20,23 @@ def test_strip_escapes() -> None:
 def test_nothing_raw_gets_through(s: str) -> None:
     out = strip_escapes(s)
     assert not any((ord(c) < 32 and c != "\t") or 0x7F <= ord(c) <= 0x9F for c in out)
+
+
+@pytest.mark.parametrize(
+    ("label", "text", "said"),
+    [
+        (
+            "local",
+            "the probe printed nothing (exit 1)",
+            "local: the probe printed nothing (exit 1)",
+        ),
+        ("local", "local: the probe printed nothing", "local: the probe printed nothing"),
+        ("gpu-a", "ssh gpu-a: connection lost", "ssh gpu-a: connection lost"),
+        ("local", "state failed on local (exit 1): x", "state failed on local (exit 1): x"),
+        ("127.0.0.1:1", "ssh 127.0.0.1:1: cannot connect", "ssh 127.0.0.1:1: cannot connect"),
+        ("local", "cannot open local file", "local: cannot open local file"),
+        ("gpu-a", "gpu-ab: no route", "gpu-a: gpu-ab: no route"),
+    ],
+)
+def test_an_error_names_its_host_once(label: str, text: str, said: str) -> None:
+    assert with_host(label, text) == said

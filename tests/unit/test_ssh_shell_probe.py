@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from fakes.proberun import run_probe
 from fakes.scenario import FAKES, FakeSmi, app, box, gpu
+from support import busybox_bin
 
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
@@ -40,13 +41,19 @@ def shell_probe(
 
 
 def no_python_path(where: Path, busybox: bool = False) -> str:
-    """A PATH with the usual tools (or BusyBox's) but no python3; nvidia-smi is the fake."""
+    """A PATH with the usual tools (or BusyBox's: skipped where it is missing) but no python3;
+    nvidia-smi is the fake."""
     where.mkdir()
-    tools = subprocess.run(["busybox", "--list"], capture_output=True, text=True).stdout.split()
-    for tool in tools if busybox else TOOLS.split():
-        found = "/bin/busybox" if busybox else shutil.which(tool, path="/usr/bin:/bin")
+    if busybox:
+        return _with_fake_smi(busybox_bin(where))  # its applets only
+    for tool in TOOLS.split():
+        found = shutil.which(tool, path="/usr/bin:/bin")
         if found:
-            os.symlink(shutil.which("busybox") if busybox else found, where / tool)
+            os.symlink(found, where / tool)
+    return _with_fake_smi(where)
+
+
+def _with_fake_smi(where: Path) -> str:
     python = shutil.which("python3", path="/usr/bin:/bin")
     (where / "nvidia-smi").write_text(f'#!/bin/sh\nexec {python} {FAKES / "nvidia-smi"} "$@"\n')
     (where / "nvidia-smi").chmod(0o755)
@@ -118,6 +125,22 @@ def test_older_drivers_and_no_driver(fake_smi: FakeSmi, tmp_path: Path) -> None:
     assert out["gpus"] == [] and out["procs"]
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        'Traceback (most recent call last):\n  File "x", line 1\n    y\nOSError: no device\n',
+        "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 5\n",
+        "  all indented  \n\n",
+        "",
+    ],
+)
+def test_a_failing_nvidia_smi_is_quoted_as_the_python_probe_does(
+    fake_smi: FakeSmi, text: str
+) -> None:
+    fake_smi.raw(text, rc=3)
+    assert shell_probe()["telemetry"]["error"] == run_probe("--no-nvml")["telemetry"]["error"]
+
+
 def test_interval_mode_tails_only_appended_lines(tmp_path: Path) -> None:
     log = tmp_path / "train.log"
     log.write_text("old\n" * 10)
@@ -149,7 +172,14 @@ def test_interval_mode_tails_only_appended_lines(tmp_path: Path) -> None:
         proc.wait()
 
 
-@pytest.mark.skipif(not shutil.which("busybox"), reason="busybox is not installed")
+def test_the_tools_path_needs_no_busybox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a machine with only python3 and the usual tools, the non-busybox tests still run."""
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing here"))
+    path = Path(no_python_path(tmp_path / "bin"))
+    assert (path / "sh").exists() and (path / "nvidia-smi").exists()
+    assert not (path / "python3").exists()
+
+
 def test_busybox_only(fake_smi: FakeSmi, tmp_path: Path) -> None:
     fake_smi.write(box(2, busy=[0]))
     out = shell_probe(f"--run-root={tmp_path}", path=no_python_path(tmp_path / "bb", True))

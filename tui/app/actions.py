@@ -90,9 +90,10 @@ class ControlActions(_Base):
         body.append("A new run id and log file are created; the old log is kept.")
         rid = diag.run.id if diag and diag.run else None
         what = f"run {rid}" if rid else "(launch) the run"
+        where = f" on {state.key}" if len(self.host_states) > 1 else ""  # one host: no name
         self._confirm(
             state,
-            ConfirmScreen(f"Restart {what} on {state.key}?", body, "Restart"),
+            ConfirmScreen(f"Restart {what}{where}?", body, "Restart"),
             "restart",
             functools.partial(state.bridge.restart, run_id=rid),
             f"restarting on {state.key} …",

@@ -24,6 +24,7 @@ from dflash_tui.app.screens import HelpScreen
 from dflash_tui.app.source import EventSource
 from dflash_tui.app.themes import BUNDLED, DEFAULT_THEME, discover
 from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.invocation import quit_commands
 from dflash_tui.core.base.rundir import ALIVE_STATES
 from dflash_tui.core.base.text import safe_label, terminal_safe
 from dflash_tui.core.diagnosis.timeline import Timeline
@@ -273,8 +274,9 @@ class DflashApp(HostFeeds, ControlActions, AutoRestarts, App[None]):
             if diag is None or run is None or diag.run_state not in ALIVE_STATES:
                 continue
             where = f" on {state.key}" if len(self.host_states) > 1 else ""
+            kill, again = quit_commands(state.cfg, self.cfg)
             notes.append(
                 f"dflash-tui: quit; run {run.id}{where} keeps running (PID {run.pid}, PGID "
-                f"{run.pgid}). Stop it with `dflash-tui kill`, or re-attach with `dflash-tui`."
+                f"{run.pgid}). Stop it with `{kill}`, or re-attach with `{again}`."
             )
         return "\n".join(notes)

@@ -6,7 +6,6 @@ A theme file holds ``textual.theme.Theme``'s fields; a broken file is reported, 
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterable
 from importlib import resources
@@ -15,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from textual.theme import Theme
+
+from dflash_tui.core.base.config import config_dir
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -103,9 +104,7 @@ def bundled_dir() -> Traversable:
 
 
 def user_dir(env: dict[str, str] | None = None) -> Path:
-    env = dict(os.environ) if env is None else env
-    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".config")
-    return Path(base) / "dflash-tui" / "themes"
+    return config_dir(env) / "themes"
 
 
 def _toml_files(folder: Traversable | Path) -> Iterable[Traversable | Path]:

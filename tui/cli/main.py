@@ -1,7 +1,8 @@
 """The ``dflash-tui`` command line (DESIGN.md's contract).
 
 ``dflash-tui`` alone starts the app; ``status``, ``launch``, ``kill`` and ``restart`` are the
-same actions for scripts. Textual is imported only when the app starts.
+same actions for scripts; ``config`` checks the config file (``--example`` prints a commented
+one). Textual is imported only when the app starts.
 """
 
 from __future__ import annotations
@@ -9,28 +10,88 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from importlib import metadata
 from typing import Any
 
-from dflash_tui.core.base.config import Config, ConfigError, resolve
+from dflash_train.topology import Topology
+from dflash_tui.core.base.config import (
+    DEFAULT_INTERVAL,
+    DEFAULT_RUN_ROOT,
+    DEMO_STEPS,
+    Config,
+    ConfigError,
+    config_dir,
+    resolve,
+)
 from dflash_tui.core.base.text import terminal_safe
 from dflash_tui.core.base.timings import KILL_GRACE_S, RELEASE_TIMEOUT_S, START_WINDOW_S
 
-SUBCOMMANDS = ("status", "launch", "kill", "restart", "app")
+SUBCOMMANDS = ("status", "launch", "kill", "restart", "config", "app")
+SCRIPTS = ("status", "launch", "kill", "restart", "config")
+
+
+def version() -> str:
+    try:
+        return metadata.version("dflash-tui")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
+def _config_help() -> str:
+    return (
+        "TOML config file (default: $XDG_CONFIG_HOME/dflash-tui/config.toml, here "
+        f"{config_dir() / 'config.toml'}, when it exists; see `dflash-tui config --example`)"
+    )
 
 
 def _common(
     p: argparse.ArgumentParser, suppress: bool, runs: bool = True, watch: bool = True
 ) -> None:
     # Subparsers use SUPPRESS so a flag given before the subcommand is not reset to None.
+    # None means "not given": the config's value, else the default each help names.
     d: Any = argparse.SUPPRESS if suppress else None
-    p.add_argument("--config", metavar="FILE", default=d, help="TOML config file")
-    p.add_argument("--host", default=d, help="[user@]host[:port] or ssh-config alias")
-    p.add_argument("--container", default=d, help="pct:ID | docker:NAME | 'template with {cmd}'")
-    p.add_argument("--topology", default=d, help="target:drafter GPUs, e.g. 0-4:5-7")
-    p.add_argument("--log", action="append", default=d, metavar="PATH", help="extra log to watch")
-    p.add_argument("--run-root", default=d, metavar="DIR", help="where run directories live")
-    p.add_argument("--command", default=d, metavar="CMD", help="the run command")
-    p.add_argument("--interval", type=float, default=d, help="seconds between samples")
+    p.add_argument("--config", metavar="FILE", default=d, help=_config_help())
+    p.add_argument(
+        "--host",
+        default=d,
+        help="[user@]host[:port], ssh-config alias, or a [[hosts]] label (default: this machine)",
+    )
+    p.add_argument(
+        "--container",
+        default=d,
+        help="pct:ID | docker:NAME | 'template with {cmd}' (default: none)",
+    )
+    p.add_argument(
+        "--topology",
+        default=d,
+        help=f"target:drafter GPUs (default {Topology().spec()})",
+    )
+    p.add_argument(
+        "--log",
+        action="append",
+        default=d,
+        metavar="PATH",
+        help="extra log to watch, repeatable (default: only the run's own log)",
+    )
+    p.add_argument(
+        "--run-root",
+        default=d,
+        metavar="DIR",
+        help=f"where run directories live (default {DEFAULT_RUN_ROOT})",
+    )
+    p.add_argument(
+        "--command",
+        default=d,
+        metavar="CMD",
+        help=f"the run command (default: the bundled tiny pipeline on the CPU, {DEMO_STEPS} steps)",
+    )
+    p.add_argument(
+        "--interval",
+        type=float,
+        default=d,
+        metavar="S",
+        help=f"seconds between samples (default {DEFAULT_INTERVAL:g})",
+    )
     if watch:  # only the app watches a run long enough to restart it
         p.add_argument(
             "--auto-restart",
@@ -44,7 +105,7 @@ def _common(
             type=int,
             default=d,
             metavar="N",
-            help="prune older run dirs (0: keep all)",
+            help="prune older run dirs (default: [restart] keep_runs, else 0: keep all)",
         )
     p.add_argument(
         "--insecure-accept-new-host-key",
@@ -54,44 +115,63 @@ def _common(
     )
 
 
+def _control(sub: Any, name: str) -> None:
+    c = sub.add_parser(name, help=f"{name} the run")
+    _common(c, suppress=True, runs=name != "kill", watch=False)
+    c.add_argument("--json", action="store_true", help="print the result as JSON")
+    c.add_argument(
+        "--grace",
+        type=float,
+        default=KILL_GRACE_S,
+        metavar="S",
+        help="seconds between TERM and KILL (default %(default)s)",
+    )
+    if name in ("launch", "restart"):
+        c.add_argument(
+            "--start-window",
+            type=float,
+            default=START_WINDOW_S,
+            metavar="S",
+            help="seconds a job must live (default %(default)s)",
+        )
+        c.add_argument("--clear-cache", action="store_true", help="clear the compile cache")
+        c.add_argument(
+            "--release-timeout",
+            type=float,
+            default=RELEASE_TIMEOUT_S,
+            metavar="S",
+            help="seconds to wait for the GPUs (default %(default)s)",
+        )
+    if name == "launch":
+        c.add_argument("--restart", action="store_true", help="kill a live run first")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dflash-tui", description="Supervise a DFlash drafter-training run."
     )
+    parser.add_argument("--version", action="version", version=f"dflash-tui {version()}")
     _common(parser, suppress=False)
     parser.add_argument("--read-only", action="store_true", help="hide every destructive action")
-    parser.add_argument("--theme", help="dflash-dark, dflash-light, dflash-contrast, ...")
+    parser.add_argument(
+        "--theme", help="dflash-dark (default), dflash-light, dflash-contrast, or one of yours"
+    )
     sub = parser.add_subparsers(dest="subcommand")
     st = sub.add_parser("status", help="one sample + diagnosis")
     _common(st, suppress=True, runs=False, watch=False)
     st.add_argument("--json", action="store_true", help="print the schema-1 JSON document")
-    st.add_argument("--fail-on", choices=("warning", "error"), help="non-zero exit on findings")
+    st.add_argument(
+        "--fail-on",
+        choices=("warning", "error"),
+        help="non-zero exit on findings this severe (default: only when a host is unreachable)",
+    )
     for name in ("launch", "kill", "restart"):
-        c = sub.add_parser(name, help=f"{name} the run")
-        _common(c, suppress=True, runs=name != "kill", watch=False)
-        c.add_argument("--json", action="store_true", help="print the result as JSON")
-        c.add_argument(
-            "--grace",
-            type=float,
-            default=KILL_GRACE_S,
-            help="seconds between TERM and KILL (default %(default)s)",
-        )
-        if name in ("launch", "restart"):
-            c.add_argument(
-                "--start-window",
-                type=float,
-                default=START_WINDOW_S,
-                help="seconds a job must live (default %(default)s)",
-            )
-            c.add_argument("--clear-cache", action="store_true", help="clear the compile cache")
-            c.add_argument(
-                "--release-timeout",
-                type=float,
-                default=RELEASE_TIMEOUT_S,
-                help="seconds to wait for the GPUs (default %(default)s)",
-            )
-        if name == "launch":
-            c.add_argument("--restart", action="store_true", help="kill a live run first")
+        _control(sub, name)
+    cf = sub.add_parser("config", help="check the config and show what it sets")
+    _common(cf, suppress=True, runs=False, watch=False)
+    cf.add_argument(
+        "--example", action="store_true", help="print a complete commented example and exit"
+    )
     return parser
 
 
@@ -100,6 +180,10 @@ def _script_command(cfg: Config, args: argparse.Namespace) -> int:
         from dflash_tui.cli.status import run_status as status_main
 
         return status_main(cfg, args)
+    if args.subcommand == "config":
+        from dflash_tui.cli.config_cmd import run_config as config_main
+
+        return config_main(cfg, args)
     from dflash_tui.cli.run import run_control as control_main
 
     return control_main(cfg, args)
@@ -107,14 +191,20 @@ def _script_command(cfg: Config, args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.subcommand == "config" and args.example:  # even when the user's config is broken
+        from dflash_tui.cli.config_cmd import print_example
+
+        return print_example()
     try:
         cfg: Config = resolve(vars(args))
     except ConfigError as exc:
         print(terminal_safe(f"dflash-tui: {exc}"), file=sys.stderr)  # it quotes the config
         return 2
+    for note in cfg.notes:
+        print(terminal_safe(f"dflash-tui: note: {note}"), file=sys.stderr)
     if getattr(args, "keep_runs", None) is None:  # not given: the config's [restart] keep_runs
         args.keep_runs = cfg.host.keep_runs
-    if args.subcommand in ("status", "launch", "kill", "restart"):
+    if args.subcommand in SCRIPTS:
         try:
             return _script_command(cfg, args)
         except BrokenPipeError:  # `status --json | head`: the reader left, not an error of ours

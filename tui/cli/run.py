@@ -19,7 +19,7 @@ from typing import Any
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.rundir import ALIVE_STATES
 from dflash_tui.core.base.snapshot import Proc
-from dflash_tui.core.base.text import terminal_safe
+from dflash_tui.core.base.text import names_host, terminal_safe
 from dflash_tui.core.base.timings import RELEASE_TIMEOUT_S
 from dflash_tui.core.control.kill import KillResult, kill
 from dflash_tui.core.control.launch import LaunchResult, launch
@@ -137,7 +137,9 @@ def run_control(cfg: Config, args: argparse.Namespace) -> int:
     try:
         result = asyncio.run(action(host, args, **kw))
     except (ControlError, TransportError) as exc:
-        msg = f"{args.subcommand} on {host.label}: {exc}"
+        text = str(exc)  # said once: the error may name the host already
+        on = "" if names_host(host.label, text) else f" on {host.label}"
+        msg = f"{args.subcommand}{on}: {text}"
         if args.json:
             print(json.dumps({"ok": False, "message": msg}))
         else:

@@ -11,7 +11,7 @@ from typing import Any
 
 from dflash_tui.cli.table import render
 from dflash_tui.core.base.config import Config, HostConfig
-from dflash_tui.core.base.text import terminal_safe
+from dflash_tui.core.base.text import terminal_safe, with_host
 from dflash_tui.core.diagnosis.document import iso_time, to_json
 from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.link.connect import make_transport
@@ -62,7 +62,7 @@ async def _gather(cfg: Config) -> list[tuple[dict[str, Any], list[Any]]]:
         try:
             return await diagnose_host(h)
         except TransportError as exc:
-            return _unreachable(h, f"{h.label}: {exc}"), []
+            return _unreachable(h, with_host(h.label, str(exc))), []
 
     return list(await asyncio.gather(*(one(h) for h in cfg.hosts)))
 
@@ -81,8 +81,8 @@ def run_status(cfg: Config, args: argparse.Namespace) -> int:
         console = Console(width=None if sys.stdout.isatty() else 200)
         for doc, parts in results:
             if not parts:
-                # The error quotes the host's or the container runtime's own words.
-                console.print(terminal_safe(f"{doc['host']}: {doc.get('error')}"), markup=False)
+                # The error names the host and quotes its or the container runtime's words.
+                console.print(terminal_safe(str(doc.get("error"))), markup=False)
             for part in parts:
                 console.print(part)
     failing = any("error" in d for d in docs)

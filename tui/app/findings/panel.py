@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
@@ -79,8 +80,21 @@ class FindingsList(_TextScroll):
             t.append(f" {f.code}", pal.fg(f.severity, bold=True))
             if f.gpus:
                 t.append(f"  GPU {','.join(str(g) for g in f.gpus)}", pal.fg("muted"))
-            t.append(f"\n{safe_label(f.message, 2000)}\n")
+            t.append(f"\n{safe_label(f.message, 2000)}")
+            if key := self.key_for(f.action):
+                t.append(f" (press {key})", pal.fg("muted"))
+            t.append("\n")
         self.set_text(t)
+
+    def key_for(self, action: str | None) -> str | None:
+        """The key of a finding's next step (its words name none), unless keys cannot do it
+        (--read-only hides every destructive action)."""
+        if action is None or getattr(self.app, "read_only", False):
+            return None
+        for b in getattr(self.screen, "BINDINGS", ()):
+            if isinstance(b, Binding) and b.action == f"app.{action}":
+                return b.key_display or b.key
+        return None
 
 
 class TimelineList(_TextScroll):

@@ -87,6 +87,17 @@ def safe_label(text: str | None, max_chars: int = 200) -> str:
     return line if len(line) <= max_chars else line[: max_chars - 1] + "…"
 
 
+def names_host(label: str, text: str) -> bool:
+    """Whether ``text`` already says which host (``local: ...``, ``ssh gpu-a: ...``,
+    ``... failed on local (exit 1)``)."""
+    return re.search(rf"(?:^|\s){re.escape(label)}(?=:|\s\(|$)", text) is not None
+
+
+def with_host(label: str, text: str) -> str:
+    """``label: text``, or ``text`` alone when it names the host already: said once."""
+    return text if names_host(label, text) else f"{label}: {text}"
+
+
 def si(value: float | None, digits: int = 1) -> str:
     """2810 -> '2.8K'; None -> '-'."""
     if value is None:

@@ -143,7 +143,18 @@ async def launch(
     if rep.alive:
         state = rep.state(start_window)
         msg = f"run {rep.alive} is {state}: kill or restart it first (nothing was started)"
-        return LaunchResult(False, state, msg, rep.alive, refused=True, error=msg)
+        rec = rep.record  # the live run's own record: its pid is the one to act on
+        return LaunchResult(
+            False,
+            state,
+            msg,
+            rep.alive,
+            dir=rec.dir if rec else None,
+            pid=rec.pid if rec else None,
+            pgid=rec.pgid if rec else None,
+            refused=True,
+            error=msg,
+        )
     run_id, pruned, t0 = rep.launched, rep.pruned, time.monotonic()
     while rep.state(start_window) == "starting" and not is_cancelled(cancel):
         if time.monotonic() - t0 > start_window + 30:

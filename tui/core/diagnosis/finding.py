@@ -8,10 +8,16 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Finding:
+    """``message`` says what is wrong, why it matters and what to do next, in words that hold
+    for every front end (no key to press); ``action`` names the run-control action that does
+    that next step (launch | kill | restart | kill_process), so a front end with keys can say
+    which key does it."""
+
     code: str
     severity: str  # info | warning | error
     gpus: tuple[int, ...]
     message: str
+    action: str | None = None
 
     def to_json(self) -> dict[str, object]:
         return {

@@ -25,14 +25,14 @@ def _label_message(code: str, ids: Sequence[int], views: Sequence[GpuView], acti
             if active
             else "no run of ours is alive, so nothing uses the GPUs the topology gives it"
         )
-        nxt = "check the run's log for where it stopped" if active else "launch the run (l)"
+        nxt = "check the run's log for where it stopped" if active else "launch the run"
         return f"{g}: no process and no load where the topology expects work; {why}. Next: {nxt}."
     if code == "busy-no-memory":
         return (
             f"{g}: utilisation high with ~0 MiB used and no process: phantom load (a wedged "
             "context, a kernel left spinning by a dead process, or a stale reading), not the run. "
             "It will slow or block a new run there. Next: look for leftover processes in the "
-            "tree; if none, reset the GPU (nvidia-smi -r) or restart the container."
+            f"tree; if none, reset the GPU ({gpu_reset(ids)}) or restart the container."
         )
     if code == "foreign-process":
         procs = [_proc_text(p) for v in views for p in v.processes if p.owner == "foreign"]
@@ -69,6 +69,14 @@ def _label_message(code: str, ids: Sequence[int], views: Sequence[GpuView], acti
             "container's GPU passthrough."
         )
     return f"{g}: {code}"
+
+
+def gpu_reset(ids: Sequence[int]) -> str:
+    """The reset command for these GPUs, each named with -i: a bare ``nvidia-smi -r`` resets
+    every GPU of the machine (other jobs' too)."""
+    if len(ids) == 1:
+        return f"nvidia-smi -r -i {ids[0]}"
+    return "nvidia-smi -r -i N, for N in " + ", ".join(str(i) for i in ids)
 
 
 def _proc_text(p: ProcView, who: bool = False) -> str:
@@ -108,7 +116,8 @@ def _orphan_findings(views: Sequence[GpuView], run_known: bool) -> list[Finding]
                 "error",
                 tuple(ids),
                 f"{gpus_text(ids)}: {'; '.join(parts)}: still holding memory. Next: kill it from "
-                "the process tree (K) before restarting, or the new run may OOM.",
+                "the process tree before restarting, or the new run may OOM.",
+                "kill_process",
             )
         )
     reparented = kinds.get("init", [])
@@ -123,18 +132,15 @@ def _orphan_findings(views: Sequence[GpuView], run_known: bool) -> list[Finding]
                 tuple(ids),
                 f"{gpus_text(ids)}: {procs}: reparented to init, not started by {whose} (it is in "
                 "no process group or session of our runs); it may be someone's nohup/setsid "
-                "job. Next: check its owner and command before killing it (K).",
+                "job. Next: check its owner and command before killing it.",
+                "kill_process",
             )
         )
     vanished = kinds.get("vanished", [])
     if vanished:
         ids = sorted({i for i, _ in vanished})
         procs = ", ".join(f"{_proc_text(p)} on GPU {i}" for i, p in vanished)
-        reset = (
-            f"nvidia-smi --gpu-reset -i {ids[0]}"
-            if len(ids) == 1
-            else "nvidia-smi --gpu-reset -i N, for N in " + ", ".join(str(i) for i in ids)
-        )
+        reset = gpu_reset(ids)
         out.append(
             Finding(
                 "orphan-process",
@@ -169,7 +175,8 @@ def _label_findings(diag: Diagnosis) -> list[Finding]:
         elif views:
             ids = [v.index for v in views]
             msg = _label_message(code, ids, views, active)
-            out.append(Finding(code, label_severity(code, active), tuple(ids), msg))
+            nxt = "launch" if code == "idle" and not active else None
+            out.append(Finding(code, label_severity(code, active), tuple(ids), msg, nxt))
     return out
 
 

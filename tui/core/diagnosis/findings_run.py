@@ -39,8 +39,9 @@ def log_findings(diag: Diagnosis, th: Thresholds) -> list[Finding]:
                 + (f" ({log.error})" if log.error else "")
                 + ": a program that started would have created it, so the launch failed "
                 "before it could write a line (shell, container, interpreter or a wrong path). "
-                "Next: check the launch command and the path; launch with l to capture the "
+                "Next: check the launch command and the path; launch again to capture the "
                 "launcher's own error.",
+                "launch",
             )
         )
     return out
@@ -76,7 +77,8 @@ def run_findings(diag: Diagnosis, th: Thresholds, progress: Progress | None) -> 
                 "info" if ok else "error",
                 (),
                 f"run {run.id} {state} (exit code {code}: {cause})."
-                + ("" if ok else " Next: read the log's last lines; restart with r when fixed."),
+                + ("" if ok else " Next: read the log's last lines; restart when fixed."),
+                None if ok else "restart",
             )
         ]
     out = _loss_findings(run.id, state, progress)
@@ -93,7 +95,8 @@ def run_findings(diag: Diagnosis, th: Thresholds, progress: Progress | None) -> 
                     f"run {run.id} alive but no new step for {duration(stalled)} (usual step "
                     f"time {usual:.1f}s, last step {progress.last_step}): a hang, a deadlock "
                     "between workers, or a long recompile. Next: check the log and the GPUs' "
-                    "load; restart with r if it stays stuck.",
+                    "load; restart it if it stays stuck.",
+                    "restart",
                 )
             )
     return out
@@ -114,8 +117,9 @@ def _loss_findings(run_id: str, state: str, progress: Progress | None) -> list[F
             "error",
             (),
             f"loss is {last.loss}{at}: training diverged; run {run_id} is still burning GPU "
-            "time. Next: stop it (k), then lower the learning rate or check the data before "
+            "time. Next: kill it, then lower the learning rate or check the data before "
             "launching again (a run resumes only with a fixed --out-dir and --resume auto).",
+            "kill",
         )
     ]
 

@@ -178,7 +178,7 @@ class Smi:
             text = (out + err).decode("utf-8", "replace")
             m = re.search(r'Field "([^"]*)" is not a valid field', text)
             if not (m and self._drop(m.group(1))):
-                return None, [], "nvidia-smi failed (exit %d): %s" % (rc, first_line(text))
+                return None, [], "nvidia-smi failed (exit %d): %s" % (rc, why_line(text))
         gpus = gpu_rows(out, self.fields, errors)
         res = self.call(
             ["--query-compute-apps=" + ",".join(APP_FIELDS), "--format=csv,noheader,nounits"]
@@ -187,7 +187,7 @@ class Smi:
             return gpus, [], res
         if res[0] != 0:
             text = (res[1] + res[2]).decode("utf-8", "replace")
-            errors.append("nvidia-smi --query-compute-apps failed: " + first_line(text))
+            errors.append("nvidia-smi --query-compute-apps failed: " + why_line(text))
         return gpus, app_rows(res[1], errors), self.note
 
     def _drop(self, bad: str) -> bool:
@@ -206,9 +206,33 @@ class Smi:
         return True
 
 
-def first_line(text: str) -> str:
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    return lines[0][:200] if lines else "no output"
+# A traceback's own lines (its frames are indented) never say why; shell.sh's why_line too.
+_FRAME = re.compile(
+    r"Traceback \(most recent call last\):|During handling of the above exception"
+    r"|The above exception was the direct cause"
+)
+_WHY = re.compile(
+    r"error|fail|not found|unable|cannot|can.t|couldn.t|denied|no such|mismatch|timed out",
+    re.IGNORECASE,
+)
+
+
+def why_line(text: str) -> str:
+    """The line of a failing tool's output that says why: the last non-empty line that is
+    not part of a traceback's frames, preferring the last one that names a failure
+    (``Failed to initialize NVML: ...`` over the ``NVML library version`` under it)."""
+    why = last = anything = ""
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        if not line.strip():
+            continue
+        anything = line.strip()
+        if line[:1].isspace() or _FRAME.match(line):
+            continue
+        last = line
+        if _WHY.search(line):
+            why = line
+    return (why or last or anything or "no output")[:200]
 
 
 class Nvml:

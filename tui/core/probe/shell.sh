@@ -62,7 +62,7 @@ gpus() { # F fields / G rows / A compute apps / T telemetry source and error
 		[ $rc = 124 ] && echo "T none nvidia-smi did not answer within ${smi_timeout}s" && return
 		bad=$(sed -n "s/.*Field \"\([^\"]*\)\" is not a valid field.*/\1/p" "$tmp/smi" "$tmp/smierr")
 		drop_field "$(echo "$bad" | head -n 1)" && continue
-		echo "T none nvidia-smi failed (exit $rc): $(cat "$tmp/smi" "$tmp/smierr" | grep . | head -n 1)"
+		echo "T none nvidia-smi failed (exit $rc): $(why_line "$tmp/smi" "$tmp/smierr")"
 		return
 	done
 	[ -n "$smi_note" ] && echo "T $smi_note"
@@ -71,8 +71,20 @@ gpus() { # F fields / G rows / A compute apps / T telemetry source and error
 	sed "s/^/G /" "$tmp/smi"
 	smi --query-compute-apps=pid,used_memory,gpu_uuid,process_name \
 		--format=csv,noheader,nounits >"$tmp/apps" 2>"$tmp/smierr" ||
-		echo "E nvidia-smi --query-compute-apps failed: $(head -n 1 "$tmp/smierr")"
+		echo "E nvidia-smi --query-compute-apps failed: $(why_line "$tmp/apps" "$tmp/smierr")"
 	sed "s/^/A /" "$tmp/apps"
+}
+
+why_line() { # FILE...: the line that says why a tool failed (as gpu.py's why_line)
+	awk '{ sub(/[ \t\r]+$/, "") }
+	!NF { next }
+	{ t = $0; sub(/^[ \t]+/, "", t); anything = t }
+	/^[ \t]/ || /^Traceback \(most recent call last\):/ { next }
+	/^During handling of the above exception/ || /^The above exception was the direct cause/ { next }
+	{ last = $0 }
+	tolower($0) ~ /error|fail|not found|unable|cannot|can.t|couldn.t|denied|no such|mismatch|timed out/ { why = $0 }
+	END { o = why; if (o == "") o = last; if (o == "") o = anything; if (o == "") o = "no output"
+		print substr(o, 1, 200) }' "$@" | tr -d "\000"
 }
 
 drop_field() { # adapt $fields to a rejected field $1; false when nothing is left to try

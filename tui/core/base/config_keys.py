@@ -1,0 +1,91 @@
+"""The config file's known tables and keys, and the check that refuses any other (pure).
+
+A typo (``[topolgy]``, ``comand = "x"``) must never leave a default silently in force: every
+unknown table or key, at any level, is an error naming it and the nearest known one.
+``config.py`` reads the values; this module only knows the shape.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+ANY = "any"  # a free-form table: its keys are the user's (run.env: variable names)
+Schema = dict[str, Any]  # key -> None (a value), ANY, or the Schema of a table
+
+RESTART_KEYS = (
+    "auto",
+    "success_codes",
+    "retries",
+    "backoff_s",
+    "max_backoff_s",
+    "stable_s",
+    "keep_runs",
+)
+TOPOLOGY: Schema = {"target": None, "drafter": None}
+RUN: Schema = {
+    "command": None,
+    "workdir": None,
+    "env": ANY,
+    "logs": None,
+    "run_root": None,
+    "compile_cache": None,
+}
+RESTART: Schema = dict.fromkeys(RESTART_KEYS)
+# A host's own tables replace the top-level ones as a whole.
+HOST: Schema = {
+    "address": None,
+    "container": None,
+    "label": None,
+    "topology": TOPOLOGY,
+    "run": RUN,
+    "restart": RESTART,
+}
+TOP: Schema = {"host": HOST, "hosts": HOST, "topology": TOPOLOGY, "run": RUN, "restart": RESTART}
+
+
+class ConfigError(ValueError):
+    """A config file or flag value that cannot be used; the message says which and why."""
+
+
+def unknown_keys(table: dict[str, Any], schema: Schema = TOP, where: str = "") -> list[str]:
+    """One sentence per unknown table or key in ``table`` (a parsed TOML document), in order."""
+    problems: list[str] = []
+    for key, value in table.items():
+        name = f"{where}.{key}" if where else key
+        if key not in schema:
+            problems.append(_unknown(key, value, schema, where))
+            continue
+        sub = schema[key]
+        if not isinstance(sub, dict):
+            continue  # a value, or a free-form table: its own check reads it
+        if isinstance(value, dict):
+            problems += unknown_keys(value, sub, name)
+        elif isinstance(value, list):  # [[hosts]]
+            for i, item in enumerate(value):
+                if isinstance(item, dict):
+                    problems += unknown_keys(item, sub, f"{name}[{i}]")
+    return problems
+
+
+def _unknown(key: str, value: Any, schema: Schema, where: str) -> str:
+    kind = "table" if isinstance(value, dict) or _tables(value) else "key"
+    full = f"{where}.{key}" if where else key
+    near = difflib.get_close_matches(key, list(schema), n=1, cutoff=0.6)
+    hint = f"did you mean {_quoted(where, near[0])}?" if near else "known: " + ", ".join(schema)
+    return f"unknown {kind} {_quoted('', full)} ({hint})"
+
+
+def _tables(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
+
+
+def _quoted(where: str, key: str) -> str:
+    return repr(f"{where}.{key}" if where else key)
+
+
+def check_keys(doc: dict[str, Any], source: str) -> None:
+    """Raise one ConfigError naming every unknown table and key of ``doc``."""
+    problems = unknown_keys(doc)
+    if problems:
+        raise ConfigError(f"config {source}: " + "; ".join(problems))
