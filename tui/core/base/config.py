@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from dflash_train.topology import Topology, TopologyError
+from dflash_tui.core.base.alert_config import AlertConfigError, AlertSettings, alerts_from_table
 from dflash_tui.core.base.timings import RestartPolicy
 
 if sys.version_info >= (3, 11):
@@ -69,6 +70,7 @@ class Config:
     interval: float = 2.0
     read_only: bool = False
     theme: str | None = None
+    alerts: AlertSettings = field(default_factory=AlertSettings)  # [alerts]
 
     @property
     def host(self) -> HostConfig:
@@ -267,7 +269,11 @@ def load_file(path: str | os.PathLike[str]) -> Config:
         if not isinstance(host_t, dict):
             raise ConfigError("host must be a table")
         hosts = (_host_from_table(doc, host_t, "host"),)
-    return Config(hosts=hosts)
+    try:
+        alerts = alerts_from_table(doc.get("alerts", {}))
+    except AlertConfigError as exc:
+        raise ConfigError(str(exc)) from None
+    return Config(hosts=hosts, alerts=alerts)
 
 
 def apply_flags(cfg: Config, flags: dict[str, Any]) -> Config:

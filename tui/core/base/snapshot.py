@@ -13,6 +13,8 @@ import json
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeVar
 
+from dflash_tui.core.base.supervision import SupervisorRecord
+
 T = TypeVar("T")
 
 PROBE_FORMAT = 1
@@ -212,6 +214,28 @@ class Telemetry:
 
 
 @dataclass(frozen=True)
+class StepEvent:
+    """The last ``step`` event of the run's event stream (nan/inf loss kept as such)."""
+
+    time: float | None = None
+    step: int | None = None
+    loss: float | None = None
+    acc: float | None = None
+    tok_s: float | None = None
+
+    @classmethod
+    def from_dict(cls, d: Any) -> StepEvent | None:
+        if not isinstance(d, dict):
+            return None
+
+        def num(v: Any) -> float | None:
+            return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+        return cls(num(d.get("time")), _int(d.get("step")), num(d.get("loss")),
+                   num(d.get("acc")), num(d.get("tok_s")))  # fmt: skip
+
+
+@dataclass(frozen=True)
 class Snapshot:
     time: float
     host: str = "local"
@@ -225,6 +249,8 @@ class Snapshot:
     boot_time: float | None = None
     probe_mode: str = "python"  # "python" or "shell" (degraded fallback without python3)
     errors: tuple[str, ...] = ()  # malformed rows, unreadable entries: shown as findings
+    last_step: StepEvent | None = None  # from the run's event stream, when it writes one
+    supervisor: SupervisorRecord | None = None  # <run_root>/supervisor.json, when there is one
 
     @classmethod
     def from_json(cls, line: str | bytes) -> Snapshot:
@@ -270,6 +296,8 @@ class Snapshot:
             boot_time=_float(d.get("boot_time")),
             probe_mode=_str(d.get("probe_mode")) or "python",
             errors=tuple(errors),
+            last_step=StepEvent.from_dict(d.get("last_step")),
+            supervisor=SupervisorRecord.from_dict(d.get("supervisor")),
         )
 
     @functools.cached_property

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field, replace
 
 from dflash_train.topology import Topology
 from dflash_tui.core.base.rundir import run_state
-from dflash_tui.core.base.snapshot import Gpu, GpuProcess, LogState, RunRecord, Snapshot
+from dflash_tui.core.base.snapshot import Gpu, GpuProcess, LogState, RunRecord, Snapshot, StepEvent
+from dflash_tui.core.base.supervision import SupervisorRecord
 from dflash_tui.core.diagnosis.finding import Finding
 from dflash_tui.core.diagnosis.findings_gpu import build_findings
 from dflash_tui.core.diagnosis.ownership import judge, run_alive
@@ -98,6 +99,8 @@ class Diagnosis:
     logs: tuple[LogView, ...]
     findings: tuple[Finding, ...] = field(default=())
     telemetry_source: str = "none"
+    supervisor: SupervisorRecord | None = None  # the headless supervisor's record, if any
+    last_step: StepEvent | None = None  # the run's event stream's last step, if any
 
     def healthy(self, role: str) -> tuple[int, int]:
         """(healthy, expected) GPUs of a role."""
@@ -290,6 +293,8 @@ def diagnose(
         gpus=gpus,
         logs=logs,
         telemetry_source=latest.telemetry.source,
+        supervisor=latest.supervisor,
+        last_step=latest.last_step,
     )
     findings = build_findings(diag, latest, th, progress)
     return Diagnosis(**{**diag.__dict__, "findings": tuple(findings)})
