@@ -1,7 +1,8 @@
 """The ``dflash-tui`` command line (DESIGN.md's contract).
 
 ``dflash-tui`` alone starts the app; ``status``, ``launch``, ``kill`` and ``restart`` are the
-same actions for scripts. Textual is imported only when the app starts.
+same actions for scripts; ``supervise`` is the headless supervisor. Textual is imported only
+when the app starts.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 from dflash_tui.core.base.config import Config, ConfigError, resolve
 from dflash_tui.core.base.timings import KILL_GRACE_S, RELEASE_TIMEOUT_S, START_WINDOW_S
 
-SUBCOMMANDS = ("status", "launch", "kill", "restart", "app")
+SUBCOMMANDS = ("status", "launch", "kill", "restart", "supervise", "app")
 
 
 def _common(
@@ -91,6 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
             )
         if name == "launch":
             c.add_argument("--restart", action="store_true", help="kill a live run first")
+    from dflash_tui.cli.supervise import add_arguments
+
+    sv = sub.add_parser("supervise", help="headless supervision: auto-restart and alerts")
+    _common(sv, suppress=True)
+    add_arguments(sv)
     return parser
 
 
@@ -105,6 +111,7 @@ def _script_command(cfg: Config, args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
     try:
         cfg: Config = resolve(vars(args))
@@ -113,6 +120,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if getattr(args, "keep_runs", None) is None:  # not given: the config's [restart] keep_runs
         args.keep_runs = cfg.host.keep_runs
+    if args.subcommand == "supervise":
+        from dflash_tui.cli.supervise import main as supervise_main
+
+        return supervise_main(cfg, args, argv)
     if args.subcommand in ("status", "launch", "kill", "restart"):
         try:
             return _script_command(cfg, args)
