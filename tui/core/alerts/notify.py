@@ -84,7 +84,11 @@ class WebhookNotifier:
                 resp.read(65536)
         except urllib.error.HTTPError as exc:
             raise NotifyError(f"HTTP {exc.code} {exc.reason}") from None
+        except TimeoutError:
+            raise NotifyError(f"timed out after {self.timeout:g}s") from None
         except urllib.error.URLError as exc:
+            if isinstance(exc.reason, TimeoutError):
+                raise NotifyError(f"timed out after {self.timeout:g}s") from None
             raise NotifyError(f"cannot reach {self.url}: {exc.reason}") from None
         except (OSError, http.client.HTTPException) as exc:  # incl. socket timeouts
             raise NotifyError(f"{type(exc).__name__}: {exc}") from None

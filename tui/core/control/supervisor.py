@@ -253,6 +253,9 @@ class Supervisor:
                 self.log.info("the restart of run %s was launched: run %s", k.launching, run.id)
             k.launching = None
         decision = self.machine.observe(run, state, now)
+        if decision != self.last:  # said before it is carried out (a restart due at once too)
+            self._decided(decision)
+            self.last = decision
         if decision.action != "restart" or decision.at is None or now < decision.at:
             return decision
         assert run is not None
