@@ -54,7 +54,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def log_path(host: HostConfig) -> Path:
-    """Where a detached supervisor logs: in the run root when it is on this machine."""
+    """Where a detached supervisor logs: ``$DFLASH_SUPERVISE_LOG`` if set, else in the run
+    root when it is on this machine."""
+    if os.environ.get(LOG_ENV):
+        return Path(os.environ[LOG_ENV])
     if host.address is None and host.container is None:
         return expand_local(host.run_root) / LOG_FILE
     key = hashlib.sha256(f"{host.label}\0{host.container}\0{host.run_root}".encode()).hexdigest()

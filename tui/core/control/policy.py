@@ -32,6 +32,7 @@ class AutoRestart:
         self._pending: Decision | None = None
         self._fatal: Decision | None = None
         self.since: float | None = None  # first observation, on the run's clock
+        self._seen_alive: str | None = None  # the last run this machine saw alive
 
     def observe(self, run: RunRecord | None, state: str, now: float) -> Decision:
         p = self.policy
@@ -41,6 +42,8 @@ class AutoRestart:
             self.since = now
         if self._fatal is not None:
             return self._fatal
+        if run is not None and state in ("starting", "running"):
+            self._seen_alive = run.id
         if run is None or state not in ("exited", "killed", "launch-failed"):
             if run is not None and run.id == self._handled:
                 # Judged ended, yet alive now (a transient reading): judge its real end afresh.
@@ -70,6 +73,8 @@ class AutoRestart:
     def _before_us(self, run: RunRecord) -> bool:
         since = self.since
         if since is None or run.started_at is None or run.started_at >= since:
+            return False
+        if run.id == self._seen_alive:  # it ended while watched (a kill leaves no end time)
             return False
         return run.ended_at is None or run.ended_at < since
 
