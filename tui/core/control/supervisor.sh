@@ -80,6 +80,7 @@ case $verb in
     ;;
   read)
     say "status read"
+    say "now $(date +%s)"
     first "$L/owner" owner
     first "$R/supervisor.json" record
     ;;

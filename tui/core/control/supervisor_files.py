@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import shlex
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dflash_tui.core.base.supervision import SupervisorRecord
 from dflash_tui.core.control.script import ControlError, check_root
-from dflash_tui.core.link.transport import Transport
+from dflash_tui.core.link.transport import Transport, TransportError
 
 SCRIPT = Path(__file__).parent / "supervisor.sh"
 
@@ -28,6 +30,7 @@ class Reply:
     owner: dict[str, Any] | None = None
     record: dict[str, Any] | None = None
     policy: dict[str, Any] | None = None
+    now: float | None = None  # the clock where the run root is (``read``)
 
 
 def _json(text: str) -> dict[str, Any] | None:
@@ -53,6 +56,7 @@ def parse_reply(out: str) -> Reply:
         owner=_json(facts["owner"]) if "owner" in facts else None,
         record=_json(facts["record"]) if "record" in facts else None,
         policy=_json(facts["policy"]) if "policy" in facts else None,
+        now=float(facts["now"]) if facts.get("now", "").isdigit() else None,
     )
 
 
@@ -107,3 +111,15 @@ async def request_policy(
     rep = await run(transport, "request", root, _one_line(doc))
     if rep.status != "requested":
         raise ControlError(f"the policy request was not written ({rep.status})")
+
+
+async def live_supervisor(transport: Transport, root: str) -> SupervisorRecord | None:
+    """The supervisor running for ``root`` now (its heartbeat fresh), or None; None too when
+    the record cannot be read (the caller then goes on as if there were none)."""
+    try:
+        rep = await read(transport, root)
+    except (ControlError, TransportError):
+        return None
+    rec = SupervisorRecord.from_dict(rep.record)
+    now = rep.now if rep.now is not None else time.time()
+    return rec if rec is not None and rec.live(now) else None
