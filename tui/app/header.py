@@ -221,7 +221,7 @@ class RunHeader(Static, Themed):
         """A live headless supervisor (``dflash-tui supervise``) runs this run's auto-restart."""
         since = time.strftime("%H:%M", time.localtime(sup.started_at)) if sup.started_at else "?"
         n = f"{sup.restarts} restart{'' if sup.restarts == 1 else 's'}"
-        auto = {True: ", auto-restart on", False: ", auto-restart off"}.get(sup.auto, "")
+        auto = "" if sup.auto is None else f", auto-restart {'on' if sup.auto else 'off'}"
         return [
             part("  │ ", pal.fg("muted")),
             part(

@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from dflash_tui.core.base.config import Config, HostConfig, expand_local
@@ -131,7 +132,7 @@ async def _serve(cfg: Config, args: argparse.Namespace, fd: int | None) -> int:
         await transport.close()
 
 
-def _stopper(sup: Supervisor, stop: asyncio.Event, sig: signal.Signals) -> object:
+def _stopper(sup: Supervisor, stop: asyncio.Event, sig: signal.Signals) -> Callable[[], None]:
     def on_signal() -> None:
         sup.stop_reason = f"signal {sig.name}"
         stop.set()

@@ -56,8 +56,8 @@ class SupervisorRecord:
     def from_dict(cls, d: Any) -> SupervisorRecord | None:
         if not isinstance(d, dict):
             return None
-        policy = d.get("policy") if isinstance(d.get("policy"), dict) else {}
-        enabled = policy.get("enabled")
+        policy = d.get("policy")
+        enabled = policy.get("enabled") if isinstance(policy, dict) else None
         return cls(
             pid=_whole(d.get("pid")),
             host=_text(d.get("host")),
