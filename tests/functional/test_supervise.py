@@ -209,3 +209,30 @@ def test_status_json_shows_supervisor_and_progress_of_the_tiny_pipeline(
     assert len(stale) == 1 and f"PID {rec['pid']}" in stale[0]["message"]
     assert "last heartbeat 1" in stale[0]["message"]  # 10s or more ago
     assert doc["run"]["state"] == "running"  # the job never depended on it
+
+
+def test_once_chain_restarts_a_crash_between_two_runs_but_not_an_old_one(
+    root: Path, tmp_path: Path
+) -> None:
+    cfg = config(tmp_path / "cfg.toml", "retries = 2\nbackoff_s = 0")
+    crash = tmp_path / "crash"
+    job = f"while [ ! -e {crash} ]; do sleep 0.1; done; exit 1"
+    once = ("supervise", "--once", "--auto-restart", "--config", str(cfg), "--run-root",
+            str(root), "--command", job, *FAST)  # fmt: skip
+    old = tmp_path / "old"
+    launch(old, job)
+    crash.touch()
+    wait_for(lambda: (run_dirs(old)[0] / "exit").exists(), 20, "the old run ended")
+    res = cli(*once[: -len(FAST) - 4], "--run-root", str(old), "--command", job, *FAST)
+    assert res.returncode == 0 and "left as is" in res.stdout, res.stdout + res.stderr
+    assert len(run_dirs(old)) == 1  # it ended before any supervisor: left as is
+    crash.unlink()
+    launch(root, job)
+    assert cli(*once).returncode == 0 and record(root)["seen_alive"] == run_dirs(root)[0].name
+    crash.touch()
+    wait_for(lambda: (run_dirs(root)[0] / "exit").exists(), 20, "the run crashed")
+    res = cli(*once)  # the next cron tick: the crash happened while the chain supervised
+    assert res.returncode == 0 and "restarted as run" in res.stdout, res.stdout + res.stderr
+    assert len(run_dirs(root)) == 2 and record(root)["restarts"] == 1
+    assert record(root)["mode"] == "once" and not (root / ".supervisor.lock").exists()
+    cleanup(old)

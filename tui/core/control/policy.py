@@ -132,13 +132,16 @@ class AutoRestart:
         since: float | None = None,
         pending: tuple[str, Decision] | None = None,
         fatal: tuple[str, Decision] | None = None,
+        seen_alive: str | None = None,
     ) -> None:
         """Continue where an earlier supervisor of the same run root stopped: its crash count,
         its recent restarts (the flapping guard), a restart it had scheduled for run
         ``pending[0]`` (carried out when due, not judged afresh: that crash was seen while
         supervised), or its FATAL for a run. ``since``: when supervision began (a chain of
-        ``--once`` runs); otherwise the first observation, so older crashes are left as is."""
+        ``--once`` runs, with the run the last one saw alive); otherwise the first
+        observation, so older crashes are left as is."""
         self.failures = max(failures, 0)
+        self._seen_alive = seen_alive or self._seen_alive
         self.restarts = list(restart_times)
         if since is not None:
             self.since = since

@@ -31,7 +31,7 @@ from dflash_tui.core.base.alert_config import AlertSettings
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.rundir import ALIVE_STATES, RunReport, exit_meaning
 from dflash_tui.core.base.snapshot import RunRecord, Snapshot
-from dflash_tui.core.base.supervision import SupervisorRecord, policy_request
+from dflash_tui.core.base.supervision import policy_request
 from dflash_tui.core.base.timings import START_WINDOW_S, RestartPolicy
 from dflash_tui.core.control import supervisor_files as files
 from dflash_tui.core.control.launch import launch
@@ -39,12 +39,12 @@ from dflash_tui.core.control.policy import AutoRestart, Decision
 from dflash_tui.core.control.script import ControlError, fetch_run
 from dflash_tui.core.control.supervisor_state import (
     Kept,
-    alive,
     decision_json,
     describe_owner,
     hostname,
     kept_from,
     policy_json,
+    stale_reason,
     start_ticks,
     strip_tails,
 )
@@ -132,7 +132,8 @@ class Supervisor:
         k = self.kept
         self.restarts, self.findings = k.restarts, set(k.findings)
         self.machine.resume(failures=k.failures, restart_times=k.restart_times, since=k.since,
-                            pending=k.pending, fatal=k.fatal)  # fmt: skip
+                            pending=k.pending, fatal=k.fatal,
+                            seen_alive=k.seen_alive if k.since is not None else None)  # fmt: skip
         self.alerter.limiter.restore(k.alerts)
         self.log.info(
             "supervising %s on %s (PID %d, auto-restart %s; kept: %d restarts, %d failures%s)",
@@ -143,18 +144,7 @@ class Supervisor:
 
     def _stale(self, rep: files.Reply) -> str | None:
         """Why the lock's owner is gone (None: it is alive, or cannot be judged gone)."""
-        owner = rep.owner or {}
-        rec = SupervisorRecord.from_dict(rep.record)
-        if rec is not None and rec.stopped_at is not None and rec.pid == owner.get("pid"):
-            return f"its owner PID {rec.pid} stopped at {rec.stopped_at:.0f} but left the lock"
-        if owner.get("host") == self.host_name:
-            if not alive(owner.get("pid"), owner.get("start_ticks")):
-                return f"its owner PID {owner.get('pid')} on this machine is gone"
-            return None
-        age = rec.age(time.time()) if rec is not None else None
-        if age is not None and age > self.opts.takeover_s:
-            return f"its owner on {owner.get('host', '?')} has been silent for {age:.0f}s"
-        return None
+        return stale_reason(rep.owner, rep.record, self.host_name, self.opts.takeover_s)
 
     def record(self, stopped: bool = False) -> dict[str, Any]:
         pending = self.machine.pending()
@@ -205,8 +195,12 @@ class Supervisor:
                 f"{describe_owner(rep.owner, None)}: this supervisor stops"
             )
         enabled = policy_request(rep.policy)
-        if enabled is not None and enabled != self.policy.enabled:
-            by = (rep.policy or {}).get("by", "?")
+        asked = (rep.policy or {}).get("requested_at")
+        by = (rep.policy or {}).get("by", "?")
+        if enabled is not None and isinstance(asked, int | float) and asked < self.started_at:
+            # The flags this supervisor was started with are the later word.
+            self.log.info("ignored a policy request by %s from before this supervisor", by)
+        elif enabled is not None and enabled != self.policy.enabled:
             self.set_policy(replace(self.policy, enabled=enabled), f"asked by {by}")
 
     def set_policy(self, policy: RestartPolicy, why: str) -> None:
@@ -265,6 +259,9 @@ class Supervisor:
             self.transport, self.host, start_window=self.opts.start_window, keep=self.opts.keep
         )
         k.launching = None
+        if res.refused:  # a run is alive after all (another launch won): nothing to restart
+            self.log.info("no restart of run %s: %s", run.id, res.message)
+            return Decision("watch", res.message, failures=self.machine.failures)
         if res.run_id is None:
             self.log.warning("restart of run %s failed: %s", run.id, res.message)
             return self.machine.launch_failed(now, res.error or res.message)

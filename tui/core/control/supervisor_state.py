@@ -55,6 +55,27 @@ def describe_owner(owner: dict[str, Any] | None, record: dict[str, Any] | None) 
     return f"PID {o.get('pid', '?')} on {o.get('host', '?')} since {since}{beat}"
 
 
+def stale_reason(
+    owner: dict[str, Any] | None, record: dict[str, Any] | None, here: str, takeover_s: float
+) -> str | None:
+    """Why a lock's owner is gone (None: alive, or not to be judged gone from ``here``): on
+    this machine by PID and start time; from another, by a heartbeat silent ``takeover_s``."""
+    if not owner:  # made and never named (its maker died at once); take checks it stays so
+        return "the lock names no owner"
+    o = owner
+    rec = SupervisorRecord.from_dict(record)
+    if rec is not None and rec.stopped_at is not None and rec.pid == o.get("pid"):
+        return f"its owner PID {rec.pid} stopped at {rec.stopped_at:.0f} but left the lock"
+    if o.get("host") == here:
+        if not alive(o.get("pid"), o.get("start_ticks")):
+            return f"its owner PID {o.get('pid')} on this machine is gone"
+        return None
+    age = rec.age(time.time()) if rec is not None else None
+    if age is not None and age > takeover_s:
+        return f"its owner on {o.get('host', '?')} has been silent for {age:.0f}s"
+    return None
+
+
 def policy_json(p: RestartPolicy) -> dict[str, Any]:
     return {
         "enabled": p.enabled,
