@@ -26,7 +26,7 @@ CONTRACT_GPU_KEYS = {
 }  # fmt: skip
 TOP_KEYS = {
     "format", "time", "host", "probe_mode", "clk_tck", "boot_time", "telemetry", "gpus",
-    "gpu_procs", "procs", "logs", "run", "errors", "interval",
+    "gpu_procs", "procs", "logs", "run", "errors", "interval", "last_step", "supervisor",
 }  # fmt: skip
 
 

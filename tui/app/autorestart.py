@@ -19,6 +19,7 @@ from textual.worker import Worker, WorkerState
 
 from dflash_tui.app.findings.panel import TimelineList
 from dflash_tui.app.header import RunHeader
+from dflash_tui.app.supervised import defer_toggle
 from dflash_tui.core.control.policy import Decision
 from dflash_tui.core.diagnosis.timeline import Event
 
@@ -78,6 +79,8 @@ class AutoRestarts(_Base):
         state = self.current
         if self.read_only:  # the binding is hidden too; this is the second lock
             self.notify("read-only mode: auto-restart is not available", severity="error")
+            return
+        if defer_toggle(self, state):  # a live `dflash-tui supervise`: A changes its policy
             return
         if state.auto == "on":
             self._stop_auto(state)

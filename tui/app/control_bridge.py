@@ -122,6 +122,20 @@ class Bridge:
             poll=self.supervise_poll,
         )
 
+    async def request_supervisor_policy(self, enabled: bool) -> None:
+        """Ask the headless supervisor of this run root to turn its auto-restart on or off."""
+        import os
+        import socket
+        import time
+
+        from dflash_tui.core.control.supervisor_files import request_policy
+
+        by = f"dflash-tui app PID {os.getpid()} on {socket.gethostname()}"
+        try:
+            await request_policy(self.transport, self.host.run_root, enabled, by, time.time())
+        except TransportError as exc:
+            raise ControlError(f"{self.host.label} unreachable: {exc}") from None
+
     async def kill_process(self, pid: int, start_ticks: int | None, step: StepFn) -> str:
         from dflash_tui.core.control.pid import kill_process
 

@@ -1,4 +1,5 @@
-"""The header: the run first (state, id, uptime or exit code with its meaning), auto-restart,
+"""The header: the run first (state, id, uptime or exit code with its meaning), auto-restart
+(or ``supervised`` with the PID, since when and the restarts of a live ``dflash-tui supervise``),
 PID/PGID, host and link state (``stale Ns`` once a sample is overdue: the probe's interval
 says when the next one was due); then the topology summary (healthy target x/5, drafter y/3),
 which problem GPUs are scrolled out of the grid, and the count of findings.
@@ -22,6 +23,7 @@ from dflash_tui.app.palette import Palette
 from dflash_tui.app.widgets import Themed
 from dflash_tui.core.base.rundir import ALIVE_STATES as ACTIVE
 from dflash_tui.core.base.rundir import exit_meaning
+from dflash_tui.core.base.supervision import SupervisorRecord
 from dflash_tui.core.base.text import safe_label
 from dflash_tui.core.diagnosis.diagnose import Diagnosis
 from dflash_tui.core.diagnosis.finding import duration
@@ -225,6 +227,9 @@ class RunHeader(Static, Themed):
         return out
 
     def _auto(self, pal: Palette) -> list[Part]:
+        sup = self.diag.supervisor if self.diag else None
+        if sup is not None and self.diag is not None and sup.live(self.diag.time):
+            return self._supervised(pal, sup)
         if self.auto == "on":
             return [
                 part("  │ ", pal.fg("muted")),
@@ -236,6 +241,23 @@ class RunHeader(Static, Themed):
                 part(" FATAL ", pal.chip("error")),
             ]
         return []
+
+    def _supervised(self, pal: Palette, sup: SupervisorRecord) -> list[Part]:
+        """A live headless supervisor (``dflash-tui supervise``) runs this run's auto-restart."""
+        since = time.strftime("%H:%M", time.localtime(sup.started_at)) if sup.started_at else "?"
+        n = f"{sup.restarts} restart{'' if sup.restarts == 1 else 's'}"
+        auto = "" if sup.auto is None else f", auto-restart {'on' if sup.auto else 'off'}"
+        return [
+            part("  │ ", pal.fg("muted")),
+            part(
+                f"supervised (PID {sup.pid} since {since}, {n}{auto})",
+                pal.fg("ok"),
+                44,
+                f"supervised (PID {sup.pid}, {n})",
+                "supervised",
+                "SV",
+            ),
+        ]
 
     def _pids(self, pal: Palette) -> list[Part]:
         run = self.diag.run if self.diag else None

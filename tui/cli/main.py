@@ -2,7 +2,7 @@
 
 ``dflash-tui`` alone starts the app; ``status``, ``launch``, ``kill`` and ``restart`` are the
 same actions for scripts; ``config`` checks the config file (``--example`` prints a commented
-one). Textual is imported only when the app starts.
+one); ``supervise`` is the headless supervisor. Textual is imported only when the app starts.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dflash_tui.core.base.config import (
 from dflash_tui.core.base.text import terminal_safe
 from dflash_tui.core.base.timings import KILL_GRACE_S, RELEASE_TIMEOUT_S, START_WINDOW_S
 
-SUBCOMMANDS = ("status", "launch", "kill", "restart", "config", "app")
+SUBCOMMANDS = ("status", "launch", "kill", "restart", "config", "supervise", "app")
 SCRIPTS = ("status", "launch", "kill", "restart", "config")
 
 
@@ -172,6 +172,11 @@ def build_parser() -> argparse.ArgumentParser:
     cf.add_argument(
         "--example", action="store_true", help="print a complete commented example and exit"
     )
+    from dflash_tui.cli.supervise import add_arguments
+
+    sv = sub.add_parser("supervise", help="headless supervision: auto-restart and alerts")
+    _common(sv, suppress=True)
+    add_arguments(sv)
     return parser
 
 
@@ -190,6 +195,7 @@ def _script_command(cfg: Config, args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
     if args.subcommand == "config" and args.example:  # even when the user's config is broken
         from dflash_tui.cli.config_cmd import print_example
@@ -204,6 +210,10 @@ def main(argv: list[str] | None = None) -> int:
         print(terminal_safe(f"dflash-tui: note: {note}"), file=sys.stderr)
     if getattr(args, "keep_runs", None) is None:  # not given: the config's [restart] keep_runs
         args.keep_runs = cfg.host.keep_runs
+    if args.subcommand == "supervise":
+        from dflash_tui.cli.supervise import run_supervise
+
+        return run_supervise(cfg, args, argv)
     if args.subcommand in SCRIPTS:
         try:
             return _script_command(cfg, args)

@@ -27,8 +27,10 @@ async def diagnose_host(host: HostConfig) -> tuple[dict[str, Any], list[Any]]:
         snap = await sample_once(transport, host)
     finally:
         await transport.close()
-    diag = Tracker(host.topology, live=False).add(snap)
-    return to_json(diag, host), render(diag, host)
+    tracker = Tracker(host.topology, live=False)
+    diag = tracker.add(snap)
+    mtime = next((lg.mtime for lg in snap.logs if lg.is_run_log), None)
+    return to_json(diag, host, tracker.progress, mtime), render(diag, host)
 
 
 def _unreachable(host: HostConfig, error: str) -> dict[str, Any]:
@@ -54,6 +56,8 @@ def _unreachable(host: HostConfig, error: str) -> dict[str, Any]:
         "findings": [
             {"code": "host-unreachable", "severity": "error", "gpus": [], "message": error}
         ],
+        "supervisor": None,
+        "progress": None,
     }
 
 

@@ -9,7 +9,10 @@ One sub-package per layer, data flowing one way (docs/internals.md):
   the config, the control timings, terminal-safe text.
 - ``link``: how commands reach the host (local, SSH, containers), host PID maps, the feed.
 - ``diagnosis``: pure rules from samples to labels, findings, run state and timeline.
-- ``control``: launch, kill, restart, one PID, the auto-restart policy, control.sh.
+- ``alerts``: alerts to a person: the record, the rate limit (pure), the notifiers (a
+  command, a webhook) with timeouts.
+- ``control``: launch, kill, restart, one PID, the auto-restart policy, control.sh, and the
+  headless supervisor (its loop, lock and record in the run root).
 
-``control`` may use ``link`` and ``diagnosis``; neither of those uses the other.
+``control`` may use ``link``, ``diagnosis`` and ``alerts``; none of those uses another.
 """

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from dflash_train.topology import Topology, TopologyError
+from dflash_tui.core.base.alert_config import AlertConfigError, AlertSettings, alerts_from_table
 from dflash_tui.core.base.config_keys import ConfigError, check_keys
 from dflash_tui.core.base.config_restart import restart_from_table
 from dflash_tui.core.base.config_values import (
@@ -82,6 +83,7 @@ class Config:
     source: str | None = None  # the config file read, if any
     defaults: HostConfig | None = None  # [[hosts]] only: the top-level settings
     notes: tuple[str, ...] = ()  # for the user, said by the front end (stderr)
+    alerts: AlertSettings = field(default_factory=AlertSettings)  # [alerts]
 
     @property
     def host(self) -> HostConfig:
@@ -197,14 +199,28 @@ def load_file(path: str | os.PathLike[str]) -> Config:
         host_t = doc.get("host") or {}
         if not isinstance(host_t, dict):
             raise ConfigError("host must be a table")
-        return Config(hosts=(_host_from_table(doc, host_t, "host"),), source=str(path))
+        return Config(
+            hosts=(_host_from_table(doc, host_t, "host"),), source=str(path), alerts=_alerts(doc)
+        )
     if "host" in doc:
         raise ConfigError(f"config {path}: use [host] (one machine) or [[hosts]], not both")
     tables = isinstance(hosts_t, list) and all(isinstance(h, dict) for h in hosts_t)
     if not tables or not hosts_t:
         raise ConfigError("hosts must be a list of [[hosts]] tables")
     hosts = tuple(_host_from_table(doc, h, f"hosts[{i}]") for i, h in enumerate(hosts_t))
-    return Config(hosts=_unique(hosts), source=str(path), defaults=_host_from_table(doc, {}, ""))
+    return Config(
+        hosts=_unique(hosts),
+        source=str(path),
+        defaults=_host_from_table(doc, {}, ""),
+        alerts=_alerts(doc),
+    )
+
+
+def _alerts(doc: dict[str, Any]) -> AlertSettings:
+    try:
+        return alerts_from_table(doc.get("alerts", {}))
+    except AlertConfigError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 # ---- the flags --------------------------------------------------------------------------------

@@ -41,7 +41,24 @@ HOST: Schema = {
     "run": RUN,
     "restart": RESTART,
 }
-TOP: Schema = {"host": HOST, "hosts": HOST, "topology": TOPOLOGY, "run": RUN, "restart": RESTART}
+# [alerts] values (per-code tables among them) are checked by alert_config.py.
+ALERTS: Schema = {
+    "command": None,
+    "webhook": None,
+    "topic": None,
+    "on": None,
+    "min_interval_s": ANY,
+    "log_lines": None,
+    "timeout_s": None,
+}
+TOP: Schema = {
+    "host": HOST,
+    "hosts": HOST,
+    "topology": TOPOLOGY,
+    "run": RUN,
+    "restart": RESTART,
+    "alerts": ALERTS,
+}
 
 
 class ConfigError(ValueError):

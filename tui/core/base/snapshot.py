@@ -15,6 +15,8 @@ import json
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeVar
 
+from dflash_tui.core.base.supervision import SupervisorRecord
+
 T = TypeVar("T")
 
 PROBE_FORMAT = 1
@@ -276,6 +278,28 @@ class Telemetry:
 
 
 @dataclass(frozen=True)
+class StepEvent:
+    """The last ``step`` event of the run's event stream (nan/inf loss kept as such)."""
+
+    time: float | None = None
+    step: int | None = None
+    loss: float | None = None
+    acc: float | None = None
+    tok_s: float | None = None
+
+    @classmethod
+    def from_dict(cls, d: Any) -> StepEvent | None:
+        if not isinstance(d, dict):
+            return None
+
+        def num(v: Any) -> float | None:
+            return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+        return cls(num(d.get("time")), _int(d.get("step")), num(d.get("loss")),
+                   num(d.get("acc")), num(d.get("tok_s")))  # fmt: skip
+
+
+@dataclass(frozen=True)
 class Snapshot:
     time: float
     host: str = "local"
@@ -290,6 +314,8 @@ class Snapshot:
     probe_mode: str = "python"  # "python" or "shell" (degraded fallback without python3)
     errors: tuple[str, ...] = ()  # malformed rows, unreadable entries: shown as findings
     interval: float | None = None  # seconds between the probe's samples (None: one-shot)
+    last_step: StepEvent | None = None  # from the run's event stream, when it writes one
+    supervisor: SupervisorRecord | None = None  # <run_root>/supervisor.json, when there is one
 
     @classmethod
     def from_json(cls, line: str | bytes) -> Snapshot:
@@ -342,6 +368,8 @@ class Snapshot:
             probe_mode=_str(d.get("probe_mode")) or "python",
             errors=tuple(errors),
             interval=_float(d.get("interval")),
+            last_step=StepEvent.from_dict(d.get("last_step")),
+            supervisor=SupervisorRecord.from_dict(d.get("supervisor")),
         )
 
     @functools.cached_property

@@ -5,8 +5,11 @@
 - ``launch``, ``kill``, ``restart`` (with compile-cache clearing and the auto-restart runner
   ``supervise``), ``pid`` (one process, verified by PID and start time, never by name).
 - ``policy``: the auto-restart decisions (``AutoRestart``, ``Decision``), pure.
-- ``control.sh``: the POSIX sh program that does the work on the host (written by hand: it runs
-  where nothing of ours is installed).
+- ``supervisor``: the headless supervisor (``dflash-tui supervise``): cycle, feed, alerts;
+  ``supervisor_state``: its identity and what its record keeps; ``supervisor_files``: the
+  lock, ``supervisor.json`` and the policy request, through ``supervisor.sh``.
+- ``control.sh``, ``supervisor.sh``: the POSIX sh programs that do the work on the host
+  (written by hand: they run where nothing of ours is installed).
 
-Uses ``base``, ``link`` and ``diagnosis``.
+Uses ``base``, ``link``, ``diagnosis`` and ``alerts``.
 """

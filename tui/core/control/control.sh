@@ -181,6 +181,9 @@ report() {  # DIR LOG_LINES: the run's files, its verdict and members
   say "now $(now)"
   say "id ${1##*/}"
   say "dir $1"
+  # The processes first, the files after: a job that ends in between then reads as alive
+  # with its exit file (ended, judged at the next look), never as gone without one (killed).
+  verify "$1"
   for rp_f in pid started_at exit kill_requested workdir command; do
     rp_v=
     [ -r "$1/$rp_f" ] && { IFS= read -r rp_v <"$1/$rp_f" || [ -n "$rp_v" ]; } && say "file $rp_f $rp_v"
@@ -188,7 +191,6 @@ report() {  # DIR LOG_LINES: the run's files, its verdict and members
   if [ -r "$1/launch_error" ]; then
     while IFS= read -r rp_v || [ -n "$rp_v" ]; do say "launch_error $rp_v"; done <"$1/launch_error"
   fi
-  verify "$1"
   say "verdict $VERDICT"
   printf '%s' "$MEMBERS" | while IFS= read -r rp_m; do say "member $rp_m"; done
   if [ "${2:-0}" -gt 0 ] 2>/dev/null && [ -r "$1/output.log" ]; then

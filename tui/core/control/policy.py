@@ -3,6 +3,7 @@ crashed run, like supervisord (pure: tested without processes)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dflash_tui.core.base.rundir import exit_meaning
@@ -31,6 +32,7 @@ class AutoRestart:
         self._pending: Decision | None = None
         self._fatal: Decision | None = None
         self.since: float | None = None  # first observation, on the run's clock
+        self._seen_alive: str | None = None  # the last run this machine saw alive
 
     def observe(self, run: RunRecord | None, state: str, now: float) -> Decision:
         p = self.policy
@@ -40,6 +42,8 @@ class AutoRestart:
             self.since = now
         if self._fatal is not None:
             return self._fatal
+        if run is not None and state in ("starting", "running"):
+            self._seen_alive = run.id
         if run is None or state not in ("exited", "killed", "launch-failed"):
             if run is not None and run.id == self._handled:
                 # Judged ended, yet alive now (a transient reading): judge its real end afresh.
@@ -69,6 +73,8 @@ class AutoRestart:
     def _before_us(self, run: RunRecord) -> bool:
         since = self.since
         if since is None or run.started_at is None or run.started_at >= since:
+            return False
+        if run.id == self._seen_alive:  # it ended while watched (a kill leaves no end time)
             return False
         return run.ended_at is None or run.ended_at < since
 
@@ -106,3 +112,45 @@ class AutoRestart:
         self.restarts.append(now)
         self._pending = self._crash(f"restart failed ({error})", None, None, now)
         return self._pending
+
+    # -- what a headless supervisor keeps across its own restarts (supervisor.json) --
+
+    def pending(self) -> tuple[str, Decision] | None:
+        """The restart scheduled for the run judged last, if one is (to be saved)."""
+        if self._handled is None or self._pending is None or self._pending.action != "restart":
+            return None
+        return self._handled, self._pending
+
+    def fatal(self) -> Decision | None:
+        return self._fatal
+
+    def resume(
+        self,
+        *,
+        failures: int,
+        restart_times: Sequence[float] = (),
+        since: float | None = None,
+        pending: tuple[str, Decision] | None = None,
+        fatal: tuple[str, Decision] | None = None,
+        seen_alive: str | None = None,
+    ) -> None:
+        """Continue where an earlier supervisor of the same run root stopped: its crash count,
+        its recent restarts (the flapping guard), a restart it had scheduled for run
+        ``pending[0]`` (carried out when due, not judged afresh: that crash was seen while
+        supervised), or its FATAL for a run. ``since``: when supervision began (a chain of
+        ``--once`` runs, with the run the last one saw alive); otherwise the first
+        observation, so older crashes are left as is."""
+        self.failures = max(failures, 0)
+        self._seen_alive = seen_alive or self._seen_alive
+        self.restarts = list(restart_times)
+        if since is not None:
+            self.since = since
+        if pending is not None:
+            self._handled, self._pending = pending
+        if fatal is not None:
+            self._handled, self._fatal = fatal[0], fatal[1]
+
+    @property
+    def handled(self) -> str | None:
+        """The run judged last (the one a pending restart or FATAL is about)."""
+        return self._handled

@@ -36,6 +36,7 @@ from dflash_tui.core.control.script import (
     is_cancelled,
     run_script,
 )
+from dflash_tui.core.control.supervisor_files import live_supervisor
 from dflash_tui.core.diagnosis.thresholds import DEFAULT, Thresholds
 from dflash_tui.core.link.transport import Transport, TransportError
 
@@ -230,7 +231,9 @@ async def supervise(
     poll: float = 2.0,
 ) -> Decision | None:
     """Auto-restart (opt-in): watch the latest run and relaunch it after a crash, as ``policy``
-    says, until ``stop`` is set or the policy gives up (FATAL, returned)."""
+    says, until ``stop`` is set or the policy gives up (FATAL, returned). While a headless
+    supervisor (``dflash-tui supervise``) is live on the run root, every crash is left to it
+    (decision ``off``): two loops never restart one crash twice."""
     machine, last = AutoRestart(policy), None
     while not stop.is_set():
         try:
@@ -240,6 +243,13 @@ async def supervise(
         else:
             now = rep.now if rep.now is not None else time.time()
             decision = machine.observe(rep.record, rep.state(start_window), now)
+            if decision.action in ("restart", "fatal"):
+                # Never beside a live headless supervisor: the crash is its to handle.
+                sup = await live_supervisor(transport, host.run_root)
+                if sup is not None:
+                    decision = Decision(
+                        "off", f"supervised by PID {sup.pid} on {sup.host}: left to it"
+                    )
             if decision.action == "restart" and decision.at is not None and now >= decision.at:
                 res = await launch(transport, host, start_window=start_window, keep=keep)
                 if on_launch is not None:

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field, replace
 
 from dflash_train.topology import Topology
 from dflash_tui.core.base.rundir import run_state
-from dflash_tui.core.base.snapshot import Gpu, GpuProcess, LogState, RunRecord, Snapshot
+from dflash_tui.core.base.snapshot import Gpu, GpuProcess, LogState, RunRecord, Snapshot, StepEvent
+from dflash_tui.core.base.supervision import SupervisorRecord
 from dflash_tui.core.diagnosis.finding import Finding
 from dflash_tui.core.diagnosis.findings_gpu import build_findings
 from dflash_tui.core.diagnosis.ownership import judge, run_alive
@@ -100,6 +101,8 @@ class Diagnosis:
     telemetry_source: str = "none"
     telemetry_error: str | None = None  # why readings are missing (a hung nvidia-smi, ...)
     interval: float | None = None  # the probe's seconds between samples (None: one-shot)
+    supervisor: SupervisorRecord | None = None  # the headless supervisor's record, if any
+    last_step: StepEvent | None = None  # the run's event stream's last step, if any
 
     def healthy(self, role: str) -> tuple[int, int]:
         """(healthy, expected) GPUs of a role."""
@@ -294,6 +297,8 @@ def diagnose(
         telemetry_source=latest.telemetry.source,
         telemetry_error=latest.telemetry.error,
         interval=latest.interval,
+        supervisor=latest.supervisor,
+        last_step=latest.last_step,
     )
     findings = build_findings(diag, latest, th, progress)
     return Diagnosis(**{**diag.__dict__, "findings": tuple(findings)})

@@ -4,11 +4,13 @@ command line prints is tui/cli/table.py)."""
 from __future__ import annotations
 
 import datetime as dt
+import math
 from typing import Any
 
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.rundir import exit_meaning
 from dflash_tui.core.diagnosis.diagnose import Diagnosis
+from dflash_tui.core.diagnosis.progress import Progress
 
 SCHEMA = 1
 
@@ -19,8 +21,49 @@ def iso_time(t: float | None) -> str | None:
     return dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def to_json(diag: Diagnosis, host: HostConfig) -> dict[str, Any]:
+def _finite(v: float | None) -> float | None:
+    return v if v is None or math.isfinite(v) else None
+
+
+def progress_json(
+    diag: Diagnosis, progress: Progress | None = None, log_mtime: float | None = None
+) -> dict[str, Any] | None:
+    """Step, loss, tok/s and seconds since the last step: from the run's event stream when it
+    writes one, else from its log (where a single sample dates the step by the log's mtime:
+    the step line was written then or earlier). A nan or inf loss reads as null with
+    ``loss_finite`` false (JSON has no nan). None: no step seen."""
+    ev = diag.last_step
+    if ev is not None and ev.step is not None:
+        src, step, loss, acc, tok_s, at = "events", ev.step, ev.loss, ev.acc, ev.tok_s, ev.time
+    elif progress is not None and progress.last_step is not None:
+        last = progress.last
+        src, step, at = "log", progress.last_step, progress.last_step_at
+        loss, acc, tok_s = (last.loss, last.acc, last.tok_s) if last else (None, None, None)
+        if log_mtime is not None and at is not None:
+            at = min(at, log_mtime)
+    else:
+        return None
+    return {
+        "source": src,
+        "step": step,
+        "loss": _finite(loss),
+        "loss_finite": loss is None or math.isfinite(loss),
+        "acc": _finite(acc),
+        "tok_s": _finite(tok_s),
+        "last_step_at": iso_time(at),
+        "last_step_age_s": round(max(diag.time - at, 0.0), 1) if at is not None else None,
+    }
+
+
+def to_json(
+    diag: Diagnosis,
+    host: HostConfig,
+    progress: Progress | None = None,
+    log_mtime: float | None = None,
+) -> dict[str, Any]:
+    """The document; ``progress`` and ``log_mtime`` (the run log's) feed its ``progress``."""
     run = diag.run
+    sup = diag.supervisor
     return {
         "schema": SCHEMA,
         "host": host.label,
@@ -70,4 +113,6 @@ def to_json(diag: Diagnosis, host: HostConfig) -> dict[str, Any]:
             for v in diag.gpus
         ],
         "findings": [f.to_json() for f in diag.findings],
+        "supervisor": sup.to_status(diag.time) if sup is not None else None,
+        "progress": progress_json(diag, progress, log_mtime),
     }

@@ -8,7 +8,12 @@ from typing import TYPE_CHECKING
 from dflash_tui.core.base.rundir import ALIVE_STATES as ACTIVE
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.diagnosis.finding import Finding, gpus_text
-from dflash_tui.core.diagnosis.findings_run import log_findings, run_findings, telemetry_findings
+from dflash_tui.core.diagnosis.findings_run import (
+    log_findings,
+    run_findings,
+    supervisor_findings,
+    telemetry_findings,
+)
 from dflash_tui.core.diagnosis.progress import Progress
 from dflash_tui.core.diagnosis.severity import GPU_LABELS, label_severity, rank
 from dflash_tui.core.diagnosis.thresholds import Thresholds
@@ -245,6 +250,7 @@ def build_findings(
         *log_findings(diag, th),
         *_label_findings(diag),
         *telemetry_findings(snap),
+        *supervisor_findings(snap),
     ]
     hidden = _hidden_processes_finding(diag, th)
     if hidden is not None:

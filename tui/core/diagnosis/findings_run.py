@@ -166,3 +166,23 @@ def telemetry_findings(snap: Snapshot) -> list[Finding]:
             )
         )
     return out
+
+
+def supervisor_findings(snap: Snapshot) -> list[Finding]:
+    """supervisor-stale: a supervisor that never said it stopped has not beaten lately."""
+    rec = snap.supervisor
+    if rec is None or not rec.stale(snap.time):
+        return []
+    age = rec.age(snap.time)
+    when = f"last heartbeat {duration(age)} ago" if age is not None else "no heartbeat"
+    return [
+        Finding(
+            "supervisor-stale",
+            "warning",
+            (),
+            f"supervisor PID {rec.pid} on {rec.host or '?'}: {when} (it beats every "
+            f"{rec.heartbeat_s:g}s): it was killed, its machine slept or it hangs, so nothing "
+            "restarts this run or sends alerts. Next: read its supervisor.log; start it again "
+            "with `dflash-tui supervise --detach` (it re-attaches, keeping its restart count).",
+        )
+    ]

@@ -4,10 +4,13 @@ Standard library only, python3 >= 3.6 (no __future__ import). Sent over stdin ah
 (see tui/core/probe/bundle.py); also imported by it when run as a file or a module.
 """
 
+import json
 import os
 import re
 
 RUN_ID = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{4}$")  # as control.sh IDGLOB
+SUPERVISOR_FILE = "supervisor.json"  # as tui/core/base/supervision.py RECORD_FILE
+EVENTS_TAIL = 65536  # bytes of the event stream read back for its last step
 
 
 def read_bytes(path: str, limit: int = 1 << 20) -> bytes:
@@ -93,3 +96,56 @@ class RunFiles:
             self.errors.append("run %s: malformed %s file: %r" % (self.rid, name, text[:60]))
             return [None] * len(kinds)
         return vals
+
+
+def read_json_file(path: str, errors: list, what: str, limit: int = 65536):
+    """A small JSON object file (None: absent, unreadable or not an object; said in errors)."""
+    try:
+        data = read_bytes(path, limit)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        errors.append("cannot read %s %s: %s" % (what, path, exc.strerror or exc))
+        return None
+    try:
+        doc = json.loads(data.decode("utf-8", "replace"))
+    except ValueError:
+        errors.append("%s %s is not JSON" % (what, path))
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def read_supervisor(root, errors: list):
+    """The headless supervisor's record in the run root (written atomically), or None."""
+    if not root:
+        return None
+    return read_json_file(os.path.join(expand_home(root), SUPERVISOR_FILE), errors, "supervisor")
+
+
+def last_step(run, errors: list):
+    """The last `step` event of the run's event stream: time, step, loss, acc, tok/s."""
+    path = run.get("events_path") if run else None
+    if not path:
+        return None
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - EVENTS_TAIL))
+            data = f.read(EVENTS_TAIL)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        errors.append("cannot read events %s: %s" % (path, exc.strerror or exc))
+        return None
+    for raw in reversed(data.split(b"\n")):
+        if b'"step"' not in raw:
+            continue
+        try:
+            ev = json.loads(raw.decode("utf-8", "replace"))
+        except ValueError:
+            continue  # a cut first line, or a line being written
+        if isinstance(ev, dict) and ev.get("event") == "step":
+            keys = ("time", "step", "loss", "acc", "tok_s")
+            return {k: ev.get(k) for k in keys}
+    return None

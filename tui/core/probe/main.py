@@ -178,6 +178,10 @@ class Probe:
             lambda: read_run_dir(self.args.run_root, errors), errors, "run directory"
         )
         out["logs"] = guard(lambda: self.logs(out["run"]), errors, "logs") or []
+        out["last_step"] = guard(lambda: last_step(out["run"], errors), errors, "event stream")
+        out["supervisor"] = guard(
+            lambda: read_supervisor(self.args.run_root, errors), errors, "supervisor record"
+        )
         if len(errors) > MAX_ERRORS:
             errors[MAX_ERRORS:] = ["... and %d more errors" % (len(errors) - MAX_ERRORS)]
         out["errors"] = errors

@@ -1,0 +1,397 @@
+"""The headless supervisor behind ``dflash-tui supervise``: the app's feed, diagnosis,
+auto-restart policy and alerts, with no screen, one per run root.
+
+Each cycle (every ``poll`` seconds) reads the run back (control.sh), lets the pure policy
+(``AutoRestart``) decide, launches a due restart, alerts on what changed, and rewrites
+``<run_root>/supervisor.json`` (its heartbeat) while it still holds the run root's lock. The
+feed runs beside it and turns findings (no-progress, loss-not-finite, near-oom, ...) into
+alerts. The job never depends on it: killing the supervisor leaves the run alone, and the next
+supervisor re-attaches, keeping the restart count, carrying out a restart that was scheduled
+(not judging that crash afresh), and leaving alone a run that ended while nobody supervised,
+or one stopped on request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from dflash_tui import __version__
+from dflash_tui.core.alerts.alert import Alert
+from dflash_tui.core.alerts.notify import Alerter
+from dflash_tui.core.base.alert_config import AlertSettings
+from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.rundir import ALIVE_STATES, RunReport, exit_meaning
+from dflash_tui.core.base.snapshot import RunRecord, Snapshot
+from dflash_tui.core.base.supervision import policy_request
+from dflash_tui.core.base.timings import START_WINDOW_S, RestartPolicy
+from dflash_tui.core.control import supervisor_files as files
+from dflash_tui.core.control.launch import launch
+from dflash_tui.core.control.policy import AutoRestart, Decision
+from dflash_tui.core.control.script import ControlError, fetch_run
+from dflash_tui.core.control.supervisor_state import (
+    Kept,
+    decision_json,
+    describe_owner,
+    hostname,
+    kept_from,
+    policy_json,
+    stale_reason,
+    start_ticks,
+    strip_tails,
+)
+from dflash_tui.core.diagnosis.tracker import Tracker
+from dflash_tui.core.link.feed import Feed, sample_once
+from dflash_tui.core.link.transport import Transport, TransportError
+
+# Codes the cycle alerts itself (from the run directory), not from the feed's findings.
+CYCLE_CODES = frozenset({"run-exited", "launch-failed", "run-finished", "supervisor-stale"})
+
+
+class SupervisorBusy(ControlError):
+    """Another supervisor holds the run root; the message names it."""
+
+
+class LockLost(ControlError):
+    """Our lock was taken over (we were judged gone): stop, the other one supervises now."""
+
+
+@dataclass(frozen=True)
+class Options:
+    poll: float = 2.0  # seconds between cycles (and heartbeats)
+    interval: float = 2.0  # the feed's sampling interval
+    start_window: float = START_WINDOW_S
+    keep: int = 0
+    mode: str = "daemon"  # daemon | once
+    takeover_s: float = 60.0  # a lock held from another machine, silent this long, is taken
+    log_path: str | None = None
+
+
+class Supervisor:
+    def __init__(
+        self,
+        transport: Transport,
+        host: HostConfig,
+        policy: RestartPolicy,
+        alerts: AlertSettings,
+        log: logging.Logger,
+        opts: Options = Options(),
+    ) -> None:
+        self.transport, self.host, self.policy, self.log, self.opts = (
+            transport, host, policy, log, opts)  # fmt: skip
+        self.machine = AutoRestart(policy)
+        self.alerter = Alerter(alerts, log, tail=self._tail)
+        self.token = uuid.uuid4().hex
+        self.pid, self.host_name = os.getpid(), hostname()
+        self.ticks = start_ticks(self.pid)
+        self.started_at = time.time()
+        self.kept = Kept()
+        self.restarts = 0
+        self.last: Decision | None = None
+        self.run_id: str | None = None
+        self.run_state = "unknown"
+        self.link_error: str | None = None
+        self.findings: set[str] = set()
+        self.lines: deque[str] = deque(maxlen=max(alerts.log_lines, 1))
+        self.stop_reason: str | None = None
+
+    # -- the lock and the record --
+
+    def owner(self) -> dict[str, Any]:
+        return {"pid": self.pid, "host": self.host_name, "start_ticks": self.ticks,
+                "started_at": self.started_at, "version": __version__}  # fmt: skip
+
+    async def acquire(self) -> None:
+        """Take the run root's lock (a stale one is broken) and what the last record kept."""
+        root = self.host.run_root
+        rep = await files.lock(self.transport, root, self.token, self.owner())
+        if rep.status == "held":
+            why = self._stale(rep)
+            if why is None:
+                raise SupervisorBusy(
+                    f"a supervisor already runs for {root} on {self.host.label}: "
+                    f"{describe_owner(rep.owner, rep.record)}; stop it with "
+                    "`dflash-tui supervise --stop` (same flags) first"
+                )
+            self.log.warning("taking over the lock of %s: %s", root, why)
+            rep = await files.take(self.transport, root, rep.token or "", self.token, self.owner())
+            if rep.status != "locked":
+                raise SupervisorBusy(
+                    f"a supervisor took the lock of {root} first: "
+                    f"{describe_owner(rep.owner, rep.record)}"
+                )
+        self.kept = kept_from(rep.record, self.opts.mode)
+        k = self.kept
+        self.restarts, self.findings = k.restarts, set(k.findings)
+        self.machine.resume(failures=k.failures, restart_times=k.restart_times, since=k.since,
+                            pending=k.pending, fatal=k.fatal,
+                            seen_alive=k.seen_alive if k.since is not None else None)  # fmt: skip
+        self.alerter.limiter.restore(k.alerts)
+        self.log.info(
+            "supervising %s on %s (PID %d, auto-restart %s; kept: %d restarts, %d failures%s)",
+            root, self.host.label, self.pid, "on" if self.policy.enabled else "off",
+            k.restarts, k.failures,
+            f", a restart of run {k.pending[0]} due" if k.pending else "",
+        )  # fmt: skip
+
+    def _stale(self, rep: files.Reply) -> str | None:
+        """Why the lock's owner is gone (None: it is alive, or cannot be judged gone)."""
+        return stale_reason(rep.owner, rep.record, self.host_name, self.opts.takeover_s)
+
+    def record(self, stopped: bool = False) -> dict[str, Any]:
+        pending = self.machine.pending()
+        fatal = self.machine.fatal()
+        return {
+            "schema": 1,
+            **self.owner(),
+            "heartbeat_at": time.time(),
+            "heartbeat_s": self.opts.poll,
+            "mode": self.opts.mode,
+            "target": self.host.label,
+            "container": self.host.container,
+            "run_root": self.host.run_root,
+            "log": self.opts.log_path,
+            "policy": policy_json(self.policy),
+            "restarts": self.restarts,
+            "failures": self.machine.failures,
+            "restart_times": self.machine.restarts[-20:],
+            "last_decision": decision_json(self.last, self.machine.handled),
+            "pending": {**(decision_json(pending[1]) or {}), "run_id": pending[0]}
+            if pending
+            else None,
+            "fatal_run": self.machine.handled if fatal is not None else None,
+            "launching": self.kept.launching,
+            "run": {"id": self.run_id, "state": self.run_state},
+            "seen_alive": self.kept.seen_alive,
+            "end_alerted": self.kept.end_alerted,
+            "findings": sorted(self.findings),
+            "alerts": strip_tails(self.alerter.limiter.to_json()),
+            "alerts_sent": self.alerter.sent,
+            "alerts_failed": self.alerter.failed,
+            "link": "down" if self.link_error else "up",
+            "link_error": self.link_error,
+            "stopped_at": time.time() if stopped else None,
+            "stop_reason": self.stop_reason if stopped else None,
+        }
+
+    async def beat(self) -> None:
+        """Rewrite the record (the heartbeat); take a viewer's policy request."""
+        try:
+            rep = await files.beat(self.transport, self.host.run_root, self.token, self.record())
+        except (ControlError, TransportError) as exc:
+            self._link_down(f"heartbeat not written: {exc}")
+            return
+        if rep.status == "lost":
+            raise LockLost(
+                f"the lock of {self.host.run_root} was taken over by "
+                f"{describe_owner(rep.owner, None)}: this supervisor stops"
+            )
+        enabled = policy_request(rep.policy)
+        asked = (rep.policy or {}).get("requested_at")
+        by = (rep.policy or {}).get("by", "?")
+        if enabled is not None and isinstance(asked, int | float) and asked < self.started_at:
+            # The flags this supervisor was started with are the later word.
+            self.log.info("ignored a policy request by %s from before this supervisor", by)
+        elif enabled is not None and enabled != self.policy.enabled:
+            self.set_policy(replace(self.policy, enabled=enabled), f"asked by {by}")
+
+    def set_policy(self, policy: RestartPolicy, why: str) -> None:
+        """A new policy: a fresh decision machine (old crashes stay as they are), count kept."""
+        self.policy = policy
+        self.machine = AutoRestart(policy)
+        self.alerter.limiter.reopen()
+        self.log.info("auto-restart %s (%s)", "on" if policy.enabled else "off", why)
+
+    async def release(self) -> None:
+        with contextlib.suppress(ControlError, TransportError):
+            await files.release(self.transport, self.host.run_root, self.token, self.record(True))
+
+    # -- one decision cycle --
+
+    async def cycle(self) -> Decision:
+        try:
+            rep = await fetch_run(self.transport, self.host.run_root)
+        except (ControlError, TransportError) as exc:
+            self._link_down(f"cannot read the run: {exc}")
+            decision = Decision("watch", f"cannot read the run: {exc}")
+        else:
+            self._link_up()
+            decision = await self._decide(rep)
+        if decision != self.last:
+            self._decided(decision)
+        self.last = decision
+        self.alerter.tick(time.time())
+        await self.beat()
+        return decision
+
+    async def _decide(self, rep: RunReport) -> Decision:
+        now = rep.now if rep.now is not None else time.time()
+        run, state = rep.record, rep.state(self.opts.start_window)
+        self.run_id, self.run_state = (run.id if run else None), state
+        self._run_events(run, state, now)
+        if self.machine.fatal() is not None and run is not None and run.id != self.machine.handled:
+            self.set_policy(self.policy, f"a new run {run.id} after FATAL")
+        k = self.kept
+        if k.launching is not None:  # the last supervisor stopped while launching a restart
+            if run is not None and run.id != k.launching:
+                self.restarts += 1
+                self.machine.restarted(now)
+                self.log.info("the restart of run %s was launched: run %s", k.launching, run.id)
+            k.launching = None
+        decision = self.machine.observe(run, state, now)
+        if decision != self.last:  # said before it is carried out (a restart due at once too)
+            self._decided(decision)
+            self.last = decision
+        if decision.action != "restart" or decision.at is None or now < decision.at:
+            return decision
+        assert run is not None
+        k.launching = run.id
+        await self.beat()  # the intent is on record before the launch
+        res = await launch(
+            self.transport, self.host, start_window=self.opts.start_window, keep=self.opts.keep
+        )
+        k.launching = None
+        if res.refused:  # a run is alive after all (another launch won): nothing to restart
+            self.log.info("no restart of run %s: %s", run.id, res.message)
+            return Decision("watch", res.message, failures=self.machine.failures)
+        if res.run_id is None:
+            self.log.warning("restart of run %s failed: %s", run.id, res.message)
+            return self.machine.launch_failed(now, res.error or res.message)
+        self.machine.restarted(now)
+        self.restarts += 1
+        self.log.info("restarted run %s as run %s (%s)", run.id, res.run_id, res.message)
+        self.run_id, self.run_state = res.run_id, res.state
+        if res.state in ALIVE_STATES:
+            k.seen_alive = res.run_id
+        return Decision("watch", f"restarted as run {res.run_id}", failures=self.machine.failures)
+
+    def _decided(self, d: Decision) -> None:
+        self.log.info("decision: %s: %s", d.action, d.message)
+        if d.action == "restart":
+            self.alert("restart", "warning", d.message)
+        elif d.action == "fatal":
+            self.alert("fatal", "error", d.message)
+
+    def _run_events(self, run: RunRecord | None, state: str, now: float) -> None:
+        """run-exited, launch-failed, run-finished: once per run, for a run seen alive (by
+        this supervisor or the one before it), never for one stopped on request."""
+        k = self.kept
+        if run is None:
+            return
+        if state in ALIVE_STATES:
+            k.seen_alive = run.id
+            return
+        if run.id != k.seen_alive or run.id == k.end_alerted or state == "starting":
+            return
+        k.end_alerted = run.id
+        if run.kill_requested_at is not None:
+            self.log.info("run %s was stopped on request (%s)", run.id, state)
+            return
+        code = run.exit_code
+        if state == "launch-failed":
+            self.alert("launch-failed", "error", f"run {run.id} failed to start: "
+                       f"{run.launch_error or f'exit {code}'}", run.id)  # fmt: skip
+        elif state == "exited" and code in self.policy.success_codes:
+            self.alert("run-finished", "info", f"run {run.id} finished (exit {code})", run.id)
+        else:
+            shown = code if code is not None else "?"
+            msg = f"run {run.id} {state} (exit {shown}: {exit_meaning(code)})"
+            self.alert("run-exited", "error", msg, run.id)
+
+    # -- alerts, the link, the feed --
+
+    def alert(self, code: str, severity: str, message: str, run_id: str | None = None) -> None:
+        run_id = run_id or self.run_id
+        a = Alert(code, severity, message, self.host.label, time.time(), run_id)
+        self.alerter.offer(a, a.time)
+
+    async def _tail(self, alert: Alert) -> tuple[str, ...]:
+        n = self.alerter.settings.log_lines
+        if alert.run_id is not None:
+            with contextlib.suppress(ControlError, TransportError):
+                rep = await fetch_run(self.transport, self.host.run_root, alert.run_id, n)
+                return rep.log_tail[-n:]
+        return tuple(self.lines)[-n:]
+
+    def _link_down(self, error: str) -> None:
+        if self.link_error is None:
+            self.log.warning("link to %s down: %s", self.host.label, error)
+            self.alert("host-unreachable", "error", f"{self.host.label} unreachable: {error}")
+        self.link_error = error
+
+    def _link_up(self) -> None:
+        if self.link_error is not None:
+            self.log.info("link to %s back", self.host.label)
+        self.link_error = None
+
+    def on_sample(self, tracker: Tracker, snap: Snapshot) -> None:
+        """Alert on findings that appeared (each code once while it holds)."""
+        for log in snap.logs:
+            if log.is_run_log:
+                self.lines.extend(log.lines)
+        diag = tracker.add(snap)
+        now_codes = {f.code for f in diag.findings if f.severity != "info"} - CYCLE_CODES
+        for f in diag.findings:
+            if f.code in now_codes - self.findings:
+                self.alert(f.code, f.severity, f.message)
+        self.findings = now_codes
+
+    async def watch_feed(self) -> None:
+        tracker = Tracker(self.host.topology)
+        async for ev in Feed(self.transport, self.host, self.opts.interval).events():
+            if isinstance(ev, Snapshot):
+                try:
+                    self.on_sample(tracker, ev)
+                except Exception as exc:  # a bug in diagnosis must not end supervision
+                    self.log.warning("diagnosis failed: %r", exc)
+
+    # -- the whole run --
+
+    async def run(self, stop: asyncio.Event, ready: Callable[[], None] | None = None) -> None:
+        """Cycle until ``stop`` is set (or the lock is lost); then write the last record.
+        ``ready`` is called once, after the first cycle's heartbeat."""
+        feed = asyncio.create_task(self.watch_feed())
+        try:
+            while not stop.is_set():
+                try:
+                    await self.cycle()
+                except LockLost:
+                    raise
+                except Exception as exc:  # one bad cycle must not end supervision
+                    self.log.warning("cycle failed: %r", exc)
+                if ready is not None:
+                    ready()
+                    ready = None
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(stop.wait(), self.opts.poll)
+            self.stop_reason = self.stop_reason or "stopped"
+        finally:
+            feed.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await feed
+            await self.alerter.close(self.alerter.settings.timeout_s + 2)
+            await self.release()
+            self.log.info("supervisor PID %d ends (%s)", self.pid, self.stop_reason or "error")
+
+    async def once(self) -> Decision:
+        """One cycle (``--once``): a sample's findings, a decision, its alerts, the record."""
+        try:
+            snap = await sample_once(self.transport, self.host)
+            self.on_sample(Tracker(self.host.topology, live=False), snap)
+        except TransportError as exc:
+            self._link_down(f"cannot sample: {exc}")
+        try:
+            decision = await self.cycle()
+        finally:
+            await self.alerter.close(self.alerter.settings.timeout_s + 2)
+            self.stop_reason = "once"
+            await self.release()
+        return decision
