@@ -42,7 +42,7 @@ timeout_s = 3
 @pytest.mark.parametrize(
     ("body", "says"),
     [
-        ("webhok = 'http://x'", "unknown key 'webhok'"),
+        ("webhok = 'http://x'", "unknown key 'alerts.webhok'"),
         ("on = ['restarts']", "unknown code 'restarts'"),
         ("webhook = 'ftp://x'", "http:// or https://"),
         ("min_interval_s = -1", "min_interval_s must be"),

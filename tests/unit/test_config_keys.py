@@ -44,7 +44,7 @@ def write(tmp_path: Path, text: str, name: str = "c.toml") -> Path:
             "unknown key 'hosts[1].topology.targets' (did you mean 'hosts[1].topology.target'?)",
         ),
         ("[[hosts]]\n[hosts.restart]\nretry = 1", "'hosts[0].restart.retry' (did you mean"),
-        ("zzz = 2", "unknown key 'zzz' (known: host, hosts, topology, run, restart)"),
+        ("zzz = 2", "unknown key 'zzz' (known: host, hosts, topology, run, restart, alerts)"),
     ],
 )
 def test_an_unknown_table_or_key_at_any_level_is_named(
@@ -72,7 +72,7 @@ def test_a_typo_stops_launch_before_anything_runs(
 ) -> None:
     """The issue's case: `comand = "x"` launched the bundled demo, exit 0."""
     ran: list[object] = []
-    monkeypatch.setattr("dflash_tui.cli.run.main", lambda cfg, args: ran.append(cfg) or 0)
+    monkeypatch.setattr("dflash_tui.cli.run.run_control", lambda cfg, args: ran.append(cfg) or 0)
     path = write(tmp_path, "[topolgy]\ntarget = [0]\n[run]\ncomand = 'x'\n")
     assert main(["--config", str(path), "launch"]) == 2
     assert ran == []

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from dflash_tui.app.hosts import HostState
 
 
-def live_supervisor(state: HostState) -> SupervisorRecord | None:
+def shown_supervisor(state: HostState) -> SupervisorRecord | None:
     diag = state.diagnosis
     sup = diag.supervisor if diag is not None else None
     return sup if sup is not None and diag is not None and sup.live(diag.time) else None
@@ -27,7 +27,7 @@ def live_supervisor(state: HostState) -> SupervisorRecord | None:
 
 def defer_toggle(app: DflashApp, state: HostState) -> bool:
     """``A`` on a supervised host: ask the supervisor (True), else leave it to the app."""
-    sup = live_supervisor(state)
+    sup = shown_supervisor(state)
     ask = getattr(state.bridge, "request_supervisor_policy", None)
     if sup is None or ask is None:
         return False

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from dflash_tui.core.base.config import Config, HostConfig, expand_local
 from dflash_tui.core.base.supervision import LOG_FILE, SupervisorRecord
+from dflash_tui.core.base.timings import START_WINDOW_S
 from dflash_tui.core.control import supervisor_files as files
 from dflash_tui.core.control.script import ControlError
 from dflash_tui.core.control.supervisor import LockLost, Options, Supervisor, SupervisorBusy
@@ -47,10 +48,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     mode.add_argument("--stop", action="store_true", help="stop the running supervisor")
     mode.add_argument("--once", action="store_true", help="one decision cycle, then exit")
     p.add_argument(
-        "--poll", type=float, default=None, metavar="S", help="seconds between cycles (--interval)"
+        "--poll",
+        type=float,
+        default=None,
+        metavar="S",
+        help="seconds between cycles (default: --interval)",
     )
     p.add_argument(
-        "--start-window", type=float, default=None, metavar="S", help="seconds a job must live"
+        "--start-window",
+        type=float,
+        default=None,
+        metavar="S",
+        help=f"seconds a job must live (default {START_WINDOW_S:g})",
     )
 
 
