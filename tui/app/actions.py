@@ -1,5 +1,5 @@
 """Keys that change the world: launch, kill, restart, kill one process. Each goes through run
-control (tui/core/control.py via tui/app/control_bridge.py) in a cancellable worker; the
+control (tui/core/control/launch.py via tui/app/control_bridge.py) in a cancellable worker; the
 confirm dialogs name the host and exactly which PIDs and GPUs will be signalled. Every key
 acts on the host shown in detail only; one action runs at a time."""
 
@@ -10,14 +10,17 @@ import functools
 import os
 import pwd
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from rich.text import Text
 from textual.worker import Worker, WorkerState
 
 from dflash_tui.app.control_bridge import ControlError, StepFn
+from dflash_tui.app.host_pane import HostPane
+from dflash_tui.app.hosts import HostState
 from dflash_tui.app.messages import ControlDone, ControlStep
-from dflash_tui.app.procs.tree import ProcInfo, ProcTree
+from dflash_tui.app.ports import AppPort
+from dflash_tui.app.procs.tree import ProcInfo
 from dflash_tui.app.screens import ConfirmScreen
 from dflash_tui.app.waits import WaitBar
 from dflash_tui.core.base.config import HostConfig
@@ -26,44 +29,53 @@ from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.text import safe_label
 from dflash_tui.core.diagnosis.diagnose import Diagnosis
 
-if TYPE_CHECKING:
-    from dflash_tui.app.app import DflashApp
-    from dflash_tui.app.hosts import HostState
-
-    _Base = DflashApp
-else:
-    _Base = object
-
 Job = Callable[[StepFn], Awaitable[str]]
 
 
-class ControlActions(_Base):
-    """Every action acts on the host shown in detail (``self.current``), and names it."""
+class ControlApp(AppPort, Protocol):
+    """What the control actions need from the app besides ``AppPort``."""
 
-    def _init_control(self) -> None:
-        self.control_steps: list[str] = []  # the latest progress texts (tests read them)
-        self._control_host: HostState | None = None  # the host of the running action
+    def detail(self) -> HostPane:
+        """The pane of the host shown in detail."""
+        ...
+
+    def wait_bar(self) -> WaitBar | None:
+        """The wait bar; None once the app is shutting down."""
+        ...
+
+    def push_screen(
+        self, screen: ConfirmScreen, callback: Callable[[bool | None], None]
+    ) -> object: ...
+
+
+class ControlActions:
+    """Every action acts on the host shown in detail (``app.current``), and names it."""
+
+    def __init__(self, app: ControlApp) -> None:
+        self.app = app
+        self.steps: list[str] = []  # the latest progress texts (tests read them)
+        self._host: HostState | None = None  # the host of the running action
 
     # -- the actions --
 
-    def action_launch(self) -> None:
-        state = self.current
+    def launch(self) -> None:
+        state = self.app.current
         live = state.live_run()
         if live is not None:
             run = live[1].run
             assert run is not None
-            self.notify(
+            self.app.notify(
                 f"run {run.id} is alive on {state.key} (PGID {run.pgid}): r restarts it",
                 severity="warning",
             )
             return
         self._start(state, "launch", state.bridge.launch, f"launching on {state.key} …")
 
-    def action_kill(self) -> None:
-        state = self.current
+    def kill(self) -> None:
+        state = self.app.current
         live = state.live_run()
         if live is None:
-            self.notify(f"no live run to kill on {state.key}", severity="warning")
+            self.app.notify(f"no live run to kill on {state.key}", severity="warning")
             return
         snap, diag = live
         assert diag.run is not None
@@ -77,8 +89,8 @@ class ControlActions(_Base):
             f"killing on {state.key}: SIGTERM …",
         )
 
-    def action_restart(self) -> None:
-        state = self.current
+    def restart(self) -> None:
+        state = self.app.current
         diag, live = state.diagnosis, state.live_run()
         body = Text()
         if live is not None:
@@ -90,7 +102,7 @@ class ControlActions(_Base):
         body.append("A new run id and log file are created; the old log is kept.")
         rid = diag.run.id if diag and diag.run else None
         what = f"run {rid}" if rid else "(launch) the run"
-        where = f" on {state.key}" if len(self.host_states) > 1 else ""  # one host: no name
+        where = f" on {state.key}" if len(self.app.host_states) > 1 else ""  # one host: no name
         self._confirm(
             state,
             ConfirmScreen(f"Restart {what}{where}?", body, "Restart"),
@@ -99,11 +111,11 @@ class ControlActions(_Base):
             f"restarting on {state.key} …",
         )
 
-    def action_kill_process(self) -> None:
-        state = self.current
-        info = self.detail().query_one(ProcTree).selected()
+    def kill_process(self) -> None:
+        state = self.app.current
+        info = self.app.detail().procs().selected()
         if info is None:
-            self.notify("select a process in the tree first (tab to it)", severity="warning")
+            self.app.notify("select a process in the tree first (tab to it)", severity="warning")
             return
         me = acting_user(state.cfg, state.snapshot, state.diagnosis)
         body = process_kill_text(info, state.bridge.grace, me)
@@ -123,39 +135,44 @@ class ControlActions(_Base):
         self, state: HostState, screen: ConfirmScreen, name: str, job: Job, first: str
     ) -> None:
         """Show ``screen``; on yes, start ``job`` as control action ``name``."""
-        self.push_screen(screen, lambda yes: self._start(state, name, job, first) if yes else None)
 
-    def action_cancel_wait(self) -> None:
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._start(state, name, job, first)
+
+        self.app.push_screen(screen, answered)
+
+    def cancel_wait(self) -> None:
         """Ask control to stop waiting (it reports what it already did); force after 5 s."""
-        if not self.waits_active() or self._control_host is None:
+        if not self.waits_active() or self._host is None:
             return
-        cancel = getattr(self._control_host.bridge, "request_cancel", None)
+        cancel = getattr(self._host.bridge, "request_cancel", None)
         if cancel is not None:
             cancel()
-            self.get_screen_main().query_one(WaitBar).step("cancelling …")
-        self.set_timer(5.0 if cancel else 0.0, self._force_cancel)
+            self._wait_bar(lambda bar: bar.step("cancelling …"))
+        self.app.set_timer(5.0 if cancel else 0.0, self._force_cancel)
 
     def _force_cancel(self) -> None:
-        for w in self.workers:
+        for w in self.app.workers:
             if w.group == "control" and w.is_running:
                 w.cancel()
 
     def waits_active(self) -> bool:
         """One control action at a time, whichever host it acts on."""
-        return any(w.group == "control" and w.is_running for w in self.workers)
+        return any(w.group == "control" and w.is_running for w in self.app.workers)
 
     # -- plumbing --
 
     def _start(self, state: HostState, name: str, job: Job, first: str) -> None:
-        if self.read_only:  # bindings are hidden too; this is the second lock
-            self.notify("read-only mode: nothing is launched or killed", severity="error")
+        if self.app.read_only:  # bindings are hidden too; this is the second lock
+            self.app.notify("read-only mode: nothing is launched or killed", severity="error")
             return
         if self.waits_active():
-            self.notify("another action is still running (esc cancels it)", severity="warning")
+            self.app.notify("another action is still running (esc cancels it)", severity="warning")
             return
-        self._control_host = state
-        self.get_screen_main().query_one(WaitBar).start(first)
-        self.run_worker(
+        self._host = state
+        self._wait_bar(lambda bar: bar.start(first))
+        self.app.run_worker(
             self._control_job(state.key, name, job),
             name=name,
             group="control",
@@ -163,44 +180,51 @@ class ControlActions(_Base):
         )
 
     async def _control_job(self, host: str, name: str, job: Job) -> None:
+        post = self.app.post_message
+
         def step(text: str, done: float | None = None, total: float | None = None) -> None:
-            self.post_message(ControlStep(host, text, done, total))
+            post(ControlStep(host, text, done, total))
 
         try:
             text = await job(step)
         except ControlError as exc:
-            self.post_message(ControlDone(host, name, False, str(exc)))
+            post(ControlDone(host, name, False, str(exc)))
             return
         except asyncio.CancelledError:
-            self.post_message(
-                ControlDone(host, name, False, f"{name} cancelled; nothing more is sent")
-            )
+            post(ControlDone(host, name, False, f"{name} cancelled; nothing more is sent"))
             raise
-        self.post_message(ControlDone(host, name, True, text))
+        post(ControlDone(host, name, True, text))
 
-    def on_control_step(self, msg: ControlStep) -> None:
-        self.control_steps.append(msg.text)
-        del self.control_steps[:-50]
-        text = f"{msg.host}: {msg.text}" if len(self.host_states) > 1 else msg.text
-        self.get_screen_main().query_one(WaitBar).step(text, msg.done, msg.total)
+    def step(self, msg: ControlStep) -> None:
+        self.steps.append(msg.text)
+        del self.steps[:-50]
+        text = f"{msg.host}: {msg.text}" if len(self.app.host_states) > 1 else msg.text
+        self._wait_bar(lambda bar: bar.step(text, msg.done, msg.total))
 
-    def on_control_done(self, msg: ControlDone) -> None:
-        self.get_screen_main().query_one(WaitBar).stop()
-        self.notify(
+    def done(self, msg: ControlDone) -> None:
+        self._wait_bar(WaitBar.stop)
+        self.app.notify(
             safe_label(msg.text, 600),
-            title=self.host_title(self.state_of(msg.host), msg.action),
+            title=self.app.host_title(self.app.state_of(msg.host), msg.action),
             severity="information" if msg.ok else "error",
             timeout=6 if msg.ok else 12,
         )
-        self.refresh_bindings()
+        self.app.refresh_bindings()
 
-    def _control_state_changed(self, event: Worker.StateChanged) -> None:
+    def worker_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.group != "control":
             return
         if event.state == WorkerState.ERROR:  # a bug, not a ControlError: say so, keep going
-            self.get_screen_main().query_one(WaitBar).stop()
-            self.notify(f"{event.worker.name} failed: {event.worker.error!r}", severity="error")
-        self.refresh_bindings()
+            self._wait_bar(WaitBar.stop)
+            self.app.notify(f"{event.worker.name} failed: {event.worker.error!r}", severity="error")
+        self.app.refresh_bindings()
+
+    def _wait_bar(self, draw: Callable[[WaitBar], None]) -> None:
+        """Draw on the wait bar, unless the app is shutting down (a cancelled action still
+        reports that it ended)."""
+        bar = self.app.wait_bar()
+        if bar is not None:
+            draw(bar)
 
 
 def run_kill_text(snap: Snapshot, diag: Diagnosis, grace: float) -> Text:

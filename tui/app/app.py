@@ -1,28 +1,36 @@
 """The dflash-tui app: one exclusive worker per host turns that host's feed events into typed
-messages (tui/app/feeds.py); widgets only render what those messages carry; keys call run
-control (tui/app/actions.py) on the host shown in detail. With several hosts an overview lists
-them all and ``[``, ``]``, ``1``-``9`` switch the detailed view (tui/app/hosts.py)."""
+messages (tui/app/feeds.py); each host's pane (tui/app/host_pane.py) draws what those messages
+carry; keys call run control (tui/app/actions.py) and auto-restart (tui/app/autorestart.py) on
+the host shown in detail. With several hosts an overview lists them all and ``[``, ``]``,
+``1``-``9`` switch the detailed view (tui/app/hosts.py).
+
+The feeds, the control actions and the auto-restarts are parts the app holds, each through a
+protocol of what it needs (tui/app/ports.py); the app routes Textual's messages, actions and
+worker events to them.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from textual.app import App, SystemCommand
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
-from textual.widgets import TabbedContent
 from textual.worker import Worker
 
 from dflash_tui.app.actions import ControlActions
 from dflash_tui.app.autorestart import AutoRestarts
 from dflash_tui.app.feeds import HostFeeds
-from dflash_tui.app.hosts import HostState, make_hosts
+from dflash_tui.app.host_pane import HostPane
+from dflash_tui.app.hosts import HostState, make_hosts, summarize
 from dflash_tui.app.layout import DESTRUCTIVE, HOST_ACTIONS, HOST_HELP, KEY_NAMES, KEYS, MainScreen
-from dflash_tui.app.logs.area import LogArea
-from dflash_tui.app.messages import SampleReady
+from dflash_tui.app.messages import ControlDone, ControlStep, LinkDown, SampleMalformed, SampleReady
+from dflash_tui.app.overview import HostOverview
 from dflash_tui.app.screens import HelpScreen
 from dflash_tui.app.source import EventSource
 from dflash_tui.app.themes import BUNDLED, DEFAULT_THEME, discover
+from dflash_tui.app.waits import WaitBar
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.invocation import quit_commands
 from dflash_tui.core.base.rundir import ALIVE_STATES
@@ -30,15 +38,10 @@ from dflash_tui.core.base.text import safe_label, terminal_safe
 from dflash_tui.core.diagnosis.timeline import Timeline
 from dflash_tui.core.diagnosis.tracker import Tracker
 
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from textual.dom import DOMNode
-
 QUIT_NOTE = "q quits the app only: the run keeps running, and dflash-tui re-attaches to it."
 
 
-class DflashApp(HostFeeds, ControlActions, AutoRestarts, App[None]):
+class DflashApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "dflash-tui"
 
@@ -62,16 +65,31 @@ class DflashApp(HostFeeds, ControlActions, AutoRestarts, App[None]):
         self.theme_errors: list[str] = []
         self.draw_errors: set[str] = set()
         self.theme_names: list[str] = []
-        self._init_control()
+        self.feeds = HostFeeds(self)
+        self.actions = ControlActions(self)
+        self.auto_restarts = AutoRestarts(self)
         self._register_themes()
 
-    def notify(self, message: str, *, markup: bool = False, **kw: Any) -> None:  # type: ignore[override]
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
         """Every toast is plain text: messages carry log lines, launcher errors and paths,
         and one stray ``[/x]`` parsed as markup would crash the app; and terminal-safe: a
         launch_error file the job wrote must not set the terminal's title or clipboard."""
-        if isinstance(kw.get("title"), str):
-            kw["title"] = safe_label(kw["title"])
-        super().notify(terminal_safe(message, visible=False), markup=markup, **kw)
+        title = safe_label(title) if title else title
+        super().notify(
+            terminal_safe(message, visible=False),
+            title=title,
+            severity=severity,
+            timeout=timeout,
+            markup=markup,
+        )
 
     # -- themes --
 
@@ -107,25 +125,67 @@ class DflashApp(HostFeeds, ControlActions, AutoRestarts, App[None]):
     # -- screen and data flow (tui/app/feeds.py) --
 
     def get_default_screen(self) -> Screen[None]:
-        return MainScreen([s.key for s in self.host_states], self.read_only)
+        return MainScreen([s.key for s in self.host_states], self.read_only, self.apply_filter)
 
     def on_mount(self) -> None:
         self._apply_start_theme()
         # After the first refresh every composed widget (tab panes too) is mounted.
-        self.call_after_refresh(self._start_feeds)
-        self.call_after_refresh(self._start_autorestarts)
+        self.call_after_refresh(self.feeds.start)
+        self.call_after_refresh(self.auto_restarts.start)
         self.call_after_refresh(self.refresh_overview)
 
     async def on_unmount(self) -> None:
-        await self._stop_autorestarts()  # first: they use the transports the feeds close
-        await self._stop_feeds()
+        await self.auto_restarts.stop()  # first: they use the transports the feeds close
+        await self.feeds.stop()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if not self.screen_stack:  # shutting down: a cancelled worker has nothing to draw on
             return
-        self._feed_state_changed(event)
-        self._control_state_changed(event)
-        self._auto_state_changed(event)
+        self.feeds.worker_changed(event)
+        self.actions.worker_changed(event)
+        self.auto_restarts.worker_changed(event)
+
+    def on_sample_ready(self, msg: SampleReady) -> None:
+        self.feeds.sample_ready(msg)
+
+    def on_link_down(self, msg: LinkDown) -> None:
+        self.feeds.link_down(msg)
+
+    def on_sample_malformed(self, msg: SampleMalformed) -> None:
+        self.feeds.sample_malformed(msg)
+
+    # -- keys that change the world (tui/app/actions.py, tui/app/autorestart.py) --
+
+    def action_launch(self) -> None:
+        self.actions.launch()
+
+    def action_kill(self) -> None:
+        self.actions.kill()
+
+    def action_restart(self) -> None:
+        self.actions.restart()
+
+    def action_kill_process(self) -> None:
+        self.actions.kill_process()
+
+    def action_cancel_wait(self) -> None:
+        self.actions.cancel_wait()
+
+    def action_auto_restart(self) -> None:
+        self.auto_restarts.toggle()
+
+    def waits_active(self) -> bool:
+        return self.actions.waits_active()
+
+    @property
+    def control_steps(self) -> list[str]:
+        return self.actions.steps
+
+    def on_control_step(self, msg: ControlStep) -> None:
+        self.actions.step(msg)
+
+    def on_control_done(self, msg: ControlDone) -> None:
+        self.actions.done(msg)
 
     # -- the host shown in detail (keys and control act on it) --
 
@@ -153,9 +213,12 @@ class DflashApp(HostFeeds, ControlActions, AutoRestarts, App[None]):
     def last(self) -> SampleReady | None:
         return self.current.last
 
-    def detail(self) -> DOMNode:
-        """The detail widgets of the host shown (the main screen itself with one host)."""
-        return self.pane_of(self.current)
+    def detail(self) -> HostPane:
+        """The pane of the host shown (keys come only while it is there)."""
+        pane = self.get_screen_main().pane(self.selected)
+        if pane is None:
+            raise RuntimeError(f"the pane of {self.current.key} is missing")
+        return pane
 
     def select_host(self, index: int) -> None:
         if not 0 <= index < len(self.host_states) or index == self.selected:
@@ -164,6 +227,9 @@ class DflashApp(HostFeeds, ControlActions, AutoRestarts, App[None]):
         self.get_screen_main().show_pane(index)
         self.refresh_overview()
         self.refresh_bindings()
+
+    def on_host_overview_picked(self, msg: HostOverview.Picked) -> None:
+        self.select_host(msg.index)
 
     def action_next_host(self) -> None:
         self.select_host((self.selected + 1) % len(self.host_states))
@@ -176,19 +242,65 @@ class DflashApp(HostFeeds, ControlActions, AutoRestarts, App[None]):
             self.notify(f"there are {len(self.host_states)} hosts", severity="warning", timeout=3)
         self.select_host(index)
 
+    # -- where each host is drawn --
+
     def get_screen_main(self) -> MainScreen:
         for screen in self.screen_stack:
             if isinstance(screen, MainScreen):
                 return screen
         raise RuntimeError("main screen missing")
 
+    def main_screen(self) -> MainScreen | None:
+        """The main screen; None once the app is shutting down (its screens are closing), when
+        a sample, a link tick or a finished action may still arrive."""
+        if not self.is_running:
+            return None
+        return next((s for s in self.screen_stack if isinstance(s, MainScreen)), None)
+
+    def state_of(self, key: str) -> HostState:
+        return next(s for s in self.host_states if s.key == key)
+
+    def pane_of(self, state: HostState) -> HostPane | None:
+        screen = self.main_screen()
+        return screen.pane(state.index) if screen is not None else None
+
+    def wait_bar(self) -> WaitBar | None:
+        screen = self.main_screen()
+        return screen.query_one(WaitBar) if screen is not None else None
+
+    def host_title(self, state: HostState, title: str) -> str:
+        """Notification titles name the host once there are several."""
+        return f"{state.key}: {title}" if len(self.host_states) > 1 else title
+
+    def refresh_overview(self) -> None:
+        screen = self.main_screen()
+        if len(self.host_states) < 2 or screen is None:
+            return
+        rows = [summarize(s) for s in self.host_states]
+        screen.query_one(HostOverview).show(rows, self.selected)
+
+    def refresh_bindings(self) -> None:
+        if self.screen_stack:  # shutting down: no footer is left to update
+            super().refresh_bindings()
+
+    def draw_safely(self, what: str, draw: Callable[[], None]) -> None:
+        """One broken panel must not end the supervision: report it once, keep the rest
+        (every pane and themed widget draws through this, tui/app/widgets.py)."""
+        try:
+            draw()
+        except Exception as exc:
+            if what not in self.draw_errors:
+                self.draw_errors.add(what)
+                self.log.error(f"drawing {what} failed", exc)
+                self.notify(f"drawing {what} failed: {exc!r}", severity="error", timeout=15)
+
     # -- keys that only touch the view --
 
     def action_filter(self) -> None:
-        self.detail().query_one(LogArea).open_filter()
+        self.detail().logs().open_filter()
 
     def apply_filter(self, text: str) -> None:
-        area = self.detail().query_one(LogArea)
+        area = self.detail().logs()
         try:
             area.apply_filter(text.strip())
         except ValueError as exc:
@@ -198,19 +310,19 @@ class DflashApp(HostFeeds, ControlActions, AutoRestarts, App[None]):
         self.notify("log filter " + (f"/{area.filter_text}/" if area.filter_on else "off"))
 
     def action_toggle_filter(self) -> None:
-        on = self.detail().query_one(LogArea).toggle_filter()
+        on = self.detail().logs().toggle_filter()
         self.notify("showing filtered lines" if on else "showing all lines", timeout=2)
 
     def action_follow(self) -> None:
-        on = self.detail().query_one(LogArea).toggle_follow()
+        on = self.detail().logs().toggle_follow()
         self.notify("following the logs" if on else "follow paused", timeout=2)
 
     def action_other_tab(self) -> None:
-        tabs = self.detail().query_one("#right-tabs", TabbedContent)
+        tabs = self.detail().tabs()
         tabs.active = "tab-timeline" if tabs.active == "tab-procs" else "tab-procs"
 
     def action_escape(self) -> None:
-        area = self.detail().query_one(LogArea)
+        area = self.detail().logs()
         if area.has_class("-filtering"):
             area.close_filter()
             self.get_screen_main().focus_next()

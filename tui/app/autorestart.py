@@ -1,5 +1,5 @@
 """Opt-in auto-restart in the app: one exclusive worker per host (group ``autorestart:<index>``)
-runs tui/core/control_restart.py's ``supervise`` through the host's bridge, so it shares the
+runs tui/core/control/restart.py's ``supervise`` through the host's bridge, so it shares the
 host's one transport (one SSH connection). Its decisions go to the host's timeline, a restart
 and FATAL also to a notification, and the header says ``auto-restart on`` or ``FATAL``.
 
@@ -13,23 +13,15 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from textual.worker import Worker, WorkerState
 
-from dflash_tui.app.findings.panel import TimelineList
-from dflash_tui.app.header import RunHeader
+from dflash_tui.app.hosts import HostState
+from dflash_tui.app.ports import AppPort
 from dflash_tui.app.supervised import defer_toggle
 from dflash_tui.core.control.policy import Decision
 from dflash_tui.core.diagnosis.timeline import Event
-
-if TYPE_CHECKING:
-    from dflash_tui.app.app import DflashApp
-    from dflash_tui.app.hosts import HostState
-
-    _Base = DflashApp
-else:
-    _Base = object
 
 AUTO_GROUP = "autorestart:"
 STOP_WAIT = 2.0  # seconds quit waits for a supervisor to notice its stop event
@@ -39,23 +31,28 @@ def auto_group(state: HostState) -> str:
     return f"{AUTO_GROUP}{state.index}"
 
 
-class AutoRestarts(_Base):
-    def _start_autorestarts(self) -> None:
+class AutoRestarts:
+    """Every host's supervisor worker; needs nothing of the app beyond ``AppPort``."""
+
+    def __init__(self, app: AppPort) -> None:
+        self.app = app
+
+    def start(self) -> None:
         """At start: every host whose policy is enabled (never in read-only mode)."""
-        if self.read_only:
+        if self.app.read_only:
             return
-        for state in self.host_states:
+        for state in self.app.host_states:
             if state.cfg.restart.enabled:
                 self._start_auto(state)
 
     def _start_auto(self, state: HostState) -> None:
         supervise = getattr(state.bridge, "supervise", None)
-        if self.read_only or supervise is None:  # a stand-in bridge (tests) may not have it
+        if self.app.read_only or supervise is None:  # a stand-in bridge (tests) may not have it
             return
         state.auto_stop = stop = asyncio.Event()
         state.auto = "on"
         policy = replace(state.cfg.restart, enabled=True)  # `A` turns on a host left off
-        self.run_worker(
+        self.app.run_worker(
             supervise(
                 policy,
                 stop,
@@ -75,17 +72,18 @@ class AutoRestarts(_Base):
         state.auto_stop, state.auto = None, "off"
         self._show_auto(state)
 
-    def action_auto_restart(self) -> None:
-        state = self.current
-        if self.read_only:  # the binding is hidden too; this is the second lock
-            self.notify("read-only mode: auto-restart is not available", severity="error")
+    def toggle(self) -> None:
+        """``A``: auto-restart on or off for the host shown."""
+        state = self.app.current
+        if self.app.read_only:  # the binding is hidden too; this is the second lock
+            self.app.notify("read-only mode: auto-restart is not available", severity="error")
             return
-        if defer_toggle(self, state):  # a live `dflash-tui supervise`: A changes its policy
+        if defer_toggle(self.app, state):  # a live `dflash-tui supervise`: A changes its policy
             return
         if state.auto == "on":
             self._stop_auto(state)
             self._auto_event(state, "info", "auto-restart off (A)")
-            self.notify(f"auto-restart off on {state.key}", timeout=3)
+            self.app.notify(f"auto-restart off on {state.key}", timeout=3)
             return
         self._start_auto(state)
         p = state.cfg.restart
@@ -94,13 +92,13 @@ class AutoRestarts(_Base):
             "info",
             f"auto-restart on (A): {p.retries} retries, backoff {p.backoff_s:g} s",
         )
-        self.notify(f"auto-restart on for {state.key}", timeout=3)
+        self.app.notify(f"auto-restart on for {state.key}", timeout=3)
 
-    async def _stop_autorestarts(self) -> None:
+    async def stop(self) -> None:
         """On quit: set every stop event and give the supervisors a moment to return, so none
         is cut off halfway through a launch; the run itself is never touched."""
-        workers = [w for w in self.workers if w.group.startswith(AUTO_GROUP) and w.is_running]
-        for state in self.host_states:
+        workers = [w for w in self.app.workers if w.group.startswith(AUTO_GROUP) and w.is_running]
+        for state in self.app.host_states:
             if state.auto_stop is not None:
                 state.auto_stop.set()
         if workers:
@@ -117,8 +115,8 @@ class AutoRestarts(_Base):
             state.auto, state.auto_stop = "fatal", None
             self._show_auto(state)
             self._auto_event(state, "error", d.message, kind="FATAL")
-            title = self.host_title(state, "auto-restart gave up")
-            self.notify(d.message, title=title, severity="error", timeout=20)
+            title = self.app.host_title(state, "auto-restart gave up")
+            self.app.notify(d.message, title=title, severity="error", timeout=20)
         elif d.action in ("stopped", "done"):
             self._auto_event(state, "info", f"auto-restart: {d.message}")
         elif d.action == "watch" and d.message.startswith("cannot read"):
@@ -130,28 +128,30 @@ class AutoRestarts(_Base):
             return
         text = f"auto-restart: launched run {res.run_id}"
         self._auto_event(state, "warning", text, kind="restarted")
-        self.notify(text, title=self.host_title(state, "run restarted"), severity="warning")
+        self.app.notify(text, title=self.app.host_title(state, "run restarted"), severity="warning")
 
-    def _auto_state_changed(self, event: Worker.StateChanged) -> None:
+    def worker_changed(self, event: Worker.StateChanged) -> None:
         worker = event.worker
         if not worker.group.startswith(AUTO_GROUP) or event.state != WorkerState.ERROR:
             return
-        state = self.host_states[int(worker.group[len(AUTO_GROUP) :])]
+        state = self.app.host_states[int(worker.group[len(AUTO_GROUP) :])]
         state.auto, state.auto_stop = "off", None
         self._show_auto(state)
         msg = f"auto-restart stopped: {worker.error!r}; A starts it again"
         self._auto_event(state, "error", msg)
-        self.notify(msg, title=self.host_title(state, "auto-restart"), severity="error")
+        self.app.notify(msg, title=self.app.host_title(state, "auto-restart"), severity="error")
 
-    # -- drawing --
+    # -- drawing (the host's pane draws, or not once it is gone) --
 
     def _auto_event(self, state: HostState, severity: str, text: str, kind: str = "") -> None:
         ev = Event(time.time(), kind or "auto-restart", severity, text)
         state.timeline.events.append(ev)
-        self._safely("timeline", lambda: self.pane_of(state).query_one(TimelineList).add([ev]))
+        pane = self.app.pane_of(state)
+        if pane is not None:
+            pane.add_events([ev])
 
     def _show_auto(self, state: HostState) -> None:
-        self._safely(
-            "header", lambda: self.pane_of(state).query_one(RunHeader).show_auto(state.auto)
-        )
-        self.refresh_bindings()
+        pane = self.app.pane_of(state)
+        if pane is not None:
+            pane.show_auto(state.auto)
+        self.app.refresh_bindings()

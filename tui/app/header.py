@@ -141,6 +141,10 @@ class RunHeader(Static, Themed):
 
     # -- problem GPUs out of sight --
 
+    def _grid_scrolled(self, _scroll_y: float) -> None:
+        # Panels move on the next refresh after a scroll: check then.
+        self.call_after_refresh(self.recheck)
+
     def _grid(self) -> GpuGrid | None:
         if self.parent is None:
             return None
@@ -157,10 +161,7 @@ class RunHeader(Static, Themed):
             return
         if self._watched is not grid:
             self._watched = grid
-            # Panels move on the next refresh after a scroll: check then.
-            self.watch(
-                grid, "scroll_y", lambda _y: self.call_after_refresh(self.recheck), init=False
-            )
+            self.watch(grid, "scroll_y", self._grid_scrolled, init=False)
         offscreen = self._find_offscreen(grid)
         if offscreen is not None and offscreen != self.offscreen:
             self.offscreen = offscreen

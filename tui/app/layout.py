@@ -2,30 +2,27 @@
 process tree / timeline on the right, the wait bar and the footer. Keys live here so the
 footer shows them (and ``tab``, which Textual's Screen binds hidden by default).
 
-With two or more hosts, the host overview comes first and every host gets its own set of
-detail widgets (a pane each, in a ContentSwitcher): switching host shows another pane, so no
-host's logs, sparklines, tree or timeline are ever lost. One host: the same screen as before.
+Every host gets its own set of detail widgets, a ``HostPane`` (tui/app/host_pane.py). With two
+or more hosts, the host overview comes first and the panes share a ContentSwitcher: switching
+host shows another pane, so no host's logs, sparklines, tree or timeline are ever lost. One
+host: its pane alone, without the overview.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widget import Widget
-from textual.widgets import ContentSwitcher, Footer, Input, TabbedContent, TabPane
+from textual.widgets import ContentSwitcher, Footer, Input, TabbedContent
 
-from dflash_tui.app.findings.panel import FindingsList, TimelineList
-from dflash_tui.app.gpus.grid import GpuGrid
+from dflash_tui.app.findings.panel import TimelineList
 from dflash_tui.app.header import RunHeader
-from dflash_tui.app.logs.area import LogArea
+from dflash_tui.app.host_pane import HostPane, pane_id
 from dflash_tui.app.overview import HostOverview
-from dflash_tui.app.procs.tree import ProcTree
-from dflash_tui.app.progress_strip import MetricsStrip
 from dflash_tui.app.waits import WaitBar
 
 # (key, action, footer text, help text). Destructive ones are listed in DESTRUCTIVE.
@@ -84,48 +81,36 @@ class MainScreen(Screen[None], inherit_bindings=False):
         ),
     ]
 
-    def __init__(self, hosts: Sequence[str], read_only: bool) -> None:
+    def __init__(
+        self, hosts: Sequence[str], read_only: bool, on_filter: Callable[[str], None]
+    ) -> None:
+        """``on_filter``: called with the log filter's text once it is submitted."""
         super().__init__(id="main")
-        self.hosts, self.read_only = tuple(hosts), read_only
+        self.hosts, self.read_only, self.on_filter = tuple(hosts), read_only, on_filter
 
     def compose(self) -> ComposeResult:
         if len(self.hosts) == 1:
-            yield from self._details(self.hosts[0])
+            yield HostPane(self.hosts[0], 0, self.read_only)
         else:
             yield HostOverview()
-            with ContentSwitcher(id="hosts", initial="host-0"):
+            with ContentSwitcher(id="hosts", initial=pane_id(0)):
                 for i, host in enumerate(self.hosts):
-                    with Vertical(id=f"host-{i}", classes="host-pane"):
-                        yield from self._details(host)
+                    yield HostPane(host, i, self.read_only)
         yield WaitBar()
         yield Footer(compact=len(self.hosts) > 1)  # one more key to fit in 120 columns
 
-    def _details(self, host: str) -> ComposeResult:
-        yield RunHeader(host, self.read_only)
-        yield GpuGrid()
-        with Horizontal(id="lower"):
-            with Vertical(id="left"):
-                yield MetricsStrip()
-                yield LogArea()
-            with Vertical(id="right"):
-                yield FindingsList()
-                with TabbedContent(id="right-tabs"):
-                    with TabPane("Processes", id="tab-procs"):
-                        yield ProcTree()
-                    with TabPane("Timeline", id="tab-timeline"):
-                        yield TimelineList()
-
-    def pane(self, index: int) -> Widget | Screen[None]:
-        """Where the detail widgets of host ``index`` live (the screen itself with one host)."""
-        if len(self.hosts) == 1:
-            return self
-        return self.query_one(f"#host-{index}", Vertical)
+    def pane(self, index: int) -> HostPane | None:
+        """Where the detail widgets of host ``index`` live; None once that pane is gone."""
+        try:
+            return self.query_one(f"#{pane_id(index)}", HostPane)
+        except NoMatches:
+            return None
 
     def show_pane(self, index: int) -> None:
         if len(self.hosts) > 1:
-            self.query_one("#hosts", ContentSwitcher).current = f"host-{index}"
+            self.query_one("#hosts", ContentSwitcher).current = pane_id(index)
             # Its header tells which problem GPUs are out of sight: check once it is laid out.
-            header = self.query_one(f"#host-{index}", Vertical).query_one(RunHeader)
+            header = self.query_one(f"#{pane_id(index)}", HostPane).query_one(RunHeader)
             self.call_after_refresh(header.recheck)
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
@@ -137,4 +122,4 @@ class MainScreen(Screen[None], inherit_bindings=False):
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "log-filter":
             event.stop()
-            self.app.call_later(self.app.apply_filter, event.value)  # type: ignore[attr-defined]
+            self.app.call_later(self.on_filter, event.value)

@@ -1,4 +1,4 @@
-"""Entry point used by tui/cli.py: run the app, then say what happened to the run."""
+"""Entry point used by tui/cli/main.py: run the app, then say what happened to the run."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dflash_tui.core.base.config import Config
 from dflash_tui.core.base.text import terminal_safe
 
 
-def main(cfg: Config, args: argparse.Namespace | None = None) -> int:
+def run_app(cfg: Config, args: argparse.Namespace | None = None) -> int:
     from dflash_tui.app.app import DflashApp  # textual is imported only when the app starts
 
     app = DflashApp(cfg)

@@ -1,14 +1,17 @@
 """The host overview (shown with two or more hosts): one row per host with its link, run state
 and id, healthy target x/N and drafter y/M, and its worst finding with how many; the host whose
-details are shown is highlighted. A click on a row shows that host."""
+details are shown is highlighted. A click on a row posts ``HostOverview.Picked``: the app shows
+that host."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from rich.style import Style
 from rich.text import Text
 from textual.events import Click
+from textual.message import Message
 from textual.widgets import Static
 
 from dflash_tui.app.hosts import HostSummary
@@ -29,6 +32,12 @@ class HostOverview(Static, Themed):
         text-wrap: nowrap; text-overflow: ellipsis; overflow-y: auto;
     }
     """
+
+    @dataclass
+    class Picked(Message):
+        """The row of host ``index`` was clicked."""
+
+        index: int
 
     def __init__(self) -> None:
         super().__init__(id="overview")
@@ -60,7 +69,7 @@ class HostOverview(Static, Themed):
     def on_click(self, event: Click) -> None:
         row = event.y + int(self.scroll_y)
         if 0 <= row < len(self.rows):
-            self.app.call_later(self.app.select_host, row)  # type: ignore[attr-defined]
+            self.post_message(self.Picked(row))
 
 
 def _row(t: Text, i: int, row: HostSummary, selected: bool, pal: Palette, width: int) -> None:

@@ -12,7 +12,7 @@ from typing import Protocol
 
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.link.feed import Disconnected, Feed, FeedEvent, Malformed
-from dflash_tui.core.link.transport import Transport
+from dflash_tui.core.link.transport import CommandResult, Transport
 
 __all__ = ["Disconnected", "EventSource", "LiveSource", "Malformed", "ScriptedSource"]
 
@@ -37,7 +37,9 @@ class _ExecStream(Transport):
     def stream(self, cmd: str, stdin: bytes | None = None) -> AsyncIterator[str]:
         return self.inner.stream(f"exec {cmd}", stdin)
 
-    async def run(self, cmd: str, stdin: bytes | None = None, timeout: float = 30.0):  # type: ignore[no-untyped-def]
+    async def run(
+        self, cmd: str, stdin: bytes | None = None, timeout: float = 30.0
+    ) -> CommandResult:
         return await self.inner.run(cmd, stdin, timeout)
 
     @property

@@ -45,7 +45,7 @@ def sparkline(
     if width <= 0:
         return ""
     vals = list(values)[-width:]
-    known = [v for v in vals if _finite(v) is not None]
+    known = [f for v in vals if (f := _finite(v)) is not None]
     if not known:
         return " " * width
     low, high = _finite(lo), _finite(hi)

@@ -15,8 +15,8 @@ from dflash_tui.core.base.supervision import SupervisorRecord
 from dflash_tui.core.control.script import ControlError
 
 if TYPE_CHECKING:
-    from dflash_tui.app.app import DflashApp
     from dflash_tui.app.hosts import HostState
+    from dflash_tui.app.ports import AppPort
 
 
 def shown_supervisor(state: HostState) -> SupervisorRecord | None:
@@ -25,7 +25,7 @@ def shown_supervisor(state: HostState) -> SupervisorRecord | None:
     return sup if sup is not None and diag is not None and sup.live(diag.time) else None
 
 
-def defer_toggle(app: DflashApp, state: HostState) -> bool:
+def defer_toggle(app: AppPort, state: HostState) -> bool:
     """``A`` on a supervised host: ask the supervisor (True), else leave it to the app."""
     sup = shown_supervisor(state)
     ask = getattr(state.bridge, "request_supervisor_policy", None)
@@ -42,5 +42,7 @@ def defer_toggle(app: DflashApp, state: HostState) -> bool:
         word = "on" if enabled else "off"
         app.notify(f"asked supervisor PID {sup.pid} to turn auto-restart {word}", timeout=4)
 
-    app.run_worker(request(), name=f"supervisor policy {state.key}", exit_on_error=False)
+    app.run_worker(
+        request(), name=f"supervisor policy {state.key}", group="supervisor", exit_on_error=False
+    )
     return True

@@ -1,4 +1,5 @@
-"""Small shared widget helpers: theme-aware re-rendering."""
+"""Small shared widget helpers: the app's draw guard, reached from any widget, and
+theme-aware re-rendering."""
 
 from __future__ import annotations
 
@@ -8,18 +9,25 @@ from textual.widget import Widget
 
 from dflash_tui.app.palette import Palette, palette_for
 
+GUARD = "draw_safely"  # the app's method: (what, draw) -> None, reporting a failure once
 
-def redraw_guarded(widget: Widget, redraw: Callable[[], None]) -> None:
-    """Redraw on a theme change through the app's draw guard: a redraw that raises in a
-    watcher would end the app; the guard reports a broken panel once and keeps the rest."""
-    guard = getattr(widget.app, "_safely", None)
+
+def draw_guarded(widget: Widget, what: str, draw: Callable[[], None]) -> None:
+    """Draw through the app's draw guard: a draw that raises in a handler or a watcher would
+    end the app; the guard reports a broken panel once and keeps the rest."""
+    guard = getattr(widget.app, GUARD, None)
     if guard is not None:
-        guard(widget.id or type(widget).__name__, redraw)
+        guard(what, draw)
         return
     try:
-        redraw()
+        draw()
     except Exception as exc:  # an app without the guard: log it, keep running
-        widget.log.error(f"redrawing {type(widget).__name__} failed", exc)
+        widget.log.error(f"drawing {what} failed", exc)
+
+
+def redraw_guarded(widget: Widget, redraw: Callable[[], None]) -> None:
+    """Redraw on a theme change through the app's draw guard."""
+    draw_guarded(widget, widget.id or type(widget).__name__, redraw)
 
 
 class Themed(Widget):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from textual.app import ComposeResult
 from textual.containers import ScrollableContainer
 from textual.events import Resize
 from textual.widgets import Static
@@ -34,7 +35,7 @@ class GpuGrid(ScrollableContainer, can_focus=True):
         super().__init__(id="gpus")
         self.panels: dict[int, GpuPanel] = {}
 
-    def compose(self):  # type: ignore[no-untyped-def]
+    def compose(self) -> ComposeResult:
         yield Static("waiting for the first sample …", id="no-gpus")
 
     def on_resize(self, event: Resize) -> None:

@@ -159,7 +159,8 @@ def _parents_first(parent_of: Mapping[int, int | None]) -> list[int]:
     """PIDs ordered so that every parent comes before its children (cycles broken)."""
     depth: dict[int, int] = {}
     for pid in parent_of:
-        chain, cur = [], pid
+        chain: list[int] = []
+        cur: int | None = pid
         while cur is not None and cur not in depth and len(chain) < 256:
             chain.append(cur)
             nxt = parent_of.get(cur)

@@ -1,0 +1,113 @@
+"""One host's detail view. ``HostPane`` composes that host's header, GPU grid, metrics, logs,
+findings, process tree and timeline, and owns how the host's sample, link state and
+auto-restart state are drawn on them (as Posting's ResponseArea owns its response's display):
+the app hands it what to draw and never reaches into its widgets.
+
+It guards itself: a pane that is not mounted yet, is being removed or is gone, or whose app is
+shutting down draws nothing and raises nothing, because a sample, a link tick or a supervisor's
+report can still arrive while the app exits. While it can draw, a panel that fails is
+reported once through the app's draw guard (tui/app/widgets.py) and the others still draw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import TabbedContent, TabPane
+
+from dflash_tui.app.findings.panel import FindingsList, TimelineList
+from dflash_tui.app.gpus.grid import GpuGrid
+from dflash_tui.app.header import RunHeader
+from dflash_tui.app.logs.area import LogArea
+from dflash_tui.app.messages import SampleReady
+from dflash_tui.app.procs.tree import ProcTree
+from dflash_tui.app.progress_strip import MetricsStrip
+from dflash_tui.app.widgets import draw_guarded
+from dflash_tui.core.diagnosis.finding import Finding
+from dflash_tui.core.diagnosis.timeline import Event
+
+
+def pane_id(index: int) -> str:
+    return f"host-{index}"
+
+
+class HostPane(Vertical):
+    """The detail widgets of host ``index`` (id ``host-<index>``, class ``host-pane``)."""
+
+    def __init__(self, host: str, index: int, read_only: bool) -> None:
+        super().__init__(id=pane_id(index), classes="host-pane")
+        self.host, self.index, self.read_only = host, index, read_only
+
+    def compose(self) -> ComposeResult:
+        yield RunHeader(self.host, self.read_only)
+        yield GpuGrid()
+        with Horizontal(id="lower"):
+            with Vertical(id="left"):
+                yield MetricsStrip()
+                yield LogArea()
+            with Vertical(id="right"):
+                yield FindingsList()
+                with TabbedContent(id="right-tabs"):
+                    with TabPane("Processes", id="tab-procs"):
+                        yield ProcTree()
+                    with TabPane("Timeline", id="tab-timeline"):
+                        yield TimelineList()
+
+    @property
+    def can_draw(self) -> bool:
+        """Whether anything drawn now would land on a live screen."""
+        if not (self.is_mounted and self.is_attached and self.app.is_running):
+            return False
+        # Removal marks the pane at once, before its children are closed one by one; Textual
+        # has no public flag for it, and its own signal delivery checks these two.
+        return not (self._closing or self._pruning)
+
+    # -- what the app hands over --
+
+    def show_sample(self, msg: SampleReady) -> bool:
+        """Draw one diagnosed sample; False when the pane could not draw (nothing was)."""
+        if not self.can_draw:
+            return False
+        snap, diag = msg.snapshot, msg.diagnosis
+        self._draw("header", lambda: self.query_one(RunHeader).show(diag))
+        self._draw("GPUs", lambda: self.query_one(GpuGrid).show(diag))
+        self._draw("metrics", lambda: self.query_one(MetricsStrip).show(msg.progress, msg.metrics))
+        self._draw("logs", lambda: self.query_one(LogArea).show(snap.logs, diag))
+        self._draw("findings", lambda: self.query_one(FindingsList).show(diag.findings))
+        self._draw("processes", lambda: self.query_one(ProcTree).show(snap, diag))
+        self._draw("timeline", lambda: self.query_one(TimelineList).add(msg.events))
+        return True
+
+    def show_link_down(self, text: str, findings: Sequence[Finding]) -> None:
+        """The link is down: the header and the findings say so, with the countdown."""
+        if not self.can_draw:
+            return
+        # Not through the draw guard, as before: these two only format the text they are given.
+        self.query_one(RunHeader).show_link("down", text)
+        self.query_one(FindingsList).show(findings, note=f"probe link down: {text}")
+
+    def show_auto(self, auto: str) -> None:
+        """The header's auto-restart state: off | on | fatal."""
+        if self.can_draw:
+            self._draw("header", lambda: self.query_one(RunHeader).show_auto(auto))
+
+    def add_events(self, events: Sequence[Event]) -> None:
+        """Events that did not come with a sample (auto-restart's decisions)."""
+        if self.can_draw:
+            self._draw("timeline", lambda: self.query_one(TimelineList).add(events))
+
+    # -- the views the keys act on --
+
+    def logs(self) -> LogArea:
+        return self.query_one(LogArea)
+
+    def procs(self) -> ProcTree:
+        return self.query_one(ProcTree)
+
+    def tabs(self) -> TabbedContent:
+        return self.query_one("#right-tabs", TabbedContent)
+
+    def _draw(self, what: str, draw: Callable[[], None]) -> None:
+        draw_guarded(self, what, draw)

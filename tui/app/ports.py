@@ -1,0 +1,73 @@
+"""What the app's parts need from the app object, as Protocols.
+
+The feeds (tui/app/feeds.py), the control actions (tui/app/actions.py) and the auto-restart
+supervisors (tui/app/autorestart.py) are objects that each hold the app through a protocol of
+the members they use: mypy checks the parts against it, and checks ``DflashApp`` against it
+where the app hands itself over, without these modules importing tui/app/app.py (which
+imports them). ``AppPort`` is what all three use; each module extends it with its own needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, Protocol
+
+from textual.message import Message
+from textual.notifications import SeverityLevel
+from textual.timer import Timer
+from textual.worker import Worker
+from textual.worker_manager import WorkerManager
+
+from dflash_tui.app.host_pane import HostPane
+from dflash_tui.app.hosts import HostState
+
+
+class AppPort(Protocol):
+    """The Textual members every part uses, and the hosts with where each is drawn."""
+
+    @property
+    def read_only(self) -> bool: ...
+
+    @property
+    def host_states(self) -> Sequence[HostState]: ...
+
+    @property
+    def current(self) -> HostState:
+        """The host shown in detail: keys act on it."""
+        ...
+
+    @property
+    def workers(self) -> WorkerManager: ...
+
+    def run_worker(
+        self,
+        work: Coroutine[Any, Any, None],
+        *,
+        name: str,
+        group: str,
+        exclusive: bool = ...,
+        exit_on_error: bool = ...,
+    ) -> Worker[None]: ...
+
+    def post_message(self, message: Message) -> bool: ...
+
+    def set_timer(self, delay: float, callback: Callable[[], object]) -> Timer: ...
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = ...,
+        severity: SeverityLevel = ...,
+        timeout: float | None = ...,
+    ) -> None: ...
+
+    def refresh_bindings(self) -> None: ...
+
+    def state_of(self, key: str) -> HostState: ...
+
+    def pane_of(self, state: HostState) -> HostPane | None:
+        """The host's pane; None once it is gone or the app is shutting down."""
+        ...
+
+    def host_title(self, state: HostState, title: str) -> str: ...
