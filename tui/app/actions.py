@@ -9,7 +9,7 @@ import asyncio
 import functools
 import os
 import pwd
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 from rich.text import Text
@@ -25,7 +25,7 @@ from dflash_tui.app.screens import ConfirmScreen
 from dflash_tui.app.waits import WaitBar
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.rundir import group_members
-from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.base.snapshot import Proc, Snapshot
 from dflash_tui.core.base.text import safe_label
 from dflash_tui.core.diagnosis.diagnose import Diagnosis
 
@@ -79,8 +79,29 @@ class ControlActions:
             return
         snap, diag = live
         assert diag.run is not None
-        body = run_kill_text(snap, diag, state.bridge.grace)
         rid = diag.run.id  # the run named in the dialog is the one signalled, never a newer one
+        ask = getattr(state.bridge, "kill_targets", None)
+        if ask is None:  # a stand-in control (tests, replays): what the sample shows
+            self._confirm_kill(state, run_kill_text(snap, diag, state.bridge.grace))
+            return
+
+        async def ask_then_confirm() -> None:
+            try:
+                targets: tuple[Proc, ...] | None = await ask(rid)
+                note = None
+            except ControlError as exc:
+                targets, note = None, f"the host was not asked ({exc}): processes that left "
+                note += "the group are not listed, though control signals them too"
+            self._confirm_kill(state, run_kill_text(snap, diag, state.bridge.grace, targets, note))
+
+        self.app.notify(f"asking {state.key} which processes the kill would signal …", timeout=2)
+        self.app.run_worker(
+            ask_then_confirm(), name="kill targets", group="kill-targets", exclusive=True
+        )
+
+    def _confirm_kill(self, state: HostState, body: Text) -> None:
+        diag = state.diagnosis
+        rid = diag.run.id if diag is not None and diag.run is not None else None
         self._confirm(
             state,
             ConfirmScreen(f"Kill run {rid} on {state.key}?", body, "Kill"),
@@ -227,11 +248,21 @@ class ControlActions:
             draw(bar)
 
 
-def run_kill_text(snap: Snapshot, diag: Diagnosis, grace: float) -> Text:
-    """What a kill of the run will signal: its group, each member, and the GPUs they hold."""
+def run_kill_text(
+    snap: Snapshot,
+    diag: Diagnosis,
+    grace: float,
+    targets: Sequence[Proc] | None = None,
+    note: str | None = None,
+) -> Text:
+    """What a kill of the run will signal: its group, each member, and the GPUs they hold.
+
+    ``targets`` is control.sh's own list (the group and the processes that left it, by the
+    run's marker); without it the sample's group members are shown, with ``note`` saying why.
+    """
     run = diag.run
     assert run is not None
-    members = group_members(run, snap.procs)
+    members = list(targets) if targets is not None else group_members(run, snap.procs)
     pids = {p.pid for p in members}
     gpus = sorted(
         v.index
@@ -244,12 +275,15 @@ def run_kill_text(snap: Snapshot, diag: Diagnosis, grace: float) -> Text:
     t.append("The group is checked against the run's recorded start time first.\n\n")
     t.append(f"PIDs ({len(members)}):\n", style="bold")
     for p in members[:12]:
-        t.append(f"  {p.pid:>7}  {p.state}  {safe_label(p.cmd, 60)}\n")  # one line each
+        left = "  (left the group: signalled by PID)" if p.pgid != run.pgid else ""
+        t.append(f"  {p.pid:>7}  {p.state}  {safe_label(p.cmd, 60)}{left}\n")  # one line each
     if len(members) > 12:
         t.append(f"  … and {len(members) - 12} more\n")
     t.append("GPUs held: ", style="bold")
     t.append(", ".join(f"GPU {g}" for g in gpus) if gpus else "none", style="bold")
     t.append("\n")
+    if note:
+        t.append(f"Note: {note}\n", style="italic")
     return t
 
 

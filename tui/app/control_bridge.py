@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.snapshot import Proc
 from dflash_tui.core.base.timings import (
     KILL_GRACE_S,
     RELEASE_TIMEOUT_S,
@@ -83,6 +84,17 @@ class Bridge:
         if res.gpu_note:
             return _outcome(res.ok, f"{res.message} ({res.gpu_note})")
         return _outcome(res.ok, res.message)
+
+    async def kill_targets(self, run_id: str) -> tuple[Proc, ...]:
+        """Every process a kill of ``run_id`` signals, as control.sh sees them on the host right
+        now: the run's group and the processes that left it (found by the run's marker)."""
+        from dflash_tui.core.control.script import fetch_run
+
+        try:
+            rep = await fetch_run(self.transport, self.host.run_root, run_id)
+        except TransportError as exc:
+            raise ControlError(f"{self.host.label} unreachable: {exc}") from None
+        return rep.members
 
     async def restart(self, step: StepFn, run_id: str | None = None) -> str:
         from dflash_tui.core.control import restart as control_restart
