@@ -67,6 +67,13 @@ async def stale_after_freeze(pilot: Pilot, app: DflashApp, freeze, thaw) -> floa
     finally:
         thaw()
     await until(pilot, lambda: "connected" in header_text(app), timeout=30)
+    # Samples queued behind the frozen link may still be drawing when run_test tears the
+    # screens down ("main screen missing", a race of the app's feed, not of this fault):
+    # stop the feed first.
+    for worker in app.workers:
+        if worker.group.startswith("feed:"):
+            worker.cancel()
+    await pilot.pause(0.3)
     return took
 
 

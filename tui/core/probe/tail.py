@@ -120,7 +120,7 @@ class Batch:
 
     def __init__(self, max_lines: int):
         self.lines = collections.deque()  # type: collections.deque[tuple[int, bytes]]
-        self.notes = []  # type: list[tuple[int, str]]  # (seq of the next line, text)
+        self.notes = []  # type: list[tuple[int, str]]  # (number of the next line, text)
         self.seq = self.size = self.skipped = 0
         self.max_lines = max(max_lines, 0)
 
@@ -157,11 +157,11 @@ class TailReader:
         self.tail_first = tail_first  # the first read sends only the last tail_bytes
         self.resume = parse_token(resume)  # where the previous probe stopped
         self.fd = None  # type: int | None  # the file followed, held open between samples
-        self.ident = (0, 0)  # type: tuple  # its (dev, inode), meaningful while fd is held
+        self.ident = None  # type: tuple[int, int] | None  # its (dev, inode)
         self.seen = False  # a file was followed before: one that appears now is a new file
         self.offset = 0  # bytes of the held file read (the partial line included)
         self.partial = b""  # a last line still waiting for its newline
-        self.cut = None  # type: str | None  # "line" | "flood": skipping to the next newline
+        self.cut = None  # type: str | None  # "line" | "flood" | "tail": skip to a newline
         self.cut_bytes = 0
         self.fp = None  # type: int | None  # fingerprint(fd, resume point) after the last read
         self.truncated = False
@@ -171,6 +171,11 @@ class TailReader:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
+
+    def held(self) -> int:
+        """The descriptor of the file followed (callers know there is one)."""
+        assert self.fd is not None
+        return self.fd
 
     def point(self) -> int:
         """The resume point: bytes consumed through the last line sent (or being cut)."""
@@ -189,9 +194,10 @@ class TailReader:
         lines, out["gaps"] = batch.result()
         out["lines"] = [decode_line(x) for x in lines]
         out["skipped_bytes"], out["truncated"] = batch.skipped, self.truncated
-        if self.fd is not None and self.fp is not None:
+        if self.fd is not None and self.fp is not None and self.ident is not None:
+            dev, ino = self.ident
             cut = CUTS.index(self.cut)
-            out["resume"] = "%d:%d:%d:%d:%x" % (self.point(), *self.ident, cut, self.fp)
+            out["resume"] = "%d:%d:%d:%d:%x" % (self.point(), dev, ino, cut, self.fp)
         return out
 
     def step(self, out: dict, batch: Batch, tail_bytes: int, leader) -> None:
@@ -225,10 +231,10 @@ class TailReader:
             self.open(target, out, batch, tail_bytes)
             if self.fd is None:
                 return
-        st = os.fstat(self.fd)
+        st = os.fstat(self.held())
         if present:  # else a moved file still held: its lines, but the path is missing
             out.update(size=st.st_size, mtime=st.st_mtime)
-        if st.st_size < self.offset or fingerprint(self.fd, self.point()) != self.fp:
+        if st.st_size < self.offset or fingerprint(self.held(), self.point()) != self.fp:
             self.restart(batch, TRUNCATED)
         self.read(st.st_size, batch)
 
@@ -256,9 +262,7 @@ class TailReader:
     def resumed(self, token: tuple, st, batch: Batch) -> None:
         """Continue where the previous probe stopped, or say why that file is not there."""
         off, dev, ino, cut, fp = token
-        fd = self.fd
-        assert fd is not None  # called right after open()
-        if ident(st) == (dev, ino) and st.st_size >= off and fingerprint(fd, off) == fp:
+        if ident(st) == (dev, ino) and st.st_size >= off and fingerprint(self.held(), off) == fp:
             self.offset, self.cut, self.cut_bytes = off, CUTS[cut], 0
             return
         self.truncated = True
@@ -296,8 +300,7 @@ class TailReader:
     def leave(self, batch: Batch, replaced: bool) -> None:
         """The path no longer names the held file: read it to its end first. A new file at the
         path is followed next; with none, a file still linked somewhere (moved) stays held."""
-        assert self.fd is not None  # only a held file is left
-        st = os.fstat(self.fd)
+        st = os.fstat(self.held())
         self.read(st.st_size, batch)
         if replaced or st.st_nlink == 0:
             self.flush_partial(batch)
@@ -329,8 +332,6 @@ class TailReader:
 
     def read(self, size: int, batch: Batch) -> None:
         """Read the held file from the offset to ``size`` into ``batch``."""
-        fd = self.fd
-        assert fd is not None  # only a held file is read
         if size - self.offset > READ_CAP:  # a flood: skip the oldest unread, to a line start
             skip = size - READ_CAP - self.offset
             if self.cut != "flood":
@@ -338,6 +339,7 @@ class TailReader:
                 self.cut, self.cut_bytes = "flood", len(self.partial)
             self.cut_bytes += skip
             self.offset, self.partial = size - READ_CAP, b""
+        fd = self.held()
         if size > self.offset:
             os.lseek(fd, self.offset, os.SEEK_SET)
         while self.offset < size:
