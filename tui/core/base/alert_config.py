@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from dflash_tui.core.base.codes import FINDING_CODES
+
 EVENTS = (
     "run-exited",
     "launch-failed",
@@ -29,30 +31,6 @@ EVENTS = (
     "restart",
     "fatal",
     "run-finished",
-)
-# Every finding code the diagnosis makes (labels included): any may be asked for in `on`.
-FINDING_CODES = (
-    "idle",
-    "busy-no-memory",
-    "orphan-process",
-    "foreign-process",
-    "unexpected-activity",
-    "near-oom",
-    "ecc-errors",
-    "throttled",
-    "missing",
-    "log-missing",
-    "launch-failed",
-    "run-exited",
-    "no-progress",
-    "topology-mismatch",
-    "telemetry-unavailable",
-    "loss-not-finite",
-    "telemetry-degraded",
-    "probe-degraded",
-    "processes-not-visible",
-    "host-unreachable",
-    "supervisor-stale",
 )
 KNOWN_CODES = frozenset(EVENTS) | frozenset(FINDING_CODES)
 ALERT_KEYS = ("command", "webhook", "topic", "on", "min_interval_s", "log_lines", "timeout_s")

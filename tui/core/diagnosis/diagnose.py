@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from dflash_train.topology import Topology
+from dflash_tui.core.base.codes import GPU_LABELS
 from dflash_tui.core.base.rundir import run_state
 from dflash_tui.core.base.snapshot import Gpu, GpuProcess, LogState, RunRecord, Snapshot, StepEvent
 from dflash_tui.core.base.supervision import SupervisorRecord
@@ -20,18 +21,6 @@ from dflash_tui.core.diagnosis.ownership import judge, run_alive
 from dflash_tui.core.diagnosis.progress import Progress
 from dflash_tui.core.diagnosis.thresholds import DEFAULT, Thresholds
 
-GPU_LABELS = (
-    "ok",
-    "idle",
-    "busy-no-memory",
-    "orphan-process",
-    "foreign-process",
-    "unexpected-activity",
-    "near-oom",
-    "ecc-errors",
-    "throttled",
-    "missing",
-)
 # Labels read off instantaneous readings: they must persist in live mode before being shown.
 # (So must an orphan-process that rests only on vanished PIDs: see _flappy.)
 _FLAPPY = frozenset({"busy-no-memory", "unexpected-activity", "throttled", "near-oom"})

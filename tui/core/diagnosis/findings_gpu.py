@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from dflash_tui.core.base.codes import GPU_LABELS
 from dflash_tui.core.base.rundir import ALIVE_STATES as ACTIVE
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.diagnosis.finding import Finding, gpus_text
@@ -15,7 +16,7 @@ from dflash_tui.core.diagnosis.findings_run import (
     telemetry_findings,
 )
 from dflash_tui.core.diagnosis.progress import Progress
-from dflash_tui.core.diagnosis.severity import GPU_LABELS, label_severity, rank
+from dflash_tui.core.diagnosis.severity import label_severity, rank
 from dflash_tui.core.diagnosis.thresholds import Thresholds
 
 if TYPE_CHECKING:

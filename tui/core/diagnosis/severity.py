@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from dflash_tui.core.base.codes import GPU_LABELS
+
 SEVERITIES = ("info", "warning", "error")  # a finding's severity, mildest first
 LEVELS = ("ok", *SEVERITIES)  # what a reading shows as: "ok" is healthy, below every finding
 
@@ -21,7 +23,7 @@ _LABEL: dict[str, Callable[[bool], str]] = {
     "throttled": lambda active: "warning",
     "missing": lambda active: "error",
 }
-GPU_LABELS = tuple(_LABEL)
+assert tuple(_LABEL) == GPU_LABELS, "a label without a severity, or out of order"
 
 RUN_STATE = {
     "none": "info",
