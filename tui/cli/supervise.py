@@ -27,6 +27,7 @@ from pathlib import Path
 
 from dflash_tui.core.base.config import Config, HostConfig, expand_local
 from dflash_tui.core.base.supervision import LOG_FILE, SupervisorRecord
+from dflash_tui.core.base.text import terminal_safe
 from dflash_tui.core.base.timings import START_WINDOW_S
 from dflash_tui.core.control import supervisor_files as files
 from dflash_tui.core.control.script import ControlError
@@ -122,7 +123,8 @@ async def _serve(cfg: Config, args: argparse.Namespace, fd: int | None) -> int:
             return BUSY
         if args.once:
             decision = await sup.once()
-            print(f"{decision.action}: {decision.message}")
+            # The message may quote a launch_error file the job wrote, or remote stderr.
+            print(terminal_safe(f"{decision.action}: {decision.message}"))
             return 0
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -183,7 +185,11 @@ def _detach(host: HostConfig, argv: list[str]) -> int:
     why = line.partition(" ")[2] if line.startswith("error") else _log_tail(path)
     if rc is None:
         why = why or f"no heartbeat within {READY_TIMEOUT_S:g}s (PID {child.pid} still runs)"
-    print(f"dflash-tui supervise: {why or f'the supervisor exited {rc}'}", file=sys.stderr)
+    # `why` is the supervisor log's tail: it quotes the run's and the host's own words.
+    print(
+        terminal_safe(f"dflash-tui supervise: {why or f'the supervisor exited {rc}'}"),
+        file=sys.stderr,
+    )
     return rc if rc else 1
 
 
