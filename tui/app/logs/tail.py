@@ -61,7 +61,8 @@ class LogTail(Vertical):
         self.missing_from: float | None = None  # our own first sighting of the file missing
         self.follow = True
         self.highlighter = ErrorHighlighter()
-        self.log_view = Log(max_lines=MAX_LINES, highlight=True, auto_scroll=True)
+        # Following is ours (flush scrolls to the end), never Log's own auto_scroll.
+        self.log_view = Log(max_lines=MAX_LINES, highlight=True, auto_scroll=False)
         self.log_view.highlighter = self.highlighter
         self.title_bar = Static(classes="tail-title")
         self.missing_bar = Static(classes="tail-missing")
@@ -108,7 +109,11 @@ class LogTail(Vertical):
             return  # lines wait in the store until the widget exists
         pending = self.store.take_pending()
         if pending:
-            self.log_view.write_lines(pending, scroll_end=self.follow)
+            # Log scrolls on its own only when it was at its end before the write; after a
+            # clear (a filter change) its old offset is past the end and it would stay there.
+            self.log_view.write_lines(pending, scroll_end=False)
+        if self.follow and not self.log_view.is_vertical_scroll_end:
+            self.log_view.scroll_end(animate=False, immediate=True, x_axis=False)
 
     def set_filter(self, pattern: re.Pattern[str] | None) -> None:
         lines = self.store.set_filter(pattern)
@@ -116,11 +121,12 @@ class LogTail(Vertical):
         if self.log_view.is_mounted:
             self.log_view.clear()
             self.flush()
+            # The old offset means nothing in the new lines: a paused tail shows their end.
+            self.log_view.scroll_end(animate=False, immediate=True, x_axis=False)
             self.redraw()
 
     def set_follow(self, follow: bool) -> None:
         self.follow = follow
-        self.log_view.auto_scroll = follow
         if follow and self.log_view.is_mounted:
             self.log_view.scroll_end(animate=False)
         self.redraw()
