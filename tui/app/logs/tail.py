@@ -46,6 +46,8 @@ class LogTail(Vertical):
         }
         .tail-missing { height: auto; color: $text-warning; padding: 0 1; display: none; }
         &.-missing .tail-missing { display: block; }
+        .tail-hidden { height: auto; max-height: 3; padding: 0 1; display: none; }
+        &.-hiding .tail-hidden { display: block; }
         Log { height: 1fr; scrollbar-size-vertical: 1; }
         &:focus-within .tail-title { background: $primary 40%; }
     }
@@ -66,15 +68,18 @@ class LogTail(Vertical):
         self.log_view.highlighter = self.highlighter
         self.title_bar = Static(classes="tail-title")
         self.missing_bar = Static(classes="tail-missing")
+        self.hidden_bar = Static(classes="tail-hidden")  # inside the pane: a title can be cut
 
     def compose(self) -> ComposeResult:
         yield self.title_bar
         yield self.missing_bar
         yield self.log_view
+        yield self.hidden_bar
 
     def on_mount(self) -> None:
         self.watch(self.app, "theme", lambda _t: redraw_guarded(self, self.redraw), init=False)
-        self.redraw()
+        # is_mounted is only true once every Mount handler ran: draw the first sample after.
+        self.call_after_refresh(self.redraw)
 
     def add_lines(self, lines: tuple[str, ...] | list[str]) -> None:
         if lines:
@@ -142,6 +147,10 @@ class LogTail(Vertical):
         self.set_class(missing, "-missing")
         if missing:
             self.missing_bar.update(self._missing_text(pal))
+        hiding = self.store.pattern is not None and self.store.hidden > 0
+        self.set_class(hiding, "-hiding")
+        if hiding:
+            self.hidden_bar.update(self._hidden_text(pal))
 
     def _title(self, pal: Palette) -> Text:
         t = Text(no_wrap=True, overflow="ellipsis")
@@ -162,6 +171,20 @@ class LogTail(Vertical):
         )
         if st.dropped:
             t.append(f"  {st.dropped:,} skipped (flood)", pal.fg("warning"))
+        return t
+
+    def _hidden_text(self, pal: Palette) -> Text:
+        """How many lines the filter hides; when it hides every one, the last of them too
+        (a failed launch's only line must never look like an empty log)."""
+        st = self.store
+        n = st.hidden
+        t = Text(no_wrap=True, overflow="ellipsis")
+        t.append(
+            f"┄ {n:,} line{'s' if n != 1 else ''} hidden by the filter (a: all)", pal.fg("warning")
+        )
+        if st.shown == 0 and st.lines:  # nothing on screen: show what there is
+            t.append("; the last one:\n", pal.fg("warning"))
+            t.append(st.lines[-1])  # already sanitised by the store
         return t
 
     def _missing_text(self, pal: Palette) -> Text:
