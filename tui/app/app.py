@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from textual.app import App, SystemCommand
+from textual.markup import escape
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import Worker
@@ -362,7 +363,7 @@ class DflashApp(App[None]):
             if action in ("focus_next", "quit") or (self.read_only and action in DESTRUCTIVE):
                 continue
             title = action.replace("_", " ").capitalize()
-            yield SystemCommand(title, helptext, getattr(self, f"action_{action}"))
+            yield SystemCommand(escape(title), escape(helptext), getattr(self, f"action_{action}"))
         yield from self._host_commands()
 
     def _host_commands(self) -> Iterable[SystemCommand]:
@@ -372,7 +373,7 @@ class DflashApp(App[None]):
         yield SystemCommand("Previous host", "show the previous host ( [ )", self.action_prev_host)
         for s in self.host_states:
             yield SystemCommand(
-                f"Show host {s.key}",
+                escape(f"Show host {s.key}"),  # the palette reads markup; labels are the user's
                 f"host {s.index + 1}: its details, and l, k, r, K act on it",
                 lambda i=s.index: self.select_host(i),
             )
