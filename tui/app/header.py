@@ -200,8 +200,9 @@ class RunHeader(Static, Themed):
 
     def _run(self, pal: Palette) -> list[Part]:
         d = self.diag
-        # Always there: a prefix that comes and goes with the width moves every field after it.
-        out = [part("run ", pal.fg("muted"))]
+        # The chip leads at every width (no `run ` prefix that comes and goes and moves
+        # every field after it): its words (RUNNING, EXITED, ...) say it is the run's state.
+        out: list[Part] = []
         if d is None:
             out.append(part(" UNKNOWN ", pal.chip("info")))
             out.append(part("  no sample yet", pal.fg("muted"), 30, ""))
@@ -227,7 +228,7 @@ class RunHeader(Static, Themed):
                 forms.append(form)
             out.append(Part(forms, 45))
             if state == "killed" and run.kill_requested_at is None:
-                out.append(part("  not requested by us", pal.fg("error"), 46, "  unrequested", ""))
+                out.append(part("  not requested by us", pal.fg("error"), 40, "  unrequested", ""))
         if run.launch_error:
             err = safe_label(run.launch_error, 80)
             out.append(part(f"  {err}", pal.fg("error"), 25, f"  {safe_label(err, 24)}", ""))
