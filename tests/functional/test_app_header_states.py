@@ -2,8 +2,9 @@
 
 No Python ``None`` or ``nan`` reaches the header in any run state (never launched, starting,
 launch failed, running, exited, killed on request, SIGKILLed by nobody we know, vanished,
-unknown, auto-restart FATAL, supervised); the fields never run together; the ``run`` prefix
-is gone at every width (it came and went); a SIGKILL nobody asked for reads differently from a kill on request.
+unknown, auto-restart FATAL, supervised); the fields never run together; the line starts the
+same way at every width (a ``run`` prefix came and went); a SIGKILL nobody asked for reads
+differently from a kill on request.
 """
 
 from __future__ import annotations

@@ -252,6 +252,12 @@ async def supervise(
                         "off", f"supervised by PID {sup.pid} on {sup.host}: left to it"
                     )
             if decision.action == "restart" and decision.at is not None and now >= decision.at:
+                # Say the decision before acting on it: a restart already due when the crash
+                # is first seen is launched in this same poll, and its "restart n/N" must not
+                # come after the launch it announces.
+                if decision != last and on_decision is not None:
+                    on_decision(decision)
+                last = decision
                 res = await launch(transport, host, start_window=start_window, keep=keep)
                 if on_launch is not None:
                     on_launch(res)

@@ -51,15 +51,24 @@ class Timeline:
         new: list[Event] = []
         self._run_events(diag, new)
         self._log_events(snap, diag.time, new)
-        self.events.extend(new)
+        self.add(new)
         return new
+
+    def add(self, new: list[Event]) -> None:
+        """Keep ``events`` in time order: a sample reports a crash at its end time, after
+        events of other sources (auto-restart's decisions) that came later."""
+        self.events.extend(new)
+        ordered = list(self.events)
+        if any(a.time > b.time for a, b in zip(ordered, ordered[1:], strict=False)):
+            self.events = deque(sorted(self.events, key=lambda e: e.time), maxlen=MAX_EVENTS)
 
     def _run_events(self, diag: Diagnosis, new: list[Event]) -> None:
         run, state, t = diag.run, diag.run_state, diag.time
         prev, prev_state = self._run, self._state
         if run is not None and (prev is None or prev.id != run.id):
             at = run.started_at or t
-            who = f"run {run.id} (PID {run.pid}, PGID {run.pgid})"
+            ids = ", ".join(f"{k} {v}" for k, v in (("PID", run.pid), ("PGID", run.pgid)) if v)
+            who = f"run {run.id} ({ids})" if ids else f"run {run.id}"
             # Replacing a live run, or one stopped on request, is a restart; else a new launch.
             was_alive, prev_state = prev_state in ALIVE_STATES, None
             if prev is not None and (was_alive or prev.kill_requested_at is not None):
