@@ -11,6 +11,7 @@ import json
 import re
 from collections import deque
 from dataclasses import dataclass
+from itertools import pairwise
 
 from dflash_tui.core.base.rundir import ALIVE_STATES, exit_meaning
 from dflash_tui.core.base.snapshot import RunRecord, Snapshot
@@ -58,8 +59,7 @@ class Timeline:
         """Keep ``events`` in time order: a sample reports a crash at its end time, after
         events of other sources (auto-restart's decisions) that came later."""
         self.events.extend(new)
-        ordered = list(self.events)
-        if any(a.time > b.time for a, b in zip(ordered, ordered[1:], strict=False)):
+        if any(a.time > b.time for a, b in pairwise(self.events)):
             self.events = deque(sorted(self.events, key=lambda e: e.time), maxlen=MAX_EVENTS)
 
     def _run_events(self, diag: Diagnosis, new: list[Event]) -> None:
