@@ -147,9 +147,10 @@ class LogTail(Vertical):
         self.set_class(missing, "-missing")
         if missing:
             self.missing_bar.update(self._missing_text(pal))
+        # Said inside the pane (the title can be cut): what the filter hides, and a pause.
         hiding = self.store.pattern is not None and self.store.hidden > 0
-        self.set_class(hiding, "-hiding")
-        if hiding:
+        self.set_class(hiding or not self.follow, "-hiding")
+        if hiding or not self.follow:
             self.hidden_bar.update(self._hidden_text(pal))
 
     def _title(self, pal: Palette) -> Text:
@@ -177,12 +178,15 @@ class LogTail(Vertical):
         """How many lines the filter hides; when it hides every one, the last of them too
         (a failed launch's only line must never look like an empty log)."""
         st = self.store
-        n = st.hidden
+        n = st.hidden if st.pattern is not None else 0
         t = Text(no_wrap=True, overflow="ellipsis")
-        t.append(
-            f"┄ {n:,} line{'s' if n != 1 else ''} hidden by the filter (a: all)", pal.fg("warning")
-        )
-        if st.shown == 0 and st.lines:  # nothing on screen: show what there is
+        said = []
+        if not self.follow:
+            said.append("paused: new lines are not scrolled to (f: follow)")
+        if n:
+            said.append(f"{n:,} line{'s' if n != 1 else ''} hidden by the filter (a: all)")
+        t.append("┄ " + "; ".join(said), pal.fg("warning"))
+        if n and st.shown == 0 and st.lines:  # nothing on screen: show what there is
             t.append("; the last one:\n", pal.fg("warning"))
             t.append(st.lines[-1])  # already sanitised by the store
         return t
