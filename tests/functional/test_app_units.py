@@ -170,3 +170,5 @@ def test_timeline_keeps_time_order_across_sources() -> None:
     assert [e.kind for e in tl.events][-2:] == ["crash", "auto-restart"]
     ev = fold(tl, snap(T0 + 12, {"id": "b", "dir": f"{ROOT}/b", "launch_error": "x"}, [], []))
     assert ev[0] == ("launched", "launched run b (after a)")
+    ev = fold(tl, snap(T0 + 14, {"id": "c", "dir": f"{ROOT}/c", "pid": 80, "pgid": 80}, [], []))
+    assert ("crash", "crashed: no exit code recorded: the process group vanished (killed)") in ev

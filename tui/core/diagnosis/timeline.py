@@ -96,12 +96,13 @@ class Timeline:
             return Event(t, "launch-failed", "error", f"launch failed: {why}")
         if state in ("exited", "killed"):
             at = run.ended_at or t
-            meaning = exit_meaning(code)
+            # No exit code (the whole group vanished): the meaning says so, never "exit None".
+            how = exit_meaning(code) if code is None else f"exit {code}: {exit_meaning(code)}"
             if run.kill_requested_at is not None:
-                return Event(at, "stopped", "info", f"stopped on request (exit {code}: {meaning})")
+                return Event(at, "stopped", "info", f"stopped on request ({how})")
             if code == 0:
                 return Event(at, "exited", "info", "finished (exit 0: success)")
-            return Event(at, "crash", "error", f"crashed: exit {code}: {meaning}")
+            return Event(at, "crash", "error", f"crashed: {how}")
         return None
 
     def _log_events(self, snap: Snapshot, t: float, new: list[Event]) -> None:
