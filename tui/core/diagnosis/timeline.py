@@ -13,7 +13,7 @@ from collections import deque
 from dataclasses import dataclass
 from itertools import pairwise
 
-from dflash_tui.core.base.rundir import ALIVE_STATES, exit_meaning
+from dflash_tui.core.base.rundir import ALIVE_STATES, exit_text
 from dflash_tui.core.base.snapshot import RunRecord, Snapshot
 from dflash_tui.core.diagnosis.diagnose import Diagnosis
 from dflash_tui.core.diagnosis.progress import parse_line
@@ -92,12 +92,12 @@ class Timeline:
         if state == "running":
             return Event(t, "running", "info", "running (alive past the start window)")
         if state == "launch-failed":
-            why = (run.launch_error or f"exit {code}: {exit_meaning(code)}").strip()[-200:]
+            why = (run.launch_error or exit_text(code)).strip()[-200:]
             return Event(t, "launch-failed", "error", f"launch failed: {why}")
         if state in ("exited", "killed"):
             at = run.ended_at or t
             # No exit code (the whole group vanished): the meaning says so, never "exit None".
-            how = exit_meaning(code) if code is None else f"exit {code}: {exit_meaning(code)}"
+            how = exit_text(code)
             if run.kill_requested_at is not None:
                 return Event(at, "stopped", "info", f"stopped on request ({how})")
             if code == 0:
