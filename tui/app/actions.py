@@ -143,7 +143,9 @@ class ControlActions:
         why = known_refusal(state.bridge.transport, info.pid, procs)
         if why is not None:  # control would refuse it: offer no kill button at all
             title = f"Process {info.pid} on {state.key} cannot be killed from here"
-            self.app.push_screen(ConfirmScreen(title, refused_text(info, why), None))
+            self.app.push_screen(
+                ConfirmScreen(title, refused_text(info, why), None), lambda _: None
+            )
             return
         me = acting_user(state.cfg, state.snapshot, state.diagnosis)
         body = process_kill_text(info, state.bridge.grace, me)
