@@ -141,6 +141,8 @@ class ControlActions:
             return
         procs = state.snapshot.procs if state.snapshot is not None else ()
         why = known_refusal(state.bridge.transport, info.pid, procs)
+        if why is None and info.start_ticks is None:  # the bridge refuses it too
+            why = f"PID {info.pid}: its start time is unknown, so it cannot be verified"
         if why is not None:  # control would refuse it: offer no kill button at all
             title = f"Process {info.pid} on {state.key} cannot be killed from here"
             self.app.push_screen(
