@@ -3,6 +3,7 @@ span in bounded memory; the view's zoom and pan stay within it."""
 
 from __future__ import annotations
 
+import itertools
 import sys
 from dataclasses import replace
 
@@ -19,7 +20,7 @@ def test_thinning_keeps_the_whole_span_in_bounded_memory() -> None:
     assert pts[0][0] == 0.0  # the start is never dropped
     assert pts[-1][0] >= 100_000 - ser.stride  # the newest is at most one stride old
     assert len(pts) >= 32  # halved, not emptied
-    gaps = {b[0] - a[0] for a, b in zip(pts, pts[1:], strict=False)}
+    gaps = {b[0] - a[0] for a, b in itertools.pairwise(pts)}
     assert gaps == {float(ser.stride)}  # an even density over the whole span
     assert sys.getsizeof(ser._points) < 64 * 16  # the list itself stays bounded
 
