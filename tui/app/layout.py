@@ -37,7 +37,12 @@ KEYS: tuple[tuple[str, str, str, str], ...] = (
     ("f", "follow", "Follow", "follow the end of the logs on/off"),
     ("tab", "focus_next", "Areas", "move between areas (GPUs, logs, findings, tree, timeline)"),
     ("t", "next_theme", "Theme", "next theme (dflash-dark, -light, -contrast, yours)"),
-    ("e", "other_tab", "Procs/Events", "next tab: process tree, event timeline, history plots"),
+    (
+        "e",
+        "other_tab",
+        "Procs/Events",
+        "switch the process tree, the event timeline, the history plots",
+    ),
     ("question_mark", "help", "Help", "this help"),
     ("q", "quit", "Quit (run stays)", "quit the app; the run keeps running"),
 )

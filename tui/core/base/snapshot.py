@@ -312,13 +312,17 @@ class StepPoints:
 
     @classmethod
     def from_dict(cls, d: Any) -> StepPoints | None:
-        if not isinstance(d, dict) or _str(d.get("path")) is None or _int(d.get("from")) is None:
+        path, start = (
+            (_str(d.get("path")), _int(d.get("from"))) if isinstance(d, dict) else (None, None)
+        )
+        if path is None or start is None:
             return None
         pts = []
         for p in _list(d.get("points")):
-            if isinstance(p, list) and len(p) == 4 and _float(p[0]) is not None:
-                pts.append((float(p[0]), _int(p[1]), _float(p[2]), _float(p[3])))
-        return cls(d["path"], d["from"], tuple(pts), _int(d.get("thinned")) or 1)
+            t = _float(p[0]) if isinstance(p, list) and len(p) == 4 else None
+            if t is not None:
+                pts.append((t, _int(p[1]), _float(p[2]), _float(p[3])))
+        return cls(path, start, tuple(pts), _int(d.get("thinned")) or 1)
 
 
 @dataclass(frozen=True)
