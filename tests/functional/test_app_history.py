@@ -42,7 +42,7 @@ async def on_history(pilot: Pilot, app: DflashApp) -> HistoryView:
     await pilot.press("e", "e")
     await pilot.pause(0.2)
     assert app.history_shown() and "app.history_zoom" in footer_actions(app)
-    assert view.shown  # so each sample now redraws it
+    assert view.shown  # so new samples are plotted now
     return view
 
 

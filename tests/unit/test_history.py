@@ -8,7 +8,7 @@ import sys
 from dataclasses import replace
 
 from dflash_tui.core.base.snapshot import Snapshot, StepPoints
-from dflash_tui.core.diagnosis.history import ZOOMS, RunHistory, Thinned, View
+from dflash_tui.core.diagnosis.history import ZOOMS, RunHistory, Thinned, View, decimate
 
 
 def test_thinning_keeps_the_whole_span_in_bounded_memory() -> None:
@@ -67,3 +67,12 @@ def test_view_zooms_and_pans_within_the_span() -> None:
     v = v.next_zoom().next_zoom()
     assert v.zoom == 0 and v.bounds(span) == span
     assert View(2).bounds((0.0, 100.0)) == (0.0, 100.0)  # a window wider than the run
+
+
+def test_decimate_bounds_the_points_and_keeps_a_short_dip() -> None:
+    pts = [(float(i), 90.0) for i in range(10_000)]
+    pts[4321] = (4321.0, 5.0)  # one sample of a power drop
+    out = decimate(pts, 100)
+    assert len(out) <= 100 and (4321.0, 5.0) in out
+    assert out[0][0] == 0.0 and out == sorted(out)
+    assert decimate(pts[:50], 100) == pts[:50]

@@ -1,6 +1,8 @@
 """The History tab's widget. ``HistoryView`` owns one host's ``RunHistory`` and how it is drawn
 (as Posting's panes own their display): the pane hands it every sample, it keeps the history
-while hidden and plots only while shown.
+while hidden and plots only while shown, at most every HISTORY_REDRAW_S seconds and with at most
+two points per column of each plot: plotext draws on the UI thread and costs about 50 ms a plot
+of 8 lines of 100 points on a loaded 2-core machine (20 times that with 2048 points a line).
 
 Plots are textual-plotext's: plotext renders ANSI text that Rich reads as ANSI, never as
 markup. Their text (titles, axis labels, legends) is this module's own words and numbers, with
@@ -18,7 +20,8 @@ from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
 from dflash_tui.core.base.snapshot import Snapshot
-from dflash_tui.core.diagnosis.history import RunHistory, Thinned, View, window
+from dflash_tui.core.base.timings import HISTORY_REDRAW_S
+from dflash_tui.core.diagnosis.history import RunHistory, Thinned, View, decimate, window
 
 # (id, title, y label) of each plot; the GPU plots have one line per GPU.
 RUN_PLOTS = (("plot-loss", "loss", "loss"), ("plot-toks", "tok/s", "tok/s"))
@@ -43,6 +46,7 @@ class HistoryView(Vertical):
         super().__init__(id="history")
         self.history = RunHistory()
         self.view = View()
+        self.dirty = False  # samples arrived since the last plot
 
     def compose(self) -> ComposeResult:
         yield Static(id="history-title", markup=False)
@@ -55,11 +59,15 @@ class HistoryView(Vertical):
 
     def on_mount(self) -> None:
         self.replot()
+        self.set_interval(HISTORY_REDRAW_S, self._redraw)
 
     def add(self, snap: Snapshot) -> None:
-        """Fold one sample; redraw only when it can be seen."""
+        """Fold one sample; it is plotted at the next redraw while the tab is shown."""
         self.history.add(snap)
-        if self.shown:
+        self.dirty = True
+
+    def _redraw(self) -> None:
+        if self.dirty and self.shown:
             self.replot()
 
     @property
@@ -79,6 +87,7 @@ class HistoryView(Vertical):
         return self.view.bounds(self.history.span())
 
     def replot(self) -> None:
+        self.dirty = False
         span = self.history.span()
         shown = self.view.bounds(span)
         self.query_one("#history-title", Static).update(Text(self.title(span, shown)))
@@ -116,7 +125,7 @@ class HistoryView(Vertical):
         if span is not None and shown is not None:
             lo, hi = ((t - span[0]) / 60 for t in shown)
             for label, series in lines:
-                pts = window(series.points(), shown[0], shown[1])
+                pts = decimate(window(series.points(), *shown), 2 * max(widget.size.width, 40))
                 if pts:
                     xs = [(x - span[0]) / 60 for x, _ in pts]
                     plt.plot(xs, [y for _, y in pts], label=label if len(lines) > 1 else None)

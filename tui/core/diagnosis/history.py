@@ -64,6 +64,21 @@ def window(points: Sequence[Point], lo: float, hi: float) -> list[Point]:
     return [p for p in points if lo <= p[0] <= hi]
 
 
+def decimate(points: Sequence[Point], most: int) -> list[Point]:
+    """At most about ``most`` points for a plot that cannot draw more: the points in buckets
+    of consecutive ones, each bucket's lowest and highest kept (in order), so a short dip or
+    spike still shows where plain thinning would skip it."""
+    if len(points) <= most or most < 2:
+        return list(points)
+    size = math.ceil(len(points) / (most // 2))
+    out: list[Point] = []
+    for i in range(0, len(points), size):
+        bucket = points[i : i + size]
+        lo, hi = min(bucket, key=lambda p: p[1]), max(bucket, key=lambda p: p[1])
+        out.extend(sorted({lo, hi}))
+    return out
+
+
 @dataclass
 class GpuHistory:
     """One GPU's readings over time: utilisation %, memory used %, power in W."""
