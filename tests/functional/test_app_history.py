@@ -31,7 +31,7 @@ def footer_actions(app: DflashApp) -> set[str]:
 
 
 async def on_history(pilot: Pilot, app: DflashApp) -> HistoryView:
-    await until(pilot, lambda: app.samples >= 41, timeout=30)
+    await until(pilot, lambda: app.samples >= 41, timeout=90)
     await pilot.pause(0.2)
     view = app.detail().history()
     assert view.bounds() is not None

@@ -22,18 +22,10 @@ from textual.worker import Worker
 from dflash_tui.app.actions import ControlActions
 from dflash_tui.app.autorestart import AutoRestarts
 from dflash_tui.app.feeds import HostFeeds
+from dflash_tui.app.history.view import HISTORY_ACTIONS, HISTORY_HELP
 from dflash_tui.app.host_pane import HostPane
 from dflash_tui.app.hosts import HostState, make_hosts, summarize
-from dflash_tui.app.layout import (
-    DESTRUCTIVE,
-    HISTORY_ACTIONS,
-    HISTORY_HELP,
-    HOST_ACTIONS,
-    HOST_HELP,
-    KEY_NAMES,
-    KEYS,
-    MainScreen,
-)
+from dflash_tui.app.layout import DESTRUCTIVE, HOST_ACTIONS, HOST_HELP, KEY_NAMES, KEYS, MainScreen
 from dflash_tui.app.messages import ControlDone, ControlStep, LinkDown, SampleMalformed, SampleReady
 from dflash_tui.app.overview import HostOverview
 from dflash_tui.app.screens import HelpScreen
@@ -327,11 +319,7 @@ class DflashApp(App[None]):
         self.notify("following the logs" if on else "follow paused", timeout=2)
 
     def action_other_tab(self) -> None:
-        tabs = self.detail().tabs()
-        order = ("tab-procs", "tab-timeline", "tab-history")
-        tabs.active = (
-            order[(order.index(tabs.active) + 1) % 3] if tabs.active in order else order[0]
-        )
+        self.detail().next_tab()
 
     def history_shown(self) -> bool:
         """Whether the shown host's History tab is up (its keys work only then)."""

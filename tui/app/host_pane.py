@@ -113,6 +113,12 @@ class HostPane(Vertical):
     def history(self) -> HistoryView:
         return self.query_one(HistoryView)
 
+    def next_tab(self) -> None:
+        """Processes, then Timeline, then History, then Processes again (`e`)."""
+        tabs, order = self.tabs(), ("tab-procs", "tab-timeline", "tab-history")
+        at = order.index(tabs.active) if tabs.active in order else -1
+        tabs.active = order[(at + 1) % len(order)]
+
     def history_shown(self) -> bool:
         return self.is_mounted and self.tabs().active == "tab-history"
 

@@ -57,12 +57,6 @@ FOOTER_KEYS = [k for a in FIRST for k in KEYS if k[1] == a] + [k for k in KEYS i
 KEY_NAMES = {"slash": "/", "question_mark": "?"}
 # Host keys: only with two or more hosts (check_action hides them otherwise).
 HOST_ACTIONS = frozenset({"next_host", "prev_host", "show_host"})
-# History keys: only while the History tab is shown (check_action hides them otherwise).
-HISTORY_ACTIONS = frozenset({"history_zoom", "history_pan"})
-HISTORY_HELP: tuple[tuple[str, str], ...] = (
-    ("z", "History: zoom, cycling whole run / last 1 h / last 5 min"),
-    ("< / >", "History: pan half a window back / forward in time"),
-)
 HOST_HELP: tuple[tuple[str, str], ...] = (
     ("[ / ]", "show the previous / next host (the overview highlights it)"),
     ("1-9", "show host n (its row in the overview); l, k, r, K act on the shown host only"),

@@ -30,6 +30,13 @@ GPU_PLOTS = (
     ("plot-power", "GPU power W", "power"),
     ("plot-mem", "GPU memory used %", "mem"),
 )
+# Its keys work, and show in the footer and help, only while the tab is shown (the app's
+# check_action; the bindings are the main screen's, tui/app/layout.py).
+HISTORY_ACTIONS = frozenset({"history_zoom", "history_pan"})
+HISTORY_HELP: tuple[tuple[str, str], ...] = (
+    ("z", "History: zoom, cycling whole run / last 1 h / last 5 min"),
+    ("< / >", "History: pan half a window back / forward in time"),
+)
 KEYS_NOTE = "z zoom (whole run / 1 h / 5 min)   < > pan"
 
 
