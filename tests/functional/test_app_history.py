@@ -1,8 +1,13 @@
 """The History tab (tui/app/history/): `e` reaches it, its keys work (and show) only while it
-is shown, `z` and `<`/`>` change the plotted span, and the plots draw the whole run's steps."""
+is shown, `z` and `<`/`>` change the plotted span, and the plots draw the whole run's steps,
+which reach it from a real run's event stream through the real probe."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
 from rich.text import Text
 from support import until
 from textual.pilot import Pilot
@@ -13,7 +18,9 @@ from dflash_tui.app.app import DflashApp
 from dflash_tui.app.history.view import HistoryView
 from dflash_tui.app.screens import HelpScreen
 from dflash_tui.app.source import ScriptedSource
-from dflash_tui.core.base.config import Config
+from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.control import kill as control_kill
+from dflash_tui.core.link.connect import make_transport
 
 SIZE = (120, 40)
 SPAN_MIN = 80.0  # the scene: an hour of steps before the app attached, then 20 minutes
@@ -82,3 +89,36 @@ async def test_history_keys_are_in_the_help_only_with_the_tab() -> None:
         await pilot.pause(0.1)
         assert not app.history_shown() and "app.history_zoom" not in footer_actions(app)
         assert not app.detail().history().shown  # hidden: samples are kept, not plotted
+
+
+# A job that writes the pipeline's step events (loss = step + 0.5) to its run's event stream.
+JOB = (
+    "i=0; while :; do i=$((i+1)); printf "
+    """'{"event":"step","time":%s,"step":%d,"loss":%d.5,"tok_s":%d}\\n' """
+    '"$(date +%s.%N)" $i $i $((1000+i)) >> "$DFLASH_RUN_DIR/events.jsonl"; '
+    'echo "step=$i loss=$i.5"; sleep 0.1; done'
+)
+
+
+@pytest.fixture
+async def host(tmp_path: Path) -> AsyncIterator[HostConfig]:
+    h = HostConfig(command=JOB, run_root=str(tmp_path / "runs"))
+    yield h
+    transport = make_transport(h)  # the job goes, through control
+    try:
+        await control_kill.kill(transport, h, grace=2.0, check_gpu=False)
+    finally:
+        await transport.close()
+
+
+async def test_a_live_runs_steps_reach_the_history_each_once_in_order(host: HostConfig) -> None:
+    app = DflashApp(Config(hosts=(host,), interval=0.5))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.samples >= 1)
+        await pilot.press("l")
+        history = app.detail().history().history
+        await until(pilot, lambda: len(history.loss) >= 15, timeout=60)
+        losses = [y for _, y in history.loss.points()]
+        assert losses == [k + 1.5 for k in range(len(losses))]  # from step 1, none twice
+        assert [y for _, y in history.tok_s.points()][:3] == [1001.0, 1002.0, 1003.0]
+        assert history.steps_path == f"{app.last.diagnosis.run.dir}/events.jsonl"  # type: ignore[union-attr]
