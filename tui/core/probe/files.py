@@ -157,7 +157,7 @@ class StepReader:
     """The step events of the run's event stream, sent incrementally: each sample reads on
     from where the last one stopped (at most STEPS_CHUNK bytes, whole lines only) and sends
     at most STEPS_MAX points [time, step, loss, tok_s]; a longer backlog (attaching to a long
-    run) is thinned to one step in N, and only the kept lines are parsed. Another path, or a
+    run) is thinned to about one line in N, and only the kept lines are parsed. Another path, or a
     file that shrank (replaced, truncated), is read again from byte 0."""
 
     def __init__(self):
@@ -186,13 +186,28 @@ class StepReader:
         if end == 0 and len(data) == STEPS_CHUNK:
             end = len(data)  # one line longer than a chunk: skipped, not a step
         self.offset += end
-        lines = [ln for ln in data[:end].split(b"\n") if b'"step"' in ln]
-        every = -(-len(lines) // STEPS_MAX) or 1
+        lines, every = spread(data[:end], STEPS_MAX)
         return {"path": path, "from": start, "thinned": every,
-                "points": steps_of(lines[::every])}  # fmt: skip
+                "points": steps_of(ln for ln in lines if b'"step"' in ln)}  # fmt: skip
 
 
-def steps_of(lines: list) -> list:
+def spread(data: bytes, most: int):
+    """(lines, N): the whole lines of data, or, when there are more than `most`, `most` of
+    them evenly spread (the line at every len/most bytes; about one in N). Positions, not a
+    split of every line: catching up on megabytes costs `most` look-ups, not a million."""
+    n = data.count(b"\n")
+    if n <= most:
+        return data.split(b"\n"), 1
+    out, last = [], -1
+    for j in range(most):
+        begin = data.rfind(b"\n", 0, j * len(data) // most) + 1
+        if begin != last:
+            last = begin
+            out.append(data[begin : data.find(b"\n", begin)])
+    return out, -(-n // most)
+
+
+def steps_of(lines) -> list:
     out = []
     for raw in lines:
         try:
