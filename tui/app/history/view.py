@@ -1,8 +1,9 @@
 """The History tab's widget. ``HistoryView`` owns one host's ``RunHistory`` and how it is drawn
 (as Posting's panes own their display): the pane hands it every sample, it keeps the history
 while hidden and plots only while shown, at most every HISTORY_REDRAW_S seconds and with at most
-two points per column of each plot: plotext draws on the UI thread and costs about 50 ms a plot
-of 8 lines of 100 points on a loaded 2-core machine (20 times that with 2048 points a line).
+one point per column of each plot (a bucket's lowest and highest per two columns): plotext
+builds on the UI thread, about 0.1 s a plot of 8 lines on a loaded 2-core machine
+(bench/history_steps.py; five times that with 2048 points a line).
 
 Plots are textual-plotext's: plotext renders ANSI text that Rich reads as ANSI, never as
 markup. Their text (titles, axis labels, legends) is this module's own words and numbers, with
@@ -132,7 +133,7 @@ class HistoryView(Vertical):
         if span is not None and shown is not None:
             lo, hi = ((t - span[0]) / 60 for t in shown)
             for label, series in lines:
-                pts = decimate(window(series.points(), *shown), 2 * max(widget.size.width, 40))
+                pts = decimate(window(series.points(), *shown), max(widget.size.width, 40))
                 if pts:
                     xs = [(x - span[0]) / 60 for x, _ in pts]
                     plt.plot(xs, [y for _, y in pts], label=label if len(lines) > 1 else None)
