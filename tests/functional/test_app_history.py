@@ -8,14 +8,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from rich.text import Text
 from support import until
 from textual.pilot import Pilot
-from textual_plotext import PlotextPlot
 
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.history.view import HistoryView
+from dflash_tui.app.history.view import HistoryPlot, HistoryView
 from dflash_tui.app.screens import HelpScreen
 from dflash_tui.app.source import ScriptedSource
 from dflash_tui.core.base.config import Config, HostConfig
@@ -26,15 +24,27 @@ SIZE = (120, 40)
 SPAN_MIN = 80.0  # the scene: an hour of steps before the app attached, then 20 minutes
 
 
-def x_ticks(plot: PlotextPlot) -> list[str]:
+def x_ticks(plot: HistoryPlot) -> list[str]:
     """The numbers on the plot's x axis, as drawn (the line under the frame's bottom)."""
-    rows = Text.from_ansi(plot.plt.build()).plain.splitlines()
+    assert plot.text is not None
+    rows = plot.text.plain.splitlines()
     bottom = next(i for i, r in enumerate(rows) if "└" in r)
     return rows[bottom + 1].split()
 
 
 def footer_actions(app: DflashApp) -> set[str]:
     return {b.binding.action for b in app.screen.active_bindings.values() if b.enabled}
+
+
+async def built(pilot: Pilot, view: HistoryView) -> None:
+    """Until the plots' build (a thread worker) has been shown."""
+    await pilot.pause(0.1)
+    await until(pilot, lambda: view.building == 0, timeout=60)
+
+
+async def press(pilot: Pilot, view: HistoryView, key: str) -> None:
+    await pilot.press(key)
+    await built(pilot, view)
 
 
 async def on_history(pilot: Pilot, app: DflashApp) -> HistoryView:
@@ -47,7 +57,7 @@ async def on_history(pilot: Pilot, app: DflashApp) -> HistoryView:
     assert view.bounds() == whole and not app.history_shown()
     assert "app.history_zoom" not in footer_actions(app)
     await pilot.press("e", "e")
-    await pilot.pause(0.2)
+    await built(pilot, view)
     assert app.history_shown() and "app.history_zoom" in footer_actions(app)
     assert view.shown  # so new samples are plotted now
     return view
@@ -57,23 +67,23 @@ async def test_zoom_and_pan_keys_change_the_plotted_span() -> None:
     app = DflashApp(Config(), source=ScriptedSource(scenes.history_run()))
     async with app.run_test(size=SIZE) as pilot:
         view = await on_history(pilot, app)
-        loss = view.query_one("#plot-loss", PlotextPlot)
+        loss = view.query_one("#plot-loss", HistoryPlot)
         lo, hi = view.bounds()  # type: ignore[misc]
         assert round((hi - lo) / 60) == SPAN_MIN  # the whole run: the hour before the samples
         assert x_ticks(loss)[0] == "0" and x_ticks(loss)[-1] == "80"
-        await pilot.press("z")  # last hour
+        await press(pilot, view, "z")  # last hour
         lo, hi = view.bounds()  # type: ignore[misc]
         assert hi - lo == 3600.0 and x_ticks(loss)[0] == "20" and x_ticks(loss)[-1] == "80"
-        await pilot.press("less_than_sign")  # half an hour back
+        await press(pilot, view, "less_than_sign")  # half an hour back
         assert x_ticks(loss)[0] == "0" and x_ticks(loss)[-1] == "60"  # clamped at the start
-        await pilot.press("less_than_sign")  # already at the start: stays
+        await press(pilot, view, "less_than_sign")  # already at the start: stays
         assert x_ticks(loss)[0] == "0"
-        await pilot.press("greater_than_sign")
+        await press(pilot, view, "greater_than_sign")
         assert x_ticks(loss)[0] == "20"
-        await pilot.press("z")  # last 5 minutes
+        await press(pilot, view, "z")  # last 5 minutes
         lo, hi = view.bounds()  # type: ignore[misc]
         assert hi - lo == 300.0 and float(x_ticks(loss)[0]) >= 75
-        await pilot.press("z")  # back to the whole run
+        await press(pilot, view, "z")  # back to the whole run
         assert x_ticks(loss)[-1] == "80"
 
 

@@ -63,6 +63,11 @@ def test_history_tab_shows_the_whole_run(snap_compare) -> None:  # type: ignore[
     async def run_before(pilot: Pilot) -> None:
         await settled(app, n)(pilot)
         await pilot.press("e", "e")
+        view = app.detail().history()
+        t0 = time.monotonic()
+        await pilot.pause(0.1)
+        while view.building and time.monotonic() - t0 < 60:  # the plots build in a thread
+            await pilot.pause(0.05)
         await pilot.pause(0.3)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

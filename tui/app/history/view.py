@@ -1,9 +1,9 @@
 """The History tab's widget. ``HistoryView`` owns one host's ``RunHistory`` and how it is drawn
 (as Posting's panes own their display): the pane hands it every sample, it keeps the history
 while hidden and plots only while shown, at most every HISTORY_REDRAW_S seconds and with at most
-one point per column of each plot (a bucket's lowest and highest per two columns): plotext
-builds on the UI thread, about 0.1 s a plot of 8 lines on a loaded 2-core machine
-(bench/history_steps.py; five times that with 2048 points a line).
+one point per column of each plot (a bucket's lowest and highest per two columns). plotext's
+build is slow (about 0.1 s a plot of 8 lines on a loaded 2-core machine, bench/history_steps.py)
+so it runs in a thread worker on fresh Plot objects; the widgets show the text it returns.
 
 Plots are textual-plotext's: plotext renders ANSI text that Rich reads as ANSI, never as
 markup. Their text (titles, axis labels, legends) is this module's own words and numbers, with
@@ -12,13 +12,15 @@ GPU indexes; nothing read from the host (a GPU's name, a path) reaches them.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 
 from rich.text import Text
-from textual.app import ComposeResult
+from textual.app import ComposeResult, RenderResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
+from textual_plotext.plot import Plot
 
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.timings import HISTORY_REDRAW_S
@@ -41,6 +43,37 @@ HISTORY_HELP: tuple[tuple[str, str], ...] = (
 KEYS_NOTE = "z zoom (whole run / 1 h / 5 min)   < > pan"
 
 
+class HistoryPlot(PlotextPlot):
+    """A plot that shows the text its view built off the UI thread (``show``); never builds
+    on the UI thread itself (a resize makes the view build again)."""
+
+    def __init__(self, id: str) -> None:
+        super().__init__(id=id)
+        self.text: Text | None = None
+        self.text_size = (0, 0)
+
+    def show(self, text: Text, size: tuple[int, int]) -> None:
+        self.text, self.text_size = text, size
+        self.refresh()
+
+    def render(self) -> RenderResult:
+        return self.text if self.text is not None else Text()
+
+    def theme_name(self) -> str:
+        return self._get_plotext_theme_name(self.app.theme)
+
+
+def build(jobs: Sequence[tuple[HistoryPlot, Plot, tuple[int, int], str]]) -> list[Text]:
+    """Runs in a thread: each fresh Plot built at its size and theme (nothing shared)."""
+    out = []
+    for _widget, plt, (w, h), theme in jobs:
+        plt.plotsize(w, h)
+        plt._set_size(w, h)  # as PlotextPlot.render does (textual-plotext issue 5)
+        plt.theme(theme)
+        out.append(Text.from_ansi(plt.build()))
+    return out
+
+
 class HistoryView(Vertical):
     """One host's History tab (id ``history``)."""
 
@@ -55,19 +88,22 @@ class HistoryView(Vertical):
         self.history = RunHistory()
         self.view = View()
         self.dirty = False  # samples arrived since the last plot
+        self.building = 0  # builds started and not yet shown
 
     def compose(self) -> ComposeResult:
         yield Static(id="history-title", markup=False)
         with Horizontal(id="history-run"):
             for pid, _, _ in RUN_PLOTS:
-                yield PlotextPlot(id=pid)
+                yield HistoryPlot(id=pid)
         with Horizontal(id="history-gpus"):
             for pid, _, _ in GPU_PLOTS:
-                yield PlotextPlot(id=pid)
+                yield HistoryPlot(id=pid)
 
     def on_mount(self) -> None:
         self.replot()
         self.set_interval(HISTORY_REDRAW_S, self._redraw)
+        # After the plots' own subscriptions (children mount first): they register the theme.
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self.replot())
 
     def add(self, snap: Snapshot) -> None:
         """Fold one sample; it is plotted at the next redraw while the tab is shown."""
@@ -99,13 +135,41 @@ class HistoryView(Vertical):
         span = self.history.span()
         shown = self.view.bounds(span)
         self.query_one("#history-title", Static).update(Text(self.title(span, shown)))
+        if not self.shown:  # hidden, or not laid out yet: built when shown
+            self.dirty = True
+            return
         h = self.history
-        self._plot("plot-loss", "loss", [("loss", h.loss)], span, shown)
-        self._plot("plot-toks", "tok/s", [("tok/s", h.tok_s)], span, shown)
+        jobs = [
+            self._plot("plot-loss", "loss", [("loss", h.loss)], span, shown),
+            self._plot("plot-toks", "tok/s", [("tok/s", h.tok_s)], span, shown),
+        ]
         gpus = sorted(h.gpus.items())
         for pid, title, attr in GPU_PLOTS:
             lines = [(f"GPU {i}", getattr(g, attr)) for i, g in gpus]
-            self._plot(pid, title, lines, span, shown)
+            jobs.append(self._plot(pid, title, lines, span, shown))
+        self.building += 1
+        self.run_worker(
+            lambda: self._build(jobs), thread=True, group="history", exit_on_error=False
+        )
+
+    def _build(self, jobs: list[tuple[HistoryPlot, Plot, tuple[int, int], str]]) -> None:
+        texts = None
+        try:
+            texts = build(jobs)
+        finally:
+            with contextlib.suppress(RuntimeError):  # the app has gone meanwhile
+                self.app.call_from_thread(self._built, jobs, texts)
+
+    def on_resize(self) -> None:
+        if self.shown:
+            self.replot()
+
+    def _built(
+        self, jobs: list[tuple[HistoryPlot, Plot, tuple[int, int], str]], texts: list[Text] | None
+    ) -> None:
+        self.building -= 1
+        for (widget, _plt, size, _theme), text in zip(jobs, texts or [], strict=False):
+            widget.show(text, size)
 
     def title(self, span: tuple[float, float] | None, shown: tuple[float, float] | None) -> str:
         if span is None or shown is None:
@@ -124,10 +188,10 @@ class HistoryView(Vertical):
         lines: Sequence[tuple[str, Thinned]],
         span: tuple[float, float] | None,
         shown: tuple[float, float] | None,
-    ) -> None:
-        widget = self.query_one(f"#{pid}", PlotextPlot)
-        plt = widget.plt
-        plt.clear_figure()
+    ) -> tuple[HistoryPlot, Plot, tuple[int, int], str]:
+        """The plot's data on a fresh Plot, with what its build needs (size, theme)."""
+        widget = self.query_one(f"#{pid}", HistoryPlot)
+        plt = Plot()
         plt.title(title)
         plt.xlabel("minutes since start")
         if span is not None and shown is not None:
@@ -138,4 +202,4 @@ class HistoryView(Vertical):
                     xs = [(x - span[0]) / 60 for x, _ in pts]
                     plt.plot(xs, [y for _, y in pts], label=label if len(lines) > 1 else None)
             plt.xlim(lo, hi if hi > lo else lo + 1)
-        widget.refresh()
+        return widget, plt, (widget.size.width, widget.size.height), widget.theme_name()
