@@ -85,6 +85,12 @@ async def test_zoom_and_pan_keys_change_the_plotted_span() -> None:
         assert hi - lo == 300.0 and float(x_ticks(loss)[0]) >= 75
         await press(pilot, view, "z")  # back to the whole run
         assert x_ticks(loss)[-1] == "80"
+        # The plots' words are the view's own: no GPU name or path read from the host.
+        texts = [p.text.plain for p in view.query(HistoryPlot) if p.text is not None]
+        assert len(texts) == 5 and not any("H200" in t or "/root" in t for t in texts)
+        before = loss.text.spans if loss.text is not None else []
+        await press(pilot, view, "t")  # another theme: the plots are built again in its colours
+        assert loss.text is not None and loss.text.spans != before
 
 
 async def test_history_keys_are_in_the_help_only_with_the_tab() -> None:
