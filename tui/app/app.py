@@ -23,6 +23,7 @@ from textual.worker import Worker
 from dflash_tui.app.actions import ControlActions
 from dflash_tui.app.autorestart import AutoRestarts
 from dflash_tui.app.feeds import HostFeeds
+from dflash_tui.app.history.view import HISTORY_ACTIONS, HISTORY_HELP
 from dflash_tui.app.host_pane import HostPane
 from dflash_tui.app.hosts import HostState, make_hosts, summarize
 from dflash_tui.app.layout import DESTRUCTIVE, HOST_ACTIONS, HOST_HELP, KEY_NAMES, KEYS, MainScreen
@@ -319,8 +320,18 @@ class DflashApp(App[None]):
         self.notify("following the logs" if on else "follow paused", timeout=2)
 
     def action_other_tab(self) -> None:
-        tabs = self.detail().tabs()
-        tabs.active = "tab-timeline" if tabs.active == "tab-procs" else "tab-procs"
+        self.detail().next_tab()
+
+    def history_shown(self) -> bool:
+        """Whether the shown host's History tab is up (its keys work only then)."""
+        pane = self.pane_of(self.current)
+        return pane is not None and pane.history_shown()
+
+    def action_history_zoom(self) -> None:
+        self.detail().history().zoom()
+
+    def action_history_pan(self, halves: int) -> None:
+        self.detail().history().pan(halves)
 
     def action_escape(self) -> None:
         area = self.detail().logs()
@@ -338,6 +349,8 @@ class DflashApp(App[None]):
         ]
         if len(self.host_states) > 1:
             keys.extend(HOST_HELP)
+        if self.history_shown():
+            keys.extend(HISTORY_HELP)
         keys.append(("esc", "close the filter box; cancel a wait (kill grace, release)"))
         keys.append(("ctrl+p", "command palette: every action by name"))
         notes = [QUIT_NOTE]
@@ -350,6 +363,8 @@ class DflashApp(App[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in HOST_ACTIONS:
             return len(self.host_states) > 1  # hidden everywhere with one host
+        if action in HISTORY_ACTIONS:
+            return self.history_shown()
         if action in DESTRUCTIVE:
             if self.read_only:
                 return False  # hidden from the footer, the help and the palette
