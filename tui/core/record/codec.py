@@ -88,6 +88,11 @@ class Encoder:
         else:
             d["procs_set"] = [r for pid, r in rows.items() if self.procs.get(pid) != r]
             d["procs_gone"] = [pid for pid in self.procs if pid not in rows]
+            # The decoder keeps the old rows' order and appends new PIDs: say the order only
+            # when the probe's differs from that (rare: a PID back after it had gone).
+            kept = [pid for pid in self.procs if pid in rows]
+            if kept + [pid for pid in rows if pid not in self.procs] != list(rows):
+                d["procs_order"] = list(rows)
         self.procs, self.first = rows, False
         rec: dict[str, Any] = {"k": "s", "t": d.get("time"), "snap": d}
         if diag is not None:
@@ -114,5 +119,8 @@ class Decoder:
             for r in d.pop("procs_set", None) or ():
                 if isinstance(r, dict):
                     self.procs[r.get("pid")] = r
+            order = d.pop("procs_order", None)
+            if isinstance(order, list):
+                self.procs = {pid: self.procs[pid] for pid in order if pid in self.procs}
             d["procs"] = list(self.procs.values())
         return d
