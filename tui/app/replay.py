@@ -52,6 +52,7 @@ class _Silent:
 class ReplayScreen(MainScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("space", "app.play", "Play/pause", priority=True),
+        Binding("q", "app.quit", "Quit"),
         Binding("left", "app.step(-1)", "Step", key_display="← →", priority=True),
         Binding("right", "app.step(1)", "Step", show=False, priority=True),
         Binding("left_square_bracket", "app.jump(-1)", "Event", key_display="[ ]", priority=True),
@@ -174,7 +175,6 @@ class ReplayApp(DflashApp):
         if not step:
             self._reset_panes()
             snap = replace(snap, logs=tuple(self._logs_so_far(snap)))
-            events = tuple(self.cursor.timeline.events)
         tracker = self.cursor.tracker
         msg = SampleReady(state.key, snap, diag, tracker.progress, tuple(tracker.metrics)[-200:],
                           events)  # fmt: skip
@@ -204,8 +204,11 @@ class ReplayApp(DflashApp):
         for tail in area.tails.values():
             tail.remove()
         area.tails.clear()
+        # The events before this sample; its own come with it (a crash toasts on landing).
         timeline = pane.query_one(TimelineList)
-        timeline.events = []
+        everything = list(self.cursor.timeline.events)
+        timeline.events = everything[: len(everything) - len(self.cursor.new_events)]
+        timeline.redraw()
         grid = pane.query_one(GpuGrid)
         recent = self.rec.samples[max(self.cursor.index - 60, 0) : self.cursor.index]
         for index, panel in grid.panels.items():

@@ -15,8 +15,6 @@ from textual.widgets import Static
 from dflash_tui.core.base.text import safe_label
 from dflash_tui.core.record.replay import Recording
 
-HELP = "space play/pause  ← → step  [ ] event  g go to  + - speed  q quit"
-
 
 def _clock(t: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t)) + "Z"
@@ -24,7 +22,9 @@ def _clock(t: float) -> str:
 
 def _span(s: float) -> str:
     s = max(int(s), 0)
-    return f"{s // 3600}h{s % 3600 // 60:02d}m{s % 60:02d}s" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+    if s >= 3600:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m{s % 60:02d}s"
+    return f"{s // 60}m{s % 60:02d}s"
 
 
 class TimeBar(Static):
@@ -42,10 +42,12 @@ class TimeBar(Static):
         t = rec.samples[index].time
         mark = "▶ playing" if playing else "⏸ paused"
         after = [i for i in rec.jumps() if i > index]
-        nxt = ""
+        here = [str(e.get("kind")) for e in rec.samples[index].events if e.get("kind") != "log"]
+        nxt = f"  here: {safe_label(', '.join(here), 40)}" if here else ""
         if after:
             ev = next(iter(rec.samples[after[0]].events), {})
-            nxt = f"  next: {safe_label(str(ev.get('kind', '?')), 20)} at +{_span(rec.samples[after[0]].time - rec.start)}"
+            at = _span(rec.samples[after[0]].time - rec.start)
+            nxt += f"  next: {safe_label(str(ev.get('kind', '?')), 20)} at +{at}"
         head = (
             f"REPLAY {mark}  {_clock(t)}  +{_span(t - rec.start)} of {_span(rec.end - rec.start)}"
             f"  sample {index + 1}/{len(rec.samples)}  {speed:g}x{nxt}"
