@@ -10,9 +10,7 @@ again up to the target (core ``Cursor``) and redraws the panes from that state.
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import ClassVar
 
@@ -22,6 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from dflash_tui.app.app import DflashApp
+from dflash_tui.app.feeds import HostFeeds
 from dflash_tui.app.findings.panel import TimelineList
 from dflash_tui.app.gpus.grid import GpuGrid
 from dflash_tui.app.layout import MainScreen
@@ -31,21 +30,16 @@ from dflash_tui.app.timebar import TimeBar
 from dflash_tui.core.base.config import Config
 from dflash_tui.core.base.snapshot import LogState, Snapshot
 from dflash_tui.core.base.text import terminal_safe
-from dflash_tui.core.link.feed import FeedEvent
 from dflash_tui.core.record.replay import Cursor, RecordError, Recording, parse_time
 
 TICK = 0.1  # seconds between play steps
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
 
 
-class _Silent:
-    """The feed of a replay: nothing arrives live (the recording is drawn by ``seek``)."""
+class _NoFeeds(HostFeeds):
+    """A replay has no live feed: the recording is drawn by ``ReplayApp.seek``."""
 
-    async def events(self) -> AsyncIterator[FeedEvent]:
-        await asyncio.Event().wait()
-        yield  # pragma: no cover (never reached: makes this an async generator)
-
-    async def close(self) -> None:
+    def start(self) -> None:
         pass
 
 
@@ -87,7 +81,8 @@ class ReplayApp(DflashApp):
     def __init__(
         self, rec: Recording, *, at: float | None = None, speed: float = 1.0, theme: str | None = None
     ) -> None:
-        super().__init__(Config(hosts=(rec.host(),), read_only=True, theme=theme), source=_Silent())
+        super().__init__(Config(hosts=(rec.host(),), read_only=True, theme=theme), source=None)
+        self.feeds = _NoFeeds(self)
         self.rec, self.cursor = rec, Cursor(rec)
         self.start_index = rec.index_at(at) if at is not None else 0
         self.playing, self.speed = False, speed

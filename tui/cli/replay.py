@@ -79,7 +79,8 @@ def run_status_replay(args: argparse.Namespace) -> int:
         run = doc["run"]
         prog = doc.get("progress") or {}
         print(terminal_safe(
-            f"{doc['host']} at {doc['time']}: run {run['id']} {run['state']}"
+            f"{doc['host']} at {doc['time']}: "
+            + (f"run {run['id']} {run['state']}" if run["id"] else "no run of ours")
             + (f" (exit {run['exit_code']}: {run['exit_meaning']})" if run["exit_code"] is not None else "")
             + (f", step {prog['step']}" if prog.get("step") is not None else "")
         ))  # fmt: skip
