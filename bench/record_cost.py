@@ -87,7 +87,9 @@ def samples(n: int) -> list[Snapshot]:
         t = T0 + k
         procs = [dict(p) for p in base] + [dict(p) for p in job]
         for p in procs[-24:]:
-            p["cpu_pct"] = round(rng.uniform(90, 105) if p["state"] == "R" else rng.uniform(5, 30), 1)
+            p["cpu_pct"] = round(
+                rng.uniform(90, 105) if p["state"] == "R" else rng.uniform(5, 30), 1
+            )
             p["rss_kb"] = 40_000_000 + rng.randint(-50_000, 50_000)
         step = 1000 + 2 * k
         lines = [f"step={step + j} loss={2.5 - step / 4000:.4f} acc={0.4 + step / 20000:.4f} "

@@ -14,7 +14,10 @@ from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.record.recorder import Recorder
 
-LAST_LINES = ("step=299 loss=0.713 acc=0.499 tok/s=2763", "RuntimeError: NCCL watchdog timeout on rank 3")
+LAST_LINES = (
+    "step=299 loss=0.713 acc=0.499 tok/s=2763",
+    "RuntimeError: NCCL watchdog timeout on rank 3",
+)
 
 
 def crash_samples(run: Path) -> list[Snapshot]:

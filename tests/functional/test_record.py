@@ -5,6 +5,7 @@ the run running with its step before the kill and killed (exit 137) after it."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -21,8 +22,7 @@ from dflash_tui.core.record.segments import segment_files
 pytestmark = pytest.mark.slow
 INTERVAL = 0.5
 JOB = (
-    'i=0; while :; do i=$((i+1)); echo "step=$i loss=$(( 900 - i )).5 tok/s=1234"; '
-    "sleep 0.5; done"
+    'i=0; while :; do i=$((i+1)); echo "step=$i loss=$(( 900 - i )).5 tok/s=1234"; sleep 0.5; done'
 )
 
 
@@ -49,7 +49,7 @@ def _members(pgid: int) -> list[int]:
 
 def _kill_job(run: Path) -> float:
     """SIGKILL the job (every process of its group but the wrapper, which records the exit)."""
-    leader, pgid, _ = (int(x) for x in (run / "pid").read_text().split())
+    _leader, pgid, _ = (int(x) for x in (run / "pid").read_text().split())
     members = _members(pgid)
     assert members, "the job has no process besides its wrapper"
     t = time.time()
@@ -88,7 +88,7 @@ def test_a_supervised_run_killed_is_recorded_sample_by_sample_and_replays(
     assert sup["samples"] == sup["recorded"] == recorded, (sup["samples"], recorded)
     assert recorded >= 40 and rec.notes == []
     times = [s.time for s in rec.samples]
-    assert all(0 < b - a < 4 * INTERVAL for a, b in zip(times, times[1:], strict=False))
+    assert all(0 < b - a < 4 * INTERVAL for a, b in itertools.pairwise(times))
     assert len(segment_files(run / "record")) >= 3  # rotated every 8 s
 
     # 10 s before the kill: running, with the step the log had reached then.

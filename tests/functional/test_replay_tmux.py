@@ -57,7 +57,15 @@ def test_step_to_the_crash_with_the_bracket_key_shows_the_last_lines(
     run = tmp_path / "runs" / "20251202-095500-1a2b"
     make_crash_recording(run)
     app = shlex.join([sys.executable, "-m", "dflash_tui.cli.main", "replay", str(run)])
-    tmux("new-session", "-d", "-x", "120", "-y", "40", f"sleep 1; cd {shlex.quote(str(ROOT))}; exec {app}")
+    tmux(
+        "new-session",
+        "-d",
+        "-x",
+        "120",
+        "-y",
+        "40",
+        f"sleep 1; cd {shlex.quote(str(ROOT))}; exec {app}",
+    )
     screen = tmux.wait("sample 1/23")
     assert "RUNNING" in screen and "READ-ONLY" in screen
     assert LAST_LINES[0] not in screen and "step=299" not in screen  # not yet written

@@ -6,8 +6,8 @@ for ``--at``."""
 from __future__ import annotations
 
 import gzip
-import re
 import logging
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -33,7 +33,9 @@ def _run(tmp_path: Path, samples: int = 40) -> tuple[HostConfig, list[Snapshot],
     # A process table that changes: a new PID every 5 samples, one gone every 7.
     out = []
     for k, s in enumerate(snaps):
-        extra = tuple(Proc(9000 + j, 1, 9000 + j, 9000 + j, cmd=f"worker {j}") for j in range(k // 5))
+        extra = tuple(
+            Proc(9000 + j, 1, 9000 + j, 9000 + j, cmd=f"worker {j}") for j in range(k // 5)
+        )
         kept = tuple(p for p in s.procs if not (k % 7 == 6 and p.pid == 5000))
         out.append(replace(s, procs=kept + extra))
     return HostConfig(run_root=str(tmp_path)), out, run

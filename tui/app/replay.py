@@ -17,7 +17,7 @@ from typing import ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import ModalScreen
-from textual.widgets import Input, Static
+from textual.widgets import Input
 
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.feeds import HostFeeds
@@ -79,7 +79,12 @@ class ReplayApp(DflashApp):
     TITLE = "dflash-tui replay"
 
     def __init__(
-        self, rec: Recording, *, at: float | None = None, speed: float = 1.0, theme: str | None = None
+        self,
+        rec: Recording,
+        *,
+        at: float | None = None,
+        speed: float = 1.0,
+        theme: str | None = None,
     ) -> None:
         super().__init__(Config(hosts=(rec.host(),), read_only=True, theme=theme), source=None)
         self.feeds = _NoFeeds(self)

@@ -165,10 +165,18 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("warning", "error"),
         help="non-zero exit on findings this severe (default: only when a host is unreachable)",
     )
-    st.add_argument("--replay", metavar="DIR", help="read a recording (run dir or record dir) "
-                    "instead of the host: the document at --at (no host is reached)")  # fmt: skip
-    st.add_argument("--at", metavar="TIME", help="with --replay: when (ISO-8601, epoch "
-                    "seconds, +90s from the start, -10s from the end; default: the end)")  # fmt: skip
+    st.add_argument(
+        "--replay",
+        metavar="DIR",
+        help="read a recording (run dir or record dir) "
+        "instead of the host: the document at --at (no host is reached)",
+    )
+    st.add_argument(
+        "--at",
+        metavar="TIME",
+        help="with --replay: when (ISO-8601, epoch "
+        "seconds, +90s from the start, -10s from the end; default: the end)",
+    )
     for name in ("launch", "kill", "restart"):
         _control(sub, name)
     cf = sub.add_parser("config", help="check the config and show what it sets")

@@ -29,12 +29,21 @@ def demo_dir(name: str) -> Path:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("path", nargs="?", metavar="RUN_DIR|RECORD_DIR", help="a run directory "
-                   "(its record/) or a record directory")  # fmt: skip
+    p.add_argument(
+        "path",
+        nargs="?",
+        metavar="RUN_DIR|RECORD_DIR",
+        help="a run directory (its record/) or a record directory",
+    )
     p.add_argument("--demo", choices=DEMOS, help="replay a shipped recording (the seed incident)")
     p.add_argument("--at", metavar="TIME", help=f"start there: {TIME_HELP} (default: the start)")
-    p.add_argument("--speed", type=float, default=1.0, metavar="X",
-                   help="playback speed, recorded seconds per second (default 1)")  # fmt: skip
+    p.add_argument(
+        "--speed",
+        type=float,
+        default=1.0,
+        metavar="X",
+        help="playback speed, recorded seconds per second (default 1)",
+    )
     p.add_argument("--theme", default=None, help="the app's theme (as for dflash-tui)")
 
 
@@ -78,12 +87,18 @@ def run_status_replay(args: argparse.Namespace) -> int:
     else:
         run = doc["run"]
         prog = doc.get("progress") or {}
-        print(terminal_safe(
-            f"{doc['host']} at {doc['time']}: "
-            + (f"run {run['id']} {run['state']}" if run["id"] else "no run of ours")
-            + (f" (exit {run['exit_code']}: {run['exit_meaning']})" if run["exit_code"] is not None else "")
-            + (f", step {prog['step']}" if prog.get("step") is not None else "")
-        ))  # fmt: skip
+        print(
+            terminal_safe(
+                f"{doc['host']} at {doc['time']}: "
+                + (f"run {run['id']} {run['state']}" if run["id"] else "no run of ours")
+                + (
+                    f" (exit {run['exit_code']}: {run['exit_meaning']})"
+                    if run["exit_code"] is not None
+                    else ""
+                )
+                + (f", step {prog['step']}" if prog.get("step") is not None else "")
+            )
+        )
         for f in doc["findings"]:
             print(terminal_safe(f"  {f['severity'].upper():7} {f['code']}: {f['message']}"))
         for note in rec.notes:

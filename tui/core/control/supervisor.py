@@ -21,7 +21,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dflash_tui import __version__
@@ -75,7 +75,8 @@ class Options:
     mode: str = "daemon"  # daemon | once
     takeover_s: float = 60.0  # a lock held from another machine, silent this long, is taken
     log_path: str | None = None
-    record: RecordSettings = RecordSettings(enabled=False)  # the flight recorder's [record]
+    # The flight recorder's [record] (the command line passes the config's; off otherwise).
+    record: RecordSettings = field(default_factory=lambda: RecordSettings(enabled=False))
 
 
 class Supervisor:

@@ -106,7 +106,7 @@ class Decoder:
     """The inverse of ``Encoder`` over one segment's records, in order."""
 
     def __init__(self) -> None:
-        self.procs: dict[int, dict[str, Any]] = {}
+        self.procs: dict[Any, dict[str, Any]] = {}  # by PID, as the file has it
 
     def snap(self, rec: dict[str, Any]) -> dict[str, Any]:
         """The whole probe object of sample record ``rec``."""

@@ -26,8 +26,18 @@ from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.record.codec import Decoder
 from dflash_tui.core.record.segments import iter_records
 
-JUMP_KINDS = ("launched", "attached", "restarted", "running", "first_step", "crash",
-              "launch-failed", "exited", "stopped", "error")  # fmt: skip
+JUMP_KINDS = (
+    "launched",
+    "attached",
+    "restarted",
+    "running",
+    "first_step",
+    "crash",
+    "launch-failed",
+    "exited",
+    "stopped",
+    "error",
+)
 LOG_KEEP = 5000  # lines per log kept for the pane, as the live pane keeps
 
 
@@ -82,7 +92,9 @@ class Recording:
     def jumps(self) -> list[int]:
         """Indices of the samples that carry an event worth jumping to ([ and ])."""
         return [
-            i for i, s in enumerate(self.samples) if any(e.get("kind") in JUMP_KINDS for e in s.events)
+            i
+            for i, s in enumerate(self.samples)
+            if any(e.get("kind") in JUMP_KINDS for e in s.events)
         ]
 
 

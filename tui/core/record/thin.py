@@ -62,7 +62,8 @@ def thin_segment(path: Path, factor: int) -> tuple[Path, int]:
     out = SegmentWriter(tmp)
     try:
         out.write(dumps({**meta, "thin": level}))
-        dec, enc, pending = Decoder(), Encoder(), {}
+        dec, enc = Decoder(), Encoder()
+        pending: _Pending = {}
         last = len(samples) - 1
         for i, rec in enumerate(samples):
             d = dec.snap(rec)
