@@ -192,7 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
     from dflash_tui.cli import replay
 
     rp = sub.add_parser("replay", help="the app, read-only, on a flight recording")
-    replay.add_arguments(rp)
+    replay.add_replay_arguments(rp)
     return parser
 
 

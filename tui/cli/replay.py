@@ -28,7 +28,7 @@ def demo_dir(name: str) -> Path:
     return Path(str(resources.files("dflash_tui.core.record") / "demo" / name))
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
+def add_replay_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "path",
         nargs="?",
