@@ -29,8 +29,8 @@ def root(tmp_path: Path) -> Iterator[Path]:
 
 
 def recorded(root: Path) -> int:
-    dirs = [root, *run_dirs(root)]
-    return sum(len(load(d).samples) for d in dirs if segment_files(d / "record"))
+    dirs = [root / ".record", *(d / "record" for d in run_dirs(root))]
+    return sum(len(load(d).samples) for d in dirs if segment_files(d))
 
 
 async def test_the_app_alone_records_every_sample_it_folds(root: Path) -> None:
@@ -65,5 +65,5 @@ async def test_beside_a_live_supervisor_the_app_leaves_recording_to_it(
         last = app.host_states[0].last
         assert last is not None and last.diagnosis.supervisor is not None
     assert record(root)["pid"] and recorded(root) == 0
-    assert not any((d / "record").exists() for d in [root, *run_dirs(root)])
+    assert not any(d.exists() for d in [root / ".record", *(d / "record" for d in run_dirs(root))])
     cli("supervise", "--stop", "--run-root", str(root))

@@ -2,7 +2,7 @@
 to the record of the run it belongs to.
 
 Where: ``<run_dir>/record/`` for a run on this machine (no ``address``, no container), and
-``<run_root>/record/`` for samples taken before any run. A run on another machine (or inside
+``<run_root>/.record/`` for samples taken before any run. A run on another machine (or inside
 a container, whose paths are not ours) is recorded here, under
 ``~/.local/state/dflash-tui/records/<host>/<run-id>/`` (``$DFLASH_RECORD_DIR`` overrides).
 
@@ -44,7 +44,9 @@ def record_dir(host: HostConfig, snap: Snapshot, env: dict[str, str] | None = No
     env = dict(os.environ) if env is None else env
     run_id = snap.run.id if snap.run else "no-run"
     if host.address is None and host.container is None and DIR_ENV not in env:
-        return Path(snap.run.dir if snap.run else expand_local(host.run_root)) / "record"
+        if snap.run is None:  # hidden, like .lock: the run root's folders are its runs
+            return expand_local(host.run_root) / ".record"
+        return Path(snap.run.dir) / "record"
     base = env.get(DIR_ENV) or os.path.join(
         env.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "dflash-tui", "records"
     )

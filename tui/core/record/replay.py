@@ -99,8 +99,9 @@ class Recording:
 
 
 def find_record_dir(path: Path) -> Path:
-    if (path / "record").is_dir():
-        return path / "record"
+    for sub in ("record", ".record"):  # a run dir; a run root (its samples before any run)
+        if (path / sub).is_dir():
+            return path / sub
     if path.is_dir() and any(p.name.startswith("seg-") for p in path.iterdir()):
         return path
     raise RecordError(f"no recording in {path} (neither it nor its record/ holds segments)")
