@@ -14,7 +14,7 @@ from pathlib import Path
 from dflash_tui.app.replay import ReplayApp
 from dflash_tui.app.timebar import TimeBar
 from dflash_tui.cli.replay import demo_dir
-from dflash_tui.core.record.replay import load
+from dflash_tui.core.record.replay import load, parse_time
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZE = (120, 40)
@@ -56,6 +56,17 @@ async def test_the_seed_incident_replays_read_only_step_by_step_and_played() -> 
         missing = [f for f in last.diagnosis.findings if f.code == "log-missing"]
         assert "for 6m00s" in missing[0].message
     assert app.quit_note() == ""  # nothing of a recording keeps running
+
+
+async def test_at_opens_the_replay_at_that_moment() -> None:
+    rec = load(demo_dir("seed"))
+    app = ReplayApp(rec, at=parse_time("+3m10s", rec))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        bar = app.screen.query_one(TimeBar)
+        assert "sample 7/13" in bar.text and "+3m00s of 6m00s" in bar.text
+        last = app.host_states[0].last
+        assert last is not None and last.snapshot.time == rec.start + 180
 
 
 def test_the_shipped_recording_is_what_its_script_builds_from_the_fixture() -> None:

@@ -19,7 +19,7 @@ from dflash_tui.core.base.config_record import RecordSettings
 from dflash_tui.core.base.snapshot import Proc, Snapshot
 from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.record.recorder import Recorder, enforce_cap
-from dflash_tui.core.record.replay import RecordError, load, parse_time, status_at
+from dflash_tui.core.record.replay import Cursor, RecordError, load, parse_time, status_at
 from dflash_tui.core.record.segments import read_segment, segment_files, thin_level
 
 
@@ -148,3 +148,20 @@ def test_times_for_at(tmp_path: Path) -> None:
         parse_time("soon", rec)
     with pytest.raises(RecordError, match="no recording in"):
         load(tmp_path / "nothing-here")
+
+
+def test_a_step_back_is_the_same_state_as_folding_from_the_start(tmp_path: Path) -> None:
+    host, snaps, run = _run(tmp_path, samples=80)
+    _record(host, snaps, segment_s=100.0)
+    rec = load(run)
+    moving = Cursor(rec)
+    moving.seek(79)
+    for target in (70, 64, 63, 5, 40, 33):  # back past checkpoints, and forward again
+        moving.seek(target)
+        fresh = Cursor(rec)
+        fresh.seek(target)
+        assert moving.document() == fresh.document()
+        assert moving.lines == fresh.lines
+        assert list(moving.timeline.events) == list(fresh.timeline.events)
+        assert moving.new_events == fresh.new_events
+        assert list(moving.tracker.metrics) == list(fresh.tracker.metrics)

@@ -9,6 +9,7 @@ from the start. ``status_at`` is ``status --json``'s document at a moment.
 from __future__ import annotations
 
 import bisect
+import copy
 import datetime as dt
 import re
 from collections import deque
@@ -160,12 +161,46 @@ def parse_time(text: str, rec: Recording) -> float:
     return when.timestamp()
 
 
+CHECKPOINT = 32  # samples between two saved states: a step back folds at most this many
+
+
+def _clone(obj: Any) -> Any:
+    """A copy of ``obj`` whose containers are its own (their items are immutable records)."""
+    new = copy.copy(obj)
+    for name, v in vars(new).items():
+        if isinstance(v, deque):
+            setattr(new, name, deque(v, maxlen=v.maxlen))
+        elif isinstance(v, dict | set | list):
+            setattr(new, name, type(v)(v))
+    return new
+
+
 class Cursor:
-    """The folded state at one sample of a recording."""
+    """The folded state at one sample of a recording.
+
+    Forward it folds sample by sample; every ``CHECKPOINT`` samples it saves its state, so a
+    move back restarts from the nearest saved state at or before the target, not from the
+    start (a diagnosis costs milliseconds; a long recording has thousands of samples)."""
 
     def __init__(self, rec: Recording) -> None:
         self.rec = rec
+        self.saved: dict[int, tuple[Any, ...]] = {}
         self._reset()
+
+    def _save(self) -> None:
+        lines = {k: deque(v, maxlen=v.maxlen) for k, v in self.lines.items()}
+        state = (_clone(self.tracker), _clone(self.timeline), self.diag, list(self.new_events))
+        self.saved[self.index] = (*state, lines)
+
+    def _restore(self, target: int) -> None:
+        at = max((i for i in self.saved if i <= target), default=None)
+        if at is None:
+            self._reset()
+            return
+        tracker, timeline, diag, new, lines = self.saved[at]
+        self.tracker, self.timeline = _clone(tracker), _clone(timeline)
+        self.diag, self.new_events, self.index = diag, list(new), at
+        self.lines = {k: deque(v, maxlen=v.maxlen) for k, v in lines.items()}
 
     def _reset(self) -> None:
         host = self.rec.host()
@@ -180,7 +215,7 @@ class Cursor:
     def seek(self, index: int) -> Diagnosis:
         index = min(max(index, 0), len(self.rec.samples) - 1)
         if index < self.index:
-            self._reset()
+            self._restore(index)
         while self.index < index:
             self.index += 1
             snap = self.rec.samples[self.index].snap
@@ -188,6 +223,8 @@ class Cursor:
             self.new_events = self.timeline.fold(snap, self.diag)
             for lg in snap.logs:
                 self.lines.setdefault(lg.path, deque(maxlen=LOG_KEEP)).extend(_items(lg))
+            if self.index % CHECKPOINT == 0 and self.index not in self.saved:
+                self._save()
         assert self.diag is not None
         return self.diag
 
