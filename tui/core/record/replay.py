@@ -185,6 +185,10 @@ class Cursor:
     def __init__(self, rec: Recording) -> None:
         self.rec = rec
         self.saved: dict[int, tuple[Any, ...]] = {}
+        self.diag: Diagnosis | None = None
+        self.new_events: list[Event] = []  # the events of the last sample folded
+        # every log's lines up to here, with its gap notes (True, text), bounded
+        self.lines: dict[str, deque[tuple[bool, str]]] = {}
         self._reset()
 
     def _save(self) -> None:
@@ -207,10 +211,7 @@ class Cursor:
         self.tracker = Tracker(host.topology, live=True)
         self.timeline = Timeline()
         self.index = -1
-        self.diag: Diagnosis | None = None
-        self.new_events: list[Event] = []  # the events of the last sample folded
-        # every log's lines up to here, with its gap notes (True, text), bounded
-        self.lines: dict[str, deque[tuple[bool, str]]] = {}
+        self.diag, self.new_events, self.lines = None, [], {}
 
     def seek(self, index: int) -> Diagnosis:
         index = min(max(index, 0), len(self.rec.samples) - 1)
