@@ -21,7 +21,8 @@ def test_every_package_is_listed() -> None:
         for top in names
         for p in (ROOT / top).rglob("__init__.py")
     }
-    assert found | {"dflash_tui.themes"} == set(cfg["packages"])
+    data = {"dflash_tui.themes", "dflash_tui.core.record.demo.seed"}  # folders of data files
+    assert found | data == set(cfg["packages"])
     assert cfg["package-dir"] == {
         "dflash_tui": "tui",
         "dflash_tui.themes": "themes",
