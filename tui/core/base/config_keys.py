@@ -50,6 +50,7 @@ ALERTS: Schema = {
     "min_interval_s": ANY,
     "log_lines": None,
     "timeout_s": None,
+    "terminal": None,
 }
 TOP: Schema = {
     "host": HOST,
