@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from test_faults_escapes_app import PRINTF, Tmux
-from test_faults_escapes_app import tmux as tmux  # noqa: F401 - the fixture
+from test_faults_escapes_app import tmux as tmux  # the fixture
 
 ROOT = Path(__file__).resolve().parents[2]
 OSC9 = re.compile(rb"\x1b\]9;([^\x07\x1b]*)\x07")
@@ -91,9 +91,7 @@ def test_osc777_when_asked(tmux: Tmux, tmp_path: Path, killer: list[int]) -> Non
     assert b"after-nul" in found[0][1] and OSC9.findall(stream) == []
 
 
-def test_no_terminal_notification_by_default(
-    tmux: Tmux, tmp_path: Path, killer: list[int]
-) -> None:
+def test_no_terminal_notification_by_default(tmux: Tmux, tmp_path: Path, killer: list[int]) -> None:
     stream = record_app(tmux, tmp_path, None, killer)
     assert b"LAUNCH-FAILED" in stream  # the app drew the crash
     assert OSC9.findall(stream) == [] and OSC777.findall(stream) == []

@@ -95,13 +95,14 @@ async def test_beside_a_live_supervisor_the_app_sends_none(root: Path, tmp_path:
     mark = tmp_path / "second"
     job = f"if [ -e {mark} ]; then exec sleep 300; fi; touch {mark}; sleep 4; exit 1"
     with Receiver() as rx:
+        on = ["run-exited", "launch-failed", "restart"]
         cfg = config(tmp_path / "cfg.toml", "retries = 3\nbackoff_s = 1.0",
-                     {"webhook": rx.url, "on": ["run-exited", "launch-failed", "restart"]})  # fmt: skip
+                     {"webhook": rx.url, "on": on})  # fmt: skip
         fast = ("--interval", "0.5", "--start-window", "0.5", "--auto-restart", "--detach")
         res = cli("supervise", "--config", str(cfg), "--run-root", str(root), "--command", job,
                   *fast)  # fmt: skip
         assert res.returncode == 0, res.stderr
-        alerts = AlertSettings(webhook=rx.url, on=("run-exited", "launch-failed", "restart"))
+        alerts = AlertSettings(webhook=rx.url, on=tuple(on))
         policy = RestartPolicy(enabled=True, retries=3, backoff_s=0.2, max_backoff_s=1.0)
         app = app_for(root, job, alerts, policy)
         async with app.run_test(size=SIZE) as pilot:

@@ -224,8 +224,17 @@ def test_supervisor_and_last_step_as_the_python_probe(
     broken sample line."""
     root = tmp_path / "runs"
     d = run_dir(root, job.pid, start=int(Path(f"/proc/{job.pid}/stat").read_text().split()[21]))
-    rec = {"schema": 1, "pid": 4242, "host": "bastion", "heartbeat_at": 1.7e9, "heartbeat_s": 2,
-           "restarts": 3, "policy": {"enabled": True}, "mode": "daemon", "note": 'a "q" \\ b'}
+    rec = {
+        "schema": 1,
+        "pid": 4242,
+        "host": "bastion",
+        "heartbeat_at": 1.7e9,
+        "heartbeat_s": 2,
+        "restarts": 3,
+        "policy": {"enabled": True},
+        "mode": "daemon",
+        "note": 'a "q" \\ b',
+    }
     (root / "supervisor.json").write_text(json.dumps(rec, indent=2) + "\n")  # several lines
     steps = [{"event": "step", "time": 1.7e9 + i, "step": i, "loss": 2.5 - i / 10, "acc": 0.1,
               "tok_s": 1000.0 + i} for i in range(1, 4)]  # fmt: skip

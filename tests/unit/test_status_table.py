@@ -10,8 +10,17 @@ T0 = 1_800_000_000.0
 
 
 def rec(**kw: object) -> SupervisorRecord | None:
-    doc = {"pid": 4242, "host": "gpu-a", "started_at": T0, "heartbeat_at": T0 + 100,
-           "heartbeat_s": 2, "restarts": 2, "policy": {"enabled": True}, "mode": "daemon", **kw}
+    doc = {
+        "pid": 4242,
+        "host": "gpu-a",
+        "started_at": T0,
+        "heartbeat_at": T0 + 100,
+        "heartbeat_s": 2,
+        "restarts": 2,
+        "policy": {"enabled": True},
+        "mode": "daemon",
+        **kw,
+    }
     return SupervisorRecord.from_dict(doc)  # fmt: skip
 
 
@@ -36,8 +45,8 @@ def test_render_prints_the_host_name_safely() -> None:
     from dflash_tui.core.diagnosis.tracker import Tracker
 
     host = HostConfig()
-    snap = Snapshot.from_dict({"time": T0 + 101, "supervisor": {
-        "pid": 1, "host": "x\x1b]0;T\x07", "heartbeat_at": T0 + 100, "started_at": T0}})  # fmt: skip
+    sup = {"pid": 1, "host": "x\x1b]0;T\x07", "heartbeat_at": T0 + 100, "started_at": T0}
+    snap = Snapshot.from_dict({"time": T0 + 101, "supervisor": sup})
     diag = Tracker(host.topology, live=False).add(snap)
     line = str(render(diag, host)[1])
     assert line.startswith("supervisor: PID 1 on x\\x1b]0;T\\x07 since") and "\x1b" not in line
