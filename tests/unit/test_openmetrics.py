@@ -66,7 +66,7 @@ def test_progress_supervisor_nonfinite_loss_and_an_unreachable_host() -> None:
             "loss_finite": False,
             "tok_s": 2810.5,
             "last_step_age_s": 4.0,
-        },  # fmt: skip
+        },
         "supervisor": {"restarts": 2, "fresh": True, "heartbeat_age_s": 1.5},
     }
     down = {"host": "gpu-b", "error": "gpu-b: connection refused", "run": {"state": "unknown"},
