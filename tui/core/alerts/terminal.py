@@ -1,6 +1,6 @@
 """The terminal notification the app can send (pure): the bell, or a desktop notification by
-OSC 9 (``ESC ] 9 ; text BEL``: iTerm2, WezTerm, Windows Terminal, kitty) or OSC 777
-(``ESC ] 777 ; notify ; title ; body BEL``: urxvt, foot, Ghostty, VTE). Opt-in
+OSC 9 (``ESC ] 9 ; text BEL``: e.g. iTerm2, WezTerm, kitty) or OSC 777
+(``ESC ] 777 ; notify ; title ; body BEL``: e.g. urxvt's notify extension, foot). Opt-in
 (``[alerts] terminal``); the text inside the sequence is an alert's, which quotes a job's own
 words, so it goes through ``clean_line`` first: no ESC, BEL or other control byte can end the
 OSC early or start another sequence."""

@@ -38,8 +38,8 @@ ALERT_KEYS = (
     "command", "webhook", "topic", "on", "min_interval_s", "log_lines", "timeout_s", "terminal",
 )  # fmt: skip
 # How the app tells the terminal it runs in (never by default): the BEL byte, or a desktop
-# notification through OSC 9 (iTerm2, WezTerm, Windows Terminal, kitty) or OSC 777 (urxvt,
-# foot, Ghostty, VTE).
+# notification through OSC 9 (e.g. iTerm2, WezTerm, kitty) or OSC 777 (e.g. urxvt's
+# notify extension, foot).
 TERMINAL_KINDS = ("off", "bell", "osc9", "osc777")
 
 
