@@ -306,7 +306,7 @@ def _embedded(v: Any, what: str, errors: list[str]) -> Any:
         return v
     try:
         return json.loads(v)
-    except ValueError:
+    except (ValueError, RecursionError):  # deep nesting too: the file is the job's to write
         errors.append(f"{what}: not JSON: {v[:80]!r}")
         return None
 
