@@ -187,7 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     mt = sub.add_parser("metrics", help="serve OpenMetrics (Prometheus) at /metrics")
     _common(mt, suppress=True, runs=False, watch=False)
-    metrics.add_arguments(mt)
+    metrics.add_metrics_arguments(mt)
     return parser
 
 

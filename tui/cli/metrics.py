@@ -28,7 +28,7 @@ DEFAULT_LISTEN = "127.0.0.1:9400"
 INSTALL = "pip install 'dflash-tui[metrics]' (or: pip install prometheus-client)"
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
+def add_metrics_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--listen",
         default=DEFAULT_LISTEN,
