@@ -142,8 +142,7 @@ class AppAlerts:
         for log in msg.snapshot.logs:
             if log.is_run_log:
                 h.lines.extend(clean_line(x, 1000) for x in log.lines)
-        if h.unreachable:
-            h.unreachable = False
+        h.unreachable = False  # the link is up: the next loss of it is said again
         diag = msg.diagnosis
         said = h.runs.observe(diag.run, diag.run_state, state.cfg.restart.success_codes)
         for s in ([said] if said is not None else []) + h.findings.observe(diag.findings):
