@@ -13,7 +13,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +22,7 @@ import pytest
 from fakes.scenario import FakeSmi, app, box, gpu
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as om_parse
 from prometheus_client.parser import text_string_to_metric_families as prom_parse
-from supervise_util import cleanup, cli, run_dirs, wait_for
+from supervise_util import cleanup, cli, wait_for
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,9 +86,10 @@ def test_metrics_serves_the_gpu_and_run_series(root: Path, gpus: dict[str, Any])
             ctype, text = scrape(url.group(), OPENMETRICS)
             assert ctype.startswith("application/openmetrics-text") and text.endswith("# EOF\n")
             m = samples(text, om_parse)
-            return m if m.get(key("dflash_run_step", host="local"), 0) >= 6 else None
+            running = m.get(key("dflash_run_state", host="local", state="running")) == 1.0
+            return m if running and m.get(key("dflash_run_step", host="local"), 0) >= 6 else None
 
-        m = wait_for(stepped, 60, "the job's sixth step in /metrics")
+        m = wait_for(stepped, 60, "the job's sixth step in /metrics, past its start window")
         lab = {"host": "local", "gpu": "1", "role": "target"}
         assert m[key("dflash_host_up", host="local")] == 1.0
         assert m[key("dflash_gpu_utilization_percent", **lab)] == 100.0
@@ -124,13 +124,14 @@ def test_metrics_serves_the_gpu_and_run_series(root: Path, gpus: dict[str, Any])
 
 
 def test_status_openmetrics_prints_the_same_once(root: Path, gpus: dict[str, Any]) -> None:
-    wait_for(lambda: (run_dirs(root)[0] / "output.log").stat().st_size > 0, 20, "a log line")
-    time.sleep(0.5)
-    res = cli("status", "--openmetrics", "--run-root", str(root))
-    assert res.returncode == 0, res.stderr
-    m = samples(res.stdout, om_parse)
+    def running() -> dict[tuple[str, tuple[Any, ...]], float] | None:
+        res = cli("status", "--openmetrics", "--run-root", str(root))
+        assert res.returncode == 0 and res.stdout.endswith("# EOF\n"), res.stderr
+        m = samples(res.stdout, om_parse)
+        return m if m[key("dflash_run_state", host="local", state="running")] == 1.0 else None
+
+    m = wait_for(running, 30, "the run past its start window")
     assert m[key("dflash_gpu_utilization_percent", host="local", gpu="1", role="target")] == 100
-    assert m[key("dflash_run_state", host="local", state="running")] == 1.0
     assert m[key("dflash_run_step", host="local")] >= 1
 
 
