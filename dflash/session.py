@@ -7,6 +7,7 @@ import signal
 import sys
 import threading
 import time
+from pathlib import Path
 from types import FrameType
 
 import torch
@@ -15,6 +16,7 @@ from dflash_train import checkpoint as ckpt
 from dflash_train.build import Built, build, evaluate, warm
 from dflash_train.cli import Settings
 from dflash_train.events import EventLog, log
+from dflash_train.export import export_checkpoint
 from dflash_train.optim import max_replica_diff
 from dflash_train.pipeline import Pipeline, Plan
 
@@ -64,6 +66,7 @@ class _Saver:
     def __init__(self, s: Settings, b: Built, events: EventLog) -> None:
         self.s, self.b, self.events = s, b, events
         self.last = b.start_step
+        self.path: Path | None = None
 
     def __call__(self, step: int) -> None:
         rep, s = self.b.replicas[0], self.s
@@ -77,6 +80,7 @@ class _Saver:
             s.out_dir, step, rep.model, self.b.cfg, rep.optimizer, ckpt.schedule_of(s.preset)
         )
         self.last = step
+        self.path = path
         log(f"dflash-train: checkpoint step={step} -> {path}")
         self.events.emit("checkpoint", action="saved", path=str(path), step=step)
 
@@ -145,5 +149,9 @@ def _finish(
     )
     _eval(b, s, events, "after")
     save(pipe.step)
+    if s.export_dir is not None and save.path is not None:
+        out = export_checkpoint(save.path, s.export_dir)
+        log(f"dflash-train: exported the drafter to {out}")
+        events.emit("exported", path=str(out), step=pipe.step)
     events.emit("done", steps=pipe.step, max_replica_diff=diff, graphs_after_warmup=recompiles)
     return 0
