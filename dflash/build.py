@@ -21,7 +21,7 @@ from dflash_train.data import BatchStream, Sample, collate, from_records, genera
 from dflash_train.events import EventLog, log
 from dflash_train.export import read_dir
 from dflash_train.jsonl import DataError, too_short
-from dflash_train.loss import LossSpec, forward_loss
+from dflash_train.loss import LossSpec, anchors_for, forward_loss
 from dflash_train.mask import CompileFlags, compile_stats, flex_block_mask, forbid_flex_fallback
 from dflash_train.model import Drafter, DrafterConfig
 from dflash_train.optim import make_optimizer
@@ -274,10 +274,10 @@ def warm(b: Built, events: EventLog) -> None:
 def _probe_block_mask(b: Built, events: EventLog) -> None:
     """Compile create_block_mask once; if Inductor cannot build it, use the eager one."""
     rep = b.replicas[0]
-    n = b.spec.num_anchors
+    length = min(b.stream.buckets)
+    n = anchors_for(b.spec.num_anchors, length)
     anchors = torch.zeros(b.stream.batch_size, n, dtype=torch.long, device=rep.device)
     keep = torch.ones_like(anchors, dtype=torch.bool)
-    length = min(b.stream.buckets)
     t0 = time.perf_counter()
     log("dflash-train: compiling create_block_mask")
     try:

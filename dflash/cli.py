@@ -128,6 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("training (defaults from the preset)")
     g.add_argument("--steps", type=int)
     g.add_argument("--batch-size", type=int, help="sequences per drafter worker per step")
+    g.add_argument(
+        "--grad-accum", type=int, help="micro-batches per drafter worker per optimiser step"
+    )
     g.add_argument("--seq-len", type=int)
     g.add_argument("--block-size", type=int)
     g.add_argument("--num-anchors", type=int)
@@ -193,6 +196,7 @@ def _preset(ns: argparse.Namespace) -> Preset:
     for key in (
         "steps",
         "batch_size",
+        "grad_accum",
         "seq_len",
         "block_size",
         "num_anchors",
@@ -209,6 +213,7 @@ def _preset(ns: argparse.Namespace) -> Preset:
     preset = base.with_overrides(
         steps=ns.steps,
         batch_size=ns.batch_size,
+        grad_accum=ns.grad_accum,
         seq_len=ns.seq_len,
         block_size=ns.block_size,
         num_anchors=ns.num_anchors,

@@ -36,6 +36,8 @@ def _plan(s: Settings, b: Built) -> Plan:
         fault=s.fault,
         stall_timeout=s.stall_timeout,
         queue_size=s.queue_size,
+        grad_accum=p.grad_accum,
+        seed=p.seed,
     )
 
 
@@ -106,9 +108,12 @@ def train(s: Settings, events: EventLog, t0: float) -> int:
     save = _Saver(s, b, events)
     pipe = Pipeline(_plan(s, b), b.targets, b.replicas, iter(b.stream), events, save)
     _install_signals(pipe)
+    p, reps = s.preset, len(b.replicas)
     log(
-        f"dflash-train: training steps {b.start_step}..{s.preset.steps} with "
-        f"{len(b.targets)} target + {len(b.replicas)} drafter workers ({s.attention} attention)"
+        f"dflash-train: training steps {b.start_step}..{p.steps} with "
+        f"{len(b.targets)} target + {reps} drafter workers ({s.attention} attention); "
+        f"global batch {p.batch_size * reps * p.grad_accum} sequences a step "
+        f"({p.batch_size} x {reps} replicas x {p.grad_accum} accumulated)"
     )
     pipe.run()
     alive = [t.name for t in threading.enumerate() if t.name.startswith(("drafter", "target"))]
