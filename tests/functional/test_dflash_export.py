@@ -186,3 +186,35 @@ def test_same_seed_same_losses_with_5_target_and_3_drafter_workers(tmp_path: Pat
     assert len(losses[0]) == 6 and losses[0] == losses[1]
     assert evals(runs[0]) == evals(runs[1])
     assert "global batch 12 sequences a step (4 x 3 replicas x 1 accumulated)" in runs[0].stdout
+
+
+@pytest.mark.slow
+def test_regen_rewrites_assistant_turns_batched_and_resumes(tmp_path: Path) -> None:
+    model = hf_models.save_model(tmp_path / "qwen3")
+    data = tmp_path / "in.jsonl"
+    recs = [hf_models.chat_record(k, turns=1 + k % 2) for k in range(5)]
+    data.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    out = tmp_path / "out.jsonl"
+    args = ["regen", "--target-model", str(model), "--data", str(data), "--out", str(out),
+            "--max-new-tokens", "6", "--batch-size", "2", "--device", "cpu"]  # fmt: skip
+    cmd = [sys.executable, "-m", "dflash_train.train", *args]
+    res = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    full = out.read_text()
+    lines = [json.loads(ln) for ln in full.splitlines()]
+    assert len(lines) == 5
+    for rec, new in zip(recs, lines):
+        old, msgs = rec["messages"], new["messages"]
+        assert [m["role"] for m in msgs] == [m["role"] for m in old]
+        for a, b in zip(old, msgs):  # only assistant turns change, each at most 6 words
+            if a["role"] == "assistant":
+                assert b["content"] != a["content"] and len(b["content"].split()) <= 6
+            else:
+                assert b == a
+    # Cut after two records and half of the third (a killed run): the rerun completes it.
+    keep = full.splitlines(keepends=True)
+    out.write_text("".join(keep[:2]) + keep[2][:10])
+    res = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "records 2..5" in res.stdout
+    assert out.read_text() == full
