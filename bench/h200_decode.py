@@ -12,10 +12,11 @@ import json
 import sys
 import time
 
-import dflash.model
 import torch
-from dflash.model import DFlashDraftModel, dflash_generate
 from transformers import AutoModelForCausalLM, AutoTokenizer
+
+import dflash.model
+from dflash.model import DFlashDraftModel, dflash_generate
 
 
 def main() -> None:
@@ -30,7 +31,8 @@ def main() -> None:
     tok = AutoTokenizer.from_pretrained(target_dir)
     draft, info = DFlashDraftModel.from_pretrained(export, output_loading_info=True, dtype=dtype)
     draft = draft.to(dev).eval()
-    chats = [json.loads(ln)["messages"] for ln in open(data, encoding="utf-8")][:n]
+    with open(data, encoding="utf-8") as fh:
+        chats = [json.loads(ln)["messages"] for ln in fh][:n]
     accept, lossless, tokens, secs = [], True, 0, 0.0
     for msgs in chats:
         first = next(i for i, m in enumerate(msgs) if m["role"] == "assistant")
@@ -45,12 +47,19 @@ def main() -> None:
             ref = target.generate(ids, max_new_tokens=new, min_new_tokens=new, do_sample=False)
         m = min(ref.shape[1], st.output_ids.shape[1])
         lossless &= bool(torch.equal(ref[:, :m], st.output_ids[:, :m]))
-    print(json.dumps({
-        "missing": sorted(info["missing_keys"]), "unexpected": sorted(info["unexpected_keys"]),
-        "prompts": len(chats), "new_tokens": new,
-        "mean_acceptance_length": sum(accept) / max(len(accept), 1),
-        "decode_tok_s": tokens / max(secs, 1e-9), "lossless": lossless,
-    }))
+    print(
+        json.dumps(
+            {
+                "missing": sorted(info["missing_keys"]),
+                "unexpected": sorted(info["unexpected_keys"]),
+                "prompts": len(chats),
+                "new_tokens": new,
+                "mean_acceptance_length": sum(accept) / max(len(accept), 1),
+                "decode_tok_s": tokens / max(secs, 1e-9),
+                "lossless": lossless,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -19,13 +19,13 @@ from dflash_train.jsonl import DataError
 
 
 def _render(tokenizer: Any, messages: list[dict[str, str]], gen_prompt: bool) -> str:
-    text = tokenizer.apply_chat_template(
-        messages, tokenize=False, add_generation_prompt=gen_prompt
-    )
+    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=gen_prompt)
     return str(text)
 
 
-def assistant_spans(tokenizer: Any, messages: list[dict[str, str]]) -> tuple[str, list[tuple[int, int]]]:
+def assistant_spans(
+    tokenizer: Any, messages: list[dict[str, str]]
+) -> tuple[str, list[tuple[int, int]]]:
     """The rendered conversation and the character spans of its assistant turns."""
     full = _render(tokenizer, messages, False)
     spans = []
@@ -40,7 +40,9 @@ def assistant_spans(tokenizer: Any, messages: list[dict[str, str]]) -> tuple[str
     return full, spans
 
 
-def render(tokenizer: Any, messages: tuple[tuple[str, str], ...], where: str) -> tuple[list[int], list[int]]:
+def render(
+    tokenizer: Any, messages: tuple[tuple[str, str], ...], where: str
+) -> tuple[list[int], list[int]]:
     """Token ids and the loss mask (1 on assistant tokens) of one chat record."""
     chat = [{"role": r, "content": c} for r, c in messages]
     try:
@@ -49,7 +51,5 @@ def render(tokenizer: Any, messages: tuple[tuple[str, str], ...], where: str) ->
         raise DataError(f"{where}: {exc}") from None
     enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
     ids = list(enc["input_ids"])
-    mask = [
-        int(any(lo <= a < hi for lo, hi in spans) and b > a) for a, b in enc["offset_mapping"]
-    ]
+    mask = [int(any(lo <= a < hi for lo, hi in spans) and b > a) for a, b in enc["offset_mapping"]]
     return ids, mask

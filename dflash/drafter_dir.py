@@ -59,7 +59,7 @@ def expected_shapes(d: dict[str, int], taps: int, layers: int) -> dict[str, list
         "post_attention_layernorm.weight": [h],
     }
     assert set(per_layer) == set(LAYER_WEIGHTS)
-    out = dict(zip(TOP_WEIGHTS, ([h, taps * h], [h], [h])))
+    out = dict(zip(TOP_WEIGHTS, ([h, taps * h], [h], [h]), strict=True))
     for i in range(layers):
         out.update({f"layers.{i}.{k}": v for k, v in per_layer.items()})
     return out

@@ -157,9 +157,7 @@ class Pipeline:
         self.batch_q: queue.Queue = queue.Queue(maxsize=plan.queue_size)
         # One feature queue per replica: batch n goes to replica n % R, so which batches a
         # replica trains on never depends on thread timing (same seed, same losses).
-        self.feat_qs: list[queue.Queue] = [
-            queue.Queue(maxsize=plan.queue_size) for _ in replicas
-        ]
+        self.feat_qs: list[queue.Queue] = [queue.Queue(maxsize=plan.queue_size) for _ in replicas]
         self.barrier = threading.Barrier(len(replicas), action=self._guarded_action)
         self.reports: list[Report | None] = [None] * len(replicas)
         self.step = plan.start_step  # completed optimiser steps

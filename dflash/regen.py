@@ -54,7 +54,7 @@ def check(ns: argparse.Namespace) -> list[Record]:
         raise UsageError(str(exc)) from None
     bad = next((r for r in records if r.messages is None), None)
     if bad is not None:
-        raise UsageError(f"{ns.data} line {bad.line}: regen needs {{\"messages\": [...]}} records")
+        raise UsageError(f'{ns.data} line {bad.line}: regen needs {{"messages": [...]}} records')
     if ns.out.is_dir() or not ns.out.parent.is_dir():
         raise UsageError(f"--out {ns.out}: not a file in an existing directory")
     return records
@@ -72,10 +72,14 @@ def done_lines(out: Path) -> int:
     return data[:keep].count(b"\n")
 
 
-def _generate(model: Any, tok: Any, convs: list[list[dict[str, str]]], ns: argparse.Namespace) -> list[str]:
+def _generate(
+    model: Any, tok: Any, convs: list[list[dict[str, str]]], ns: argparse.Namespace
+) -> list[str]:
     import torch
 
-    prompts = [tok.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in convs]
+    prompts = [
+        tok.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in convs
+    ]
     tok.padding_side = "left"
     enc = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
     dev = next(model.parameters()).device
@@ -95,14 +99,16 @@ def _generate(model: Any, tok: Any, convs: list[list[dict[str, str]]], ns: argpa
         return [tok.decode(row, skip_special_tokens=True) for row in new.cpu().tolist()]
 
 
-def regen_batch(model: Any, tok: Any, batch: list[Record], ns: argparse.Namespace) -> list[list[dict[str, str]]]:
+def regen_batch(
+    model: Any, tok: Any, batch: list[Record], ns: argparse.Namespace
+) -> list[list[dict[str, str]]]:
     """The batch's chats with every assistant turn rewritten, turn by turn across the batch."""
     chats = [[{"role": r, "content": c} for r, c in rec.messages or ()] for rec in batch]
     turns = [[i for i, m in enumerate(c) if m["role"] == "assistant"] for c in chats]
     for t in range(max(len(x) for x in turns)):
         rows = [k for k, x in enumerate(turns) if t < len(x)]
         replies = _generate(model, tok, [chats[k][: turns[k][t]] for k in rows], ns)
-        for k, reply in zip(rows, replies):
+        for k, reply in zip(rows, replies, strict=True):
             chats[k][turns[k][t]]["content"] = reply
     return chats
 

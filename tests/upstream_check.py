@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 
 import torch
-from dflash.model import DFlashDraftModel, dflash_generate
 from transformers import AutoModelForCausalLM
 
+from dflash.model import DFlashDraftModel, dflash_generate
 from dflash_train.export import config_from_hf, read_dir
 from dflash_train.mask import dense_attention  # noqa: F401  (ours: the dense path)
 from dflash_train.model import Drafter
@@ -29,7 +29,9 @@ def main(export: Path, target_arg: str, new_tokens: int) -> dict:
         target = random_qwen3(TINY_TARGET, 0)
     else:
         target = AutoModelForCausalLM.from_pretrained(target_arg, dtype=torch.float32).eval()
-    up, info = DFlashDraftModel.from_pretrained(export, output_loading_info=True, dtype=torch.float32)
+    up, info = DFlashDraftModel.from_pretrained(
+        export, output_loading_info=True, dtype=torch.float32
+    )
     up.eval()
     config, weights = read_dir(export)
     cfg = config_from_hf(config)
@@ -49,7 +51,9 @@ def main(export: Path, target_arg: str, new_tokens: int) -> dict:
     prompt = torch.randint(0, vocab, (1, 12), generator=torch.Generator().manual_seed(3))
     prompt = torch.where(prompt == cfg.mask_token_id, prompt - 1, prompt)
     with torch.no_grad():
-        ref = target.generate(prompt, max_new_tokens=new_tokens, do_sample=False, min_new_tokens=new_tokens)
+        ref = target.generate(
+            prompt, max_new_tokens=new_tokens, do_sample=False, min_new_tokens=new_tokens
+        )
     stats = dflash_generate(up, target, prompt, new_tokens, None, return_stats=False)
     n = min(ref.shape[1], stats.shape[1])
     return {

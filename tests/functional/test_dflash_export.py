@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-import hf_models  # noqa: E402  (tests/ is on sys.path: conftest)
+import hf_models
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECK = ROOT / "tests" / "upstream_check.py"
@@ -132,7 +132,7 @@ def test_chat_data_supervises_assistant_tokens_only_and_trains(tmp_path: Path) -
         expected.append(int(role == "assistant"))
     assert mask == expected
     replies = [m["content"].split() for m in rec["messages"] if m["role"] == "assistant"]
-    supervised = [t for t, m in zip(tokens, mask) if m]
+    supervised = [t for t, m in zip(tokens, mask, strict=True) if m]
     assert supervised == replies[0] + ["<|im_end|>"] + replies[1] + ["<|im_end|>"]
     data = tmp_path / "chat.jsonl"
     data.write_text("".join(json.dumps(hf_models.chat_record(k)) + "\n" for k in range(16)))
@@ -203,10 +203,10 @@ def test_regen_rewrites_assistant_turns_batched_and_resumes(tmp_path: Path) -> N
     full = out.read_text()
     lines = [json.loads(ln) for ln in full.splitlines()]
     assert len(lines) == 5
-    for rec, new in zip(recs, lines):
+    for rec, new in zip(recs, lines, strict=True):
         old, msgs = rec["messages"], new["messages"]
         assert [m["role"] for m in msgs] == [m["role"] for m in old]
-        for a, b in zip(old, msgs):  # only assistant turns change, each at most 6 words
+        for a, b in zip(old, msgs, strict=True):  # only assistant turns change (<= 6 words)
             if a["role"] == "assistant":
                 assert b["content"] != a["content"] and len(b["content"].split()) <= 6
             else:
