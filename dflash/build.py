@@ -19,8 +19,9 @@ from dflash_train import checkpoint as ckpt
 from dflash_train.cli import Settings
 from dflash_train.data import BatchStream, Sample, collate, from_records, generate, keep_trainable
 from dflash_train.events import EventLog, log
+from dflash_train.export import read_dir
 from dflash_train.jsonl import DataError, too_short
-from dflash_train.loss import LossSpec, forward_loss
+from dflash_train.loss import LossSpec, anchors_for, forward_loss
 from dflash_train.mask import CompileFlags, compile_stats, flex_block_mask, forbid_flex_fallback
 from dflash_train.model import Drafter, DrafterConfig
 from dflash_train.optim import make_optimizer
@@ -30,8 +31,9 @@ from dflash_train.target import (
     Target,
     drafter_config,
     embed_and_head,
-    input_embedding,
+    load_config,
     load_pretrained,
+    load_tokenizer,
     random_qwen3,
     replicate,
 )
@@ -61,21 +63,49 @@ def default_mask_id(model_type: str, vocab: int, tokenizer_mask: int | None) -> 
     return vocab - 1, "no mask token known for this model; the last vocabulary id"
 
 
-def _mask_id(s: Settings, tokenizer: Any, model: torch.nn.Module, vocab: int) -> int:
+def _mask_id(s: Settings, tokenizer: Any, model_type: str, vocab: int) -> int:
+    """From config and tokenizer only, before any weight is loaded; an id outside the
+    embedding (no spare row) is refused here, not after the model loaded."""
     if s.preset.mask_token_id is not None:
-        return s.preset.mask_token_id
-    tok_id = getattr(tokenizer, "mask_token_id", None) if tokenizer is not None else None
-    model_type = str(getattr(getattr(model, "config", None), "model_type", "") or "")
-    mask_id, why = default_mask_id(model_type, vocab, tok_id)
-    log(f"dflash-train: mask token id {mask_id} ({why}; --mask-token-id sets it)")
+        mask_id = s.preset.mask_token_id
+    else:
+        tok_id = getattr(tokenizer, "mask_token_id", None) if tokenizer is not None else None
+        mask_id, why = default_mask_id(model_type, vocab, tok_id)
+        log(f"dflash-train: mask token id {mask_id} ({why}; --mask-token-id sets it)")
+    if not 0 <= mask_id < vocab:
+        raise DataError(
+            f"mask token id {mask_id} is outside the target's embedding of {vocab} rows "
+            "(no spare row); pass --mask-token-id with an id inside it"
+        )
     return mask_id
 
 
-def _load_target(s: Settings, dtype: torch.dtype) -> tuple[torch.nn.Module, Any]:
+def _target_meta(s: Settings) -> tuple[Any, str, int]:
+    """Tokenizer, model type and vocabulary size: config and tokenizer files only."""
+    if s.target_model is None:
+        assert s.preset.target_config is not None
+        return None, "qwen3", int(s.preset.target_config["vocab_size"])
+    tokenizer = load_tokenizer(s.target_model)
+    cfg = load_config(s.target_model)
+    text = getattr(cfg, "text_config", None) or cfg
+    return tokenizer, str(getattr(cfg, "model_type", "") or ""), int(text.vocab_size)
+
+
+def _load_target(s: Settings, dtype: torch.dtype) -> torch.nn.Module:
     if s.target_model is not None:
         return load_pretrained(s.target_model, dtype)
     assert s.preset.target_config is not None
-    return random_qwen3(s.preset.target_config, s.preset.seed), None
+    return random_qwen3(s.preset.target_config, s.preset.seed)
+
+
+def _init_drafter(s: Settings, replicas: list[Replica]) -> None:
+    """Warm start: the directory's shapes were checked before torch; strict load here."""
+    if s.init_drafter is None:
+        return
+    _config, weights = read_dir(s.init_drafter)
+    for rep in replicas:
+        rep.model.load_state_dict(weights, strict=True)
+    log(f"dflash-train: drafter initialised from {s.init_drafter}")
 
 
 def _samples(s: Settings, target: Target, tokenizer: Any, mask_id: int) -> list[Sample]:
@@ -131,7 +161,7 @@ def _resume(s: Settings, cfg: DrafterConfig, replicas: list[Replica], events: Ev
     if path is None:
         return 0
     state = ckpt.load(path)
-    if DrafterConfig.from_json(state["drafter_config"]) != cfg:
+    if not DrafterConfig.from_json(state["drafter_config"]).same_shape(cfg):
         raise ValueError(f"--resume {path}: its drafter config differs from this run's")
     step = 0
     for rep in replicas:
@@ -150,13 +180,14 @@ def build(s: Settings, events: EventLog) -> Built:
     cuda = s.device == "cuda"
     dtype = torch.bfloat16 if cuda else torch.float32
     t0 = time.perf_counter()
-    model, tokenizer = _load_target(s, dtype)
-    vocab = input_embedding(model).shape[0]
-    mask_id = _mask_id(s, tokenizer, model, vocab)
+    tokenizer, model_type, vocab = _target_meta(s)
+    mask_id = _mask_id(s, tokenizer, model_type, vocab)
+    model = _load_target(s, dtype)
     p = s.preset
     cfg = drafter_config(model, p.drafter_layers, p.block_size, mask_id)
     targets = replicate(model, s.target_devices(), dtype, cfg.target_layer_ids)
     replicas = _replicas(s, cfg, targets[0].model)
+    _init_drafter(s, replicas)
     n_target = sum(x.numel() for x in model.parameters())
     n_drafter = sum(x.numel() for x in replicas[0].params())
     log(
@@ -243,10 +274,10 @@ def warm(b: Built, events: EventLog) -> None:
 def _probe_block_mask(b: Built, events: EventLog) -> None:
     """Compile create_block_mask once; if Inductor cannot build it, use the eager one."""
     rep = b.replicas[0]
-    n = b.spec.num_anchors
+    length = min(b.stream.buckets)
+    n = anchors_for(b.spec.num_anchors, length)
     anchors = torch.zeros(b.stream.batch_size, n, dtype=torch.long, device=rep.device)
     keep = torch.ones_like(anchors, dtype=torch.bool)
-    length = min(b.stream.buckets)
     t0 = time.perf_counter()
     log("dflash-train: compiling create_block_mask")
     try:

@@ -12,10 +12,23 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from dflash_train.drafter_dir import (
+    build_target_layer_ids,
+    check_empty_out,
+    check_init_drafter,
+    target_dims,
+)
 from dflash_train.jsonl import DataError, Record, check_trainable, check_vocab, read_jsonl
 from dflash_train.presets import PRESETS, Preset
 from dflash_train.topology import Topology, TopologyError, parse_indices
-from dflash_train.usage import UsageError, check_paths, check_target_model, vocab_size
+from dflash_train.usage import (
+    UsageError,
+    check_paths,
+    check_target_model,
+    has_chat_template,
+    model_config,
+    vocab_size,
+)
 
 
 @dataclass(frozen=True)
@@ -59,6 +72,8 @@ class Settings:
     target_workers: int = 0  # 0: one per listed GPU
     drafter_workers: int = 0
     gpus_given: bool = False  # --target-gpus/--drafter-gpus on the command line
+    export_dir: Path | None = None  # a Hugging Face drafter directory written at the end
+    init_drafter: Path | None = None  # warm start from an exported or released drafter
 
     def on(self, device: str) -> Settings:
         """The settings once the device is known: flex attention on CUDA, dense on the CPU."""
@@ -113,6 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("training (defaults from the preset)")
     g.add_argument("--steps", type=int)
     g.add_argument("--batch-size", type=int, help="sequences per drafter worker per step")
+    g.add_argument(
+        "--grad-accum", type=int, help="micro-batches per drafter worker per optimiser step"
+    )
     g.add_argument("--seq-len", type=int)
     g.add_argument("--block-size", type=int)
     g.add_argument("--num-anchors", type=int)
@@ -153,6 +171,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         help="drafter replicas, round-robin over --drafter-gpus (e.g. 3 on one shared GPU)",
     )
+    o.add_argument(
+        "--export-dir", type=Path, help="write the drafter as a Hugging Face dir at the end"
+    )
+    o.add_argument(
+        "--init-drafter", type=Path, help="warm start from an exported/released drafter dir"
+    )
     o.add_argument("--fault", help=argparse.SUPPRESS)  # test-only, also $DFLASH_FAULT
     return p
 
@@ -172,6 +196,7 @@ def _preset(ns: argparse.Namespace) -> Preset:
     for key in (
         "steps",
         "batch_size",
+        "grad_accum",
         "seq_len",
         "block_size",
         "num_anchors",
@@ -188,6 +213,7 @@ def _preset(ns: argparse.Namespace) -> Preset:
     preset = base.with_overrides(
         steps=ns.steps,
         batch_size=ns.batch_size,
+        grad_accum=ns.grad_accum,
         seq_len=ns.seq_len,
         block_size=ns.block_size,
         num_anchors=ns.num_anchors,
@@ -226,6 +252,28 @@ def _topology(ns: argparse.Namespace) -> Topology:
         raise UsageError(f"{exc}; pass --allow-shared-gpus to allow it") from None
 
 
+def _check_chat(data: list[Record], path: Path, target_model: Path | None) -> None:
+    """Chat records need the target tokenizer's chat template (checked in its files)."""
+    chats = [r for r in data if r.messages is not None]
+    if chats and target_model is not None and not has_chat_template(target_model):
+        raise UsageError(
+            f"{path} line {chats[0].line}: chat data needs a chat template, and the tokenizer "
+            f"of --target-model {target_model} has none"
+        )
+
+
+def _check_init(path: Path, preset: Preset, target_model: Path | None) -> None:
+    """``--init-drafter``: shapes from its config and safetensors headers, before torch."""
+    cfg = model_config(target_model) if target_model is not None else preset.target_config
+    assert cfg is not None  # a preset without a target config needs --target-model
+    try:
+        layers = int(target_dims(cfg)["layers"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UsageError(f"--target-model {target_model}: config.json lacks {exc}") from None
+    ids = build_target_layer_ids(layers, preset.drafter_layers)
+    check_init_drafter(path, cfg, preset.drafter_layers, ids)
+
+
 def resolve(argv: list[str], environ: dict[str, str] | None = None) -> Settings:
     """Parse and check everything that needs no torch. Raises UsageError or SystemExit.
 
@@ -253,6 +301,7 @@ def resolve(argv: list[str], environ: dict[str, str] | None = None) -> Settings:
     if ns.data is not None:
         try:
             data = read_jsonl(ns.data, have_tokenizer=target_model is not None)
+            _check_chat(data, ns.data, target_model)
             vocab = vocab_size(preset, target_model)
             if vocab is not None:
                 check_vocab(data, ns.data, vocab)
@@ -276,6 +325,10 @@ def resolve(argv: list[str], environ: dict[str, str] | None = None) -> Settings:
         raise UsageError("--attention flex needs CUDA: flex_attention has no backward on CPU")
     gpus_given = ns.target_gpus is not None or ns.drafter_gpus is not None
     out_dir = ns.out_dir or Path(env.get("DFLASH_RUN_DIR") or "dflash-out")
+    if ns.export_dir is not None:
+        check_empty_out(ns.export_dir, "--export-dir")
+    if ns.init_drafter is not None:
+        _check_init(ns.init_drafter, preset, target_model)
     check_paths(ns, env, out_dir)  # last: every check before it touches no file
     settings = Settings(
         preset=preset,
@@ -295,5 +348,7 @@ def resolve(argv: list[str], environ: dict[str, str] | None = None) -> Settings:
         target_workers=ns.target_workers or 0,
         drafter_workers=ns.drafter_workers or 0,
         gpus_given=gpus_given,
+        export_dir=ns.export_dir,
+        init_drafter=ns.init_drafter,
     )
     return settings if ns.device == "auto" else settings.on(ns.device)

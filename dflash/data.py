@@ -16,6 +16,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from dflash_train.chat import render
 from dflash_train.jsonl import Record
 from dflash_train.target import input_embedding
 
@@ -38,6 +39,8 @@ def from_records(records: list[Record], tokenizer: Any, seq_len: int) -> list[Sa
     for rec in records:
         if rec.ids is not None:
             ids, mask = list(rec.ids), list(rec.mask or [1] * len(rec.ids))
+        elif rec.messages is not None:
+            ids, mask = render(tokenizer, rec.messages, f"line {rec.line}")
         elif rec.text is not None:
             ids = tokenizer(rec.text, add_special_tokens=False)["input_ids"]
             mask = [1] * len(ids)

@@ -4,7 +4,9 @@ One sample per line, blank lines skipped. Accepted shapes:
 - ``[12, 7, 99]``: token ids, every token supervised;
 - ``{"input_ids": [...], "loss_mask": [0, 1, ...]}`` (loss_mask optional, same length);
 - ``{"text": "..."}``: tokenized with the target's tokenizer, every token supervised;
-- ``{"prompt": "...", "response": "..."}``: loss on the response only.
+- ``{"prompt": "...", "response": "..."}``: loss on the response only;
+- ``{"messages": [{"role": ..., "content": ...}, ...]}``: a chat, rendered with the target
+  tokenizer's chat template, loss on the assistant turns only (dflash_train.chat).
 Text needs a tokenizer, so it needs ``--target-model``.
 """
 
@@ -28,6 +30,7 @@ class Record:
     text: str | None = None
     prompt: str | None = None
     response: str | None = None
+    messages: tuple[tuple[str, str], ...] | None = None  # (role, content)
 
     @property
     def needs_tokenizer(self) -> bool:
@@ -41,6 +44,29 @@ def _ids(value: Any, where: str, key: str) -> tuple[int, ...]:
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise DataError(f"{where}: {key} holds {v!r}, not a non-negative token id")
     return tuple(value)
+
+
+ROLES = ("system", "user", "assistant", "tool")
+
+
+def _messages(value: Any, where: str) -> tuple[tuple[str, str], ...]:
+    """A chat: role/content objects, with at least one assistant turn to supervise."""
+    if not isinstance(value, list) or not value:
+        raise DataError(f"{where}: messages must be a non-empty list of role/content objects")
+    out = []
+    for m in value:
+        if (
+            not isinstance(m, dict)
+            or m.get("role") not in ROLES
+            or not isinstance(m.get("content"), str)
+        ):
+            raise DataError(
+                f"{where}: each message needs a role ({'/'.join(ROLES)}) and a string content"
+            )
+        out.append((m["role"], m["content"]))
+    if not any(role == "assistant" for role, _ in out):
+        raise DataError(f"{where}: messages have no assistant turn (nothing to train on)")
+    return tuple(out)
 
 
 def _record(obj: Any, where: str, line: int) -> Record:
@@ -60,12 +86,15 @@ def _record(obj: Any, where: str, line: int) -> Record:
         ):
             raise DataError(f"{where}: loss_mask must be 0/1 values, one per input id")
         return Record(line, ids=ids, mask=tuple(int(m) for m in mask))
+    if "messages" in obj:
+        return Record(line, messages=_messages(obj["messages"], where))
     if isinstance(obj.get("text"), str):
         return Record(line, text=obj["text"])
     if isinstance(obj.get("prompt"), str) and isinstance(obj.get("response"), str):
         return Record(line, prompt=obj["prompt"], response=obj["response"])
     raise DataError(
-        f"{where}: an object needs input_ids, text, or prompt and response (keys: {sorted(obj)})"
+        f"{where}: an object needs input_ids, text, messages, or prompt and response "
+        f"(keys: {sorted(obj)})"
     )
 
 

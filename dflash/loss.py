@@ -154,6 +154,13 @@ class LossSpec:
     chunk_blocks: int = 128
 
 
+def anchors_for(num_anchors: int, seq_len: int) -> int:
+    """Blocks per sample for a batch padded to ``seq_len``: min(N, seq_len), the most valid
+    anchors such a sample can have. One count per length bucket, so the compiled shapes stay
+    one per bucket while a short bucket no longer carries N mostly-empty blocks."""
+    return min(num_anchors, seq_len)
+
+
 def forward_loss(
     drafter: Drafter,
     input_ids: Tensor,
@@ -164,7 +171,8 @@ def forward_loss(
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """One DFlash training forward: anchors, mask, drafter, chunked weighted CE."""
     seq_len = input_ids.shape[1]
-    anchors, keep = sample_anchors(loss_mask, spec.num_anchors, generator)
+    n = anchors_for(spec.num_anchors, seq_len)
+    anchors, keep = sample_anchors(loss_mask, n, generator)
     noise = drafter.embed(block_input_ids(input_ids, anchors, keep, spec.block, spec.mask_id))
     mask = build_mask(anchors, keep, seq_len, spec.block, spec.attention)
     hidden = drafter(noise, features, positions(seq_len, anchors, spec.block), mask)

@@ -11,7 +11,8 @@ Architecture (z-lab/dflash dflash/model.py; SpecForge specforge/modeling/draft/d
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -35,6 +36,14 @@ class DrafterConfig:
     mask_token_id: int
     rms_eps: float = 1e-6
     rope_theta: float = 1_000_000.0
+    # The target's: the drafter rotates as it does (scaled RoPE included) and an export says so.
+    num_target_layers: int = field(default=0, compare=False)  # 0: an older checkpoint
+    rope_parameters: dict[str, Any] | None = field(default=None, compare=False)
+    max_position_embeddings: int = field(default=32768, compare=False)
+
+    def rope(self) -> dict[str, Any]:
+        """transformers 5's ``rope_parameters`` (rope_type, rope_theta, scaling keys)."""
+        return dict(self.rope_parameters or {"rope_type": "default", "rope_theta": self.rope_theta})
 
     def to_json(self) -> dict:
         return {**asdict(self), "target_layer_ids": list(self.target_layer_ids)}
@@ -42,6 +51,10 @@ class DrafterConfig:
     @classmethod
     def from_json(cls, d: dict) -> DrafterConfig:
         return cls(**{**d, "target_layer_ids": tuple(d["target_layer_ids"])})
+
+    def same_shape(self, other: DrafterConfig) -> bool:
+        """Equal but for the RoPE dict (compared here by value, not by the dataclass)."""
+        return self == other and self.rope() == other.rope()
 
 
 class RMSNorm(nn.Module):
@@ -57,13 +70,29 @@ class RMSNorm(nn.Module):
         return (self.weight * xf).to(x.dtype)
 
 
-def rope(positions: Tensor, head_dim: int, theta: float) -> tuple[Tensor, Tensor]:
-    """cos, sin ``[B, L, head_dim]`` for integer positions ``[B, L]`` (Qwen3's layout)."""
-    exponents = torch.arange(0, head_dim, 2, device=positions.device).float() / head_dim
-    inv = 1.0 / (theta**exponents)
-    freqs = positions.float()[..., None] * inv
-    emb = torch.cat([freqs, freqs], dim=-1)
-    return emb.cos(), emb.sin()
+def rotary_embedding(cfg: DrafterConfig) -> nn.Module:
+    """transformers' own rotary embedding for the target's RoPE (default, linear, dynamic,
+    llama3, yarn: ``ROPE_INIT_FUNCTIONS``), the module z-lab's DFlashDraftModel builds from the
+    exported config, so the two rotate identically."""
+    from transformers import Qwen3Config
+    from transformers.models.qwen3.modeling_qwen3 import Qwen3RotaryEmbedding
+
+    hf = Qwen3Config(
+        hidden_size=cfg.hidden_size,
+        num_attention_heads=cfg.num_heads,
+        num_key_value_heads=cfg.num_kv_heads,
+        head_dim=cfg.head_dim,
+        max_position_embeddings=cfg.max_position_embeddings,
+        rope_parameters=cfg.rope(),
+    )
+    return Qwen3RotaryEmbedding(hf)
+
+
+def rope(rotary: nn.Module, positions: Tensor) -> tuple[Tensor, Tensor]:
+    """cos, sin ``[B, L, head_dim]`` (fp32, attention scaling applied) for positions ``[B, L]``."""
+    probe = torch.zeros(1, device=positions.device, dtype=torch.float32)
+    cos, sin = rotary(probe, positions)
+    return cos, sin
 
 
 def _rotate_half(x: Tensor) -> Tensor:
@@ -146,6 +175,7 @@ class Drafter(nn.Module):
         self.hidden_norm = RMSNorm(cfg.hidden_size, cfg.rms_eps)
         self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.num_layers))
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_eps)
+        self.rotary = rotary_embedding(cfg)  # inv_freq is a non-persistent buffer: not saved
         self.grad_checkpoint = False
         # The target's frozen embedding and LM head: buffers, not parameters, not saved.
         self.register_buffer("embed_weight", embed.detach().clone(), persistent=False)
@@ -163,7 +193,7 @@ class Drafter(nn.Module):
     def forward(self, noise_emb: Tensor, features: Tensor, positions: Tensor, mask: Mask) -> Tensor:
         """noise_emb ``[B,Q,H]``, features ``[B,S,n*H]``, positions ``[B,S+Q]`` -> ``[B,Q,H]``."""
         ctx = self.hidden_norm(self.fc(features.to(self.fc.weight.dtype)))
-        cos, sin = rope(positions, self.cfg.head_dim, self.cfg.rope_theta)
+        cos, sin = rope(self.rotary, positions)
         x = noise_emb.to(ctx.dtype)
         for layer in self.layers:
             if self.grad_checkpoint and torch.is_grad_enabled():

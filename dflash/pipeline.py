@@ -51,6 +51,7 @@ class Features:
     input_ids: Tensor
     loss_mask: Tensor
     features: Tensor
+    index: int = 0  # the batch's place in the stream: which replica and micro-step take it
 
 
 @dataclass
@@ -76,6 +77,8 @@ class Plan:
     fault: Fault | None
     stall_timeout: float
     queue_size: int
+    grad_accum: int = 1  # micro-batches per replica per optimiser step
+    seed: int = 0  # anchors of step k on replica i: a generator seeded from (seed, k, i)
 
 
 @dataclass
@@ -152,7 +155,9 @@ class Pipeline:
         self.batches, self.events, self.on_checkpoint = batches, events, on_checkpoint
         self.shared = Shared()
         self.batch_q: queue.Queue = queue.Queue(maxsize=plan.queue_size)
-        self.feat_q: queue.Queue = queue.Queue(maxsize=plan.queue_size)
+        # One feature queue per replica: batch n goes to replica n % R, so which batches a
+        # replica trains on never depends on thread timing (same seed, same losses).
+        self.feat_qs: list[queue.Queue] = [queue.Queue(maxsize=plan.queue_size) for _ in replicas]
         self.barrier = threading.Barrier(len(replicas), action=self._guarded_action)
         self.reports: list[Report | None] = [None] * len(replicas)
         self.step = plan.start_step  # completed optimiser steps
@@ -180,18 +185,40 @@ class Pipeline:
             maybe_fault(self.plan.fault, "target", j, n)
             feats = tgt.features(batch.input_ids)
             sync(tgt.device)  # finished before another device's thread copies it
-            q_put(self.feat_q, Features(batch.input_ids, batch.loss_mask, feats), self.shared.stop)
+            item = Features(batch.input_ids, batch.loss_mask, feats, batch.index)
+            q_put(self.feat_qs[batch.index % len(self.replicas)], item, self.shared.stop)
             n += 1
+
+    def _next_item(self, i: int, index: int, pending: dict[int, Features]) -> Features:
+        """Batch number ``index`` for replica ``i``; target workers may finish out of order."""
+        while index not in pending:
+            item = q_get(self.feat_qs[i], self.shared.stop)
+            assert isinstance(item, Features)
+            pending[item.index] = item
+        return pending.pop(index)
 
     def _drafter(self, i: int) -> None:
         rep, plan = self.replicas[i], self.plan
         thread_setup(rep.device, self.flex)
+        reps, accum = len(self.replicas), plan.grad_accum
+        pending: dict[int, Features] = {}
         for step in range(plan.start_step, plan.total_steps):
-            item = q_get(self.feat_q, self.shared.stop)
-            assert isinstance(item, Features)
             t0 = time.perf_counter()
-            maybe_fault(plan.fault, "drafter", i, step)
-            report = self._forward_backward(rep, item)
+            parts = []
+            for a in range(accum):
+                index = ((step - plan.start_step) * accum + a) * reps + i
+                item = self._next_item(i, index, pending)
+                if a == 0:
+                    maybe_fault(plan.fault, "drafter", i, step)
+                gen = torch.Generator().manual_seed((plan.seed * 1_000_003 + step) * 4099 + index)
+                parts.append(self._forward_backward(rep, item, gen, 1.0 / accum))
+            report = Report(
+                sum(r.loss for r in parts) / accum,
+                sum(r.acc for r in parts) / accum,
+                sum(r.accept_len for r in parts) / accum,
+                sum(r.tokens for r in parts),
+                0.0,
+            )
             report.seconds = time.perf_counter() - t0
             self.reports[i] = report
             self.barrier.wait()  # the last to arrive averages the gradients and logs
@@ -205,14 +232,16 @@ class Pipeline:
         every = self.plan.checkpoint_every
         return bool(every) and done % every == 0 and done < self.plan.total_steps
 
-    def _forward_backward(self, rep: Replica, item: Features) -> Report:
+    def _forward_backward(
+        self, rep: Replica, item: Features, gen: torch.Generator, scale: float
+    ) -> Report:
         dev = rep.device
         ids = item.input_ids.to(dev, non_blocking=True)
         lm = item.loss_mask.to(dev, non_blocking=True)
         feats = item.features.to(dev, non_blocking=True)
         with amp_context(dev, self.plan.amp):
-            loss, m = forward_loss(rep.model, ids, lm, feats, self.plan.spec)
-        loss.backward()
+            loss, m = forward_loss(rep.model, ids, lm, feats, self.plan.spec, gen)
+        (loss * scale).backward()  # gradients accumulate over the micro-batches
         sync(dev)  # gradients complete before another thread reads them
         return Report(
             float(loss.detach()), float(m["acc"]), float(m["accept_len"]), ids.numel(), 0.0
@@ -255,7 +284,7 @@ class Pipeline:
         lr = lr_at(self.step - 1, self.plan.total_steps, self.plan.lr, self.plan.warmup_ratio)
         last = self.step == self.plan.total_steps
         if self.step % self.plan.log_every == 0 or last or self.step == self.plan.start_step + 1:
-            tq, dq = self.batch_q.qsize(), self.feat_q.qsize()
+            tq, dq = self.batch_q.qsize(), sum(q.qsize() for q in self.feat_qs)
             log(format_step(self.step, loss, acc, tok_s, lr, tq, dq, accept, per))
             self.events.emit(
                 "step",

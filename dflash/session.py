@@ -7,6 +7,7 @@ import signal
 import sys
 import threading
 import time
+from pathlib import Path
 from types import FrameType
 
 import torch
@@ -15,6 +16,7 @@ from dflash_train import checkpoint as ckpt
 from dflash_train.build import Built, build, evaluate, warm
 from dflash_train.cli import Settings
 from dflash_train.events import EventLog, log
+from dflash_train.export import export_checkpoint
 from dflash_train.optim import max_replica_diff
 from dflash_train.pipeline import Pipeline, Plan
 
@@ -34,6 +36,8 @@ def _plan(s: Settings, b: Built) -> Plan:
         fault=s.fault,
         stall_timeout=s.stall_timeout,
         queue_size=s.queue_size,
+        grad_accum=p.grad_accum,
+        seed=p.seed,
     )
 
 
@@ -64,6 +68,7 @@ class _Saver:
     def __init__(self, s: Settings, b: Built, events: EventLog) -> None:
         self.s, self.b, self.events = s, b, events
         self.last = b.start_step
+        self.path: Path | None = None
 
     def __call__(self, step: int) -> None:
         rep, s = self.b.replicas[0], self.s
@@ -77,6 +82,7 @@ class _Saver:
             s.out_dir, step, rep.model, self.b.cfg, rep.optimizer, ckpt.schedule_of(s.preset)
         )
         self.last = step
+        self.path = path
         log(f"dflash-train: checkpoint step={step} -> {path}")
         self.events.emit("checkpoint", action="saved", path=str(path), step=step)
 
@@ -102,9 +108,12 @@ def train(s: Settings, events: EventLog, t0: float) -> int:
     save = _Saver(s, b, events)
     pipe = Pipeline(_plan(s, b), b.targets, b.replicas, iter(b.stream), events, save)
     _install_signals(pipe)
+    p, reps = s.preset, len(b.replicas)
     log(
-        f"dflash-train: training steps {b.start_step}..{s.preset.steps} with "
-        f"{len(b.targets)} target + {len(b.replicas)} drafter workers ({s.attention} attention)"
+        f"dflash-train: training steps {b.start_step}..{p.steps} with "
+        f"{len(b.targets)} target + {reps} drafter workers ({s.attention} attention); "
+        f"global batch {p.batch_size * reps * p.grad_accum} sequences a step "
+        f"({p.batch_size} x {reps} replicas x {p.grad_accum} accumulated)"
     )
     pipe.run()
     alive = [t.name for t in threading.enumerate() if t.name.startswith(("drafter", "target"))]
@@ -145,5 +154,9 @@ def _finish(
     )
     _eval(b, s, events, "after")
     save(pipe.step)
+    if s.export_dir is not None and save.path is not None:
+        out = export_checkpoint(save.path, s.export_dir)
+        log(f"dflash-train: exported the drafter to {out}")
+        events.emit("exported", path=str(out), step=pipe.step)
     events.emit("done", steps=pipe.step, max_replica_diff=diff, graphs_after_warmup=recompiles)
     return 0

@@ -16,16 +16,10 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from dflash_train.drafter_dir import build_target_layer_ids
 from dflash_train.model import DrafterConfig
 
-
-def build_target_layer_ids(num_target_layers: int, num_draft_layers: int) -> list[int]:
-    """The reference rule: n layers spread evenly from layer 1 to layer L-3 (36, 5 -> 1..33)."""
-    if num_draft_layers == 1:
-        return [num_target_layers // 2]
-    start, end = 1, num_target_layers - 3
-    span = end - start
-    return [round(start + i * span / (num_draft_layers - 1)) for i in range(num_draft_layers)]
+__all__ = ["build_target_layer_ids"]  # its home is drafter_dir (stdlib); imported from here too
 
 
 def _text_config(model: nn.Module) -> Any:
@@ -48,6 +42,20 @@ def rope_theta(cfg: Any) -> float:
     return float(params.get("rope_theta") or getattr(cfg, "rope_theta", None) or 10000.0)
 
 
+def rope_parameters(cfg: Any) -> dict[str, Any]:
+    """The target's RoPE as transformers 5 spells it (``rope_type``, ``rope_theta``, the
+    scaling keys); a 4.x config's ``rope_scaling`` is folded in."""
+    params = dict(getattr(cfg, "rope_parameters", None) or {})
+    legacy = getattr(cfg, "rope_scaling", None)
+    if isinstance(legacy, dict):
+        params = {**legacy, **params}
+    if "type" in params and "rope_type" not in params:
+        params["rope_type"] = params.pop("type")
+    params.setdefault("rope_type", "default")
+    params["rope_theta"] = rope_theta(cfg)
+    return params
+
+
 def drafter_config(model: nn.Module, layers: int, block: int, mask_id: int) -> DrafterConfig:
     """The drafter shares the target's widths, heads and head_dim (Qwen3-8B: 5 layers)."""
     cfg = _text_config(model)
@@ -65,6 +73,9 @@ def drafter_config(model: nn.Module, layers: int, block: int, mask_id: int) -> D
         mask_token_id=mask_id,
         rms_eps=float(getattr(cfg, "rms_norm_eps", 1e-6)),
         rope_theta=rope_theta(cfg),
+        num_target_layers=int(cfg.num_hidden_layers),
+        rope_parameters=rope_parameters(cfg),
+        max_position_embeddings=int(getattr(cfg, "max_position_embeddings", 32768) or 32768),
     )
 
 
@@ -77,16 +88,28 @@ def random_qwen3(config: dict[str, Any], seed: int) -> nn.Module:
     return model.eval().requires_grad_(False)
 
 
-def load_pretrained(path: Path, dtype: torch.dtype) -> tuple[nn.Module, Any]:
-    """Model and tokenizer (None if the directory has none) from a local directory only."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def load_pretrained(path: Path, dtype: torch.dtype) -> nn.Module:
+    """The model from a local directory only."""
+    from transformers import AutoModelForCausalLM
 
     model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, local_files_only=True)
+    return model.eval().requires_grad_(False)
+
+
+def load_tokenizer(path: Path) -> Any:
+    """The directory's tokenizer, None if it has none (token-id data needs none)."""
+    from transformers import AutoTokenizer
+
     try:
-        tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        return AutoTokenizer.from_pretrained(path, local_files_only=True)
     except (OSError, ValueError):
-        tok = None
-    return model.eval().requires_grad_(False), tok
+        return None
+
+
+def load_config(path: Path) -> Any:
+    from transformers import AutoConfig
+
+    return AutoConfig.from_pretrained(path, local_files_only=True)
 
 
 @dataclass

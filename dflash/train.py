@@ -22,6 +22,8 @@ import traceback
 from pathlib import Path
 
 from dflash_train.cli import Settings, resolve
+from dflash_train.commands import SUBCOMMANDS
+from dflash_train.commands import main as subcommand
 from dflash_train.events import EventLog, default_events_path, log
 from dflash_train.jsonl import DataError
 from dflash_train.topology import TopologyError
@@ -77,6 +79,8 @@ def _asks_help(argv: list[str]) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in SUBCOMMANDS:  # export, regen: their own flags and checks
+        return subcommand(argv)
     if not _asks_help(argv):  # help is not a start: a log holding only usage would mislead
         log(f"dflash-train starting pid={os.getpid()} argv={shlex.join(argv)}")
     _stack_dumps()

@@ -28,12 +28,31 @@ def check_target_model(path: Path | None, preset: Preset) -> Path | None:
     if not (path / "config.json").is_file():
         raise UsageError(f"--target-model {path} has no config.json (not a Hugging Face model)")
     kind = rope_scaling(_model_config(path))
-    if kind is not None:  # the drafter must rotate as the target does, or its taps mislead it
+    if kind is not None and kind not in ROPE_TYPES:  # the drafter must rotate as the target
         raise UsageError(
-            f"--target-model {path} uses {kind} rope scaling; the drafter's RoPE implements "
-            "plain rope_theta only"
+            f"--target-model {path} uses {kind} rope scaling; the drafter supports "
+            f"{', '.join(ROPE_TYPES)} (transformers' rope functions)"
         )
     return path
+
+
+# Scaled RoPE the drafter builds with transformers' own functions (dflash_train.model).
+ROPE_TYPES = ("linear", "dynamic", "yarn", "llama3")
+
+
+def has_chat_template(path: Path) -> bool:
+    """Whether a model directory's tokenizer carries a chat template (no tokenizer loaded)."""
+    if (path / "chat_template.jinja").is_file() or (path / "chat_template.json").is_file():
+        return True
+    try:
+        cfg = json.loads((path / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(cfg, dict) and bool(cfg.get("chat_template"))
+
+
+def model_config(path: Path) -> dict[str, Any]:
+    return _model_config(path)
 
 
 def _model_config(path: Path) -> dict[str, Any]:

@@ -296,12 +296,12 @@ def test_usage_error_creates_no_file(args: list[str], tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "rope",
     [
-        {"rope_scaling": {"type": "yarn", "factor": 4.0}},
-        {"rope_parameters": {"rope_type": "llama3", "rope_theta": 5e5}},
-        {"text_config": {"vocab_size": 256, "rope_scaling": {"rope_type": "dynamic"}}},
+        {"rope_scaling": {"type": "longrope", "factor": 4.0}},
+        {"rope_parameters": {"rope_type": "mrope", "rope_theta": 5e5}},
+        {"text_config": {"vocab_size": 256, "rope_scaling": {"rope_type": "su"}}},
     ],
 )
-def test_a_target_with_rope_scaling_is_refused(rope: dict, tmp_path: Path) -> None:
+def test_a_target_with_unsupported_rope_scaling_is_refused(rope: dict, tmp_path: Path) -> None:
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text(json.dumps({"vocab_size": 256, **rope}))
@@ -309,6 +309,7 @@ def test_a_target_with_rope_scaling_is_refused(rope: dict, tmp_path: Path) -> No
     assert res.returncode == 2, res.stderr
     (err,) = _errors(res)
     assert f"--target-model {model} uses " in err and "rope scaling" in err
+    assert "linear, dynamic, yarn, llama3" in err
 
 
 def test_plain_rope_configs_pass_the_check() -> None:
