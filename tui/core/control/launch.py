@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, replace
 
 from dflash_tui.core.base.config import HostConfig
-from dflash_tui.core.base.rundir import ALIVE_STATES, RunReport, exit_meaning
+from dflash_tui.core.base.rundir import ABANDONED, ALIVE_STATES, RunReport, exit_meaning
 from dflash_tui.core.base.timings import LOCK_WAIT_S, START_WINDOW_S
 from dflash_tui.core.control.relink import fetch, reread, started_since
 from dflash_tui.core.control.script import (
@@ -61,10 +61,18 @@ def _launch_result(
     state = rep.state(start_window)
     if rec is None:
         return LaunchResult(False, "none", "launch failed: no run directory was made")
+    if state == "starting" and rec.pid is None:
+        # Never `starting` without a PID: the start window is over and no pid file came.
+        state = "launch-failed"
     ok = state in ALIVE_STATES or (state == "exited" and rec.exit_code == 0)
     error = None
     if not ok:
-        error = rec.launch_error or f"exit {rec.exit_code}: {exit_meaning(rec.exit_code)}"
+        if rec.launch_error:
+            error = rec.launch_error
+        elif rec.pid is None:
+            error = ABANDONED if rec.launcher == 0 else "the job wrote no pid file"
+        else:
+            error = f"exit {rec.exit_code}: {exit_meaning(rec.exit_code)}"
         spec = containers.parse(container) if container else None
         vanished = state == "killed" and rec.exit_code is None and rec.kill_requested_at is None
         if vanished and not rec.launch_error and spec is not None and spec.kind == "template":

@@ -99,9 +99,13 @@ async def run_script(
     cmd = "sh -s -- " + " ".join(shlex.quote(w) for w in words)
     res = await transport.run(cmd, _script(), timeout)
     rep = parse_report(res.stdout)
-    if res.rc not in (0, 3) and not rep.errors:
+    # The answer is whole only with its `end` line: an exit status alone (a shell's, a
+    # container runtime's, a job's) never stands for one of control.sh's answers.
+    if not rep.ended:
         err = res.stderr.strip()[-400:] or "no error text"
-        raise ControlError(f"{verb} failed on {transport.label} (exit {res.rc}): {err}")
+        raise ControlError(
+            f"{verb} failed on {transport.label} (exit {res.rc}, the answer was cut short): {err}"
+        )
     return rep
 
 
