@@ -5,8 +5,9 @@
 #   signal ROOT ID SIG                                   verify the group is the run's, then kill
 #   clear-cache PATH ALLOWED                             remove the compile cache
 # Output: one `key value` line per fact (parsed by tui/core/base/rundir.py parse_report), then
-# `end`: an answer without it did not come from a whole run of this script (a shell or a job's
-# exit code is never read as ours), whatever the exit status.
+# `end`: an answer without it did not come from a whole run of this script, whatever the exit
+# status (2 error, 3 refused: for people; the caller reads only the lines, so a shell's, a
+# runtime's or a job's exit code is never taken for one of ours).
 # The run directory is docs/internals.md's contract. Commands here never read stdin: the script
 # itself arrives on it, and a child that read stdin would eat the rest of the script.
 # POSIX sh has no local variables: each helper's names carry its own prefix (v_, pr_, lk_ ...)
@@ -22,7 +23,7 @@ NL='
 '
 
 say() { printf '%s\n' "$*"; }
-die() { say "error $*"; say end; exit 0; }
+die() { say "error $*"; say end; exit 2; }
 nap() { sleep "${1:-0.05}" 2>/dev/null || sleep 1; }
 
 now() {  # epoch seconds, with a fraction where date can give one
@@ -436,7 +437,7 @@ refuse_live() {  # the lock is ours and a job of this root is alive: name it, st
     say "alive $rl_id"
     report "$root/$rl_id" 0
     say end
-    exit 0
+    exit 3
   fi
   die "run $rl_id is alive (pid ${LIVE%% *}, ${LIVE#* * }) but its directory $root/$rl_id is gone: kill it first (nothing was started)"
 }
@@ -483,7 +484,7 @@ do_launch() {  # ROOT COMMAND WORKDIR ENVTEXT KEEP LOCK_MS
   # Room first: a full or read-only root fails here with its cause, before anything is made.
   room "$root"
   [ -z "$ROOM_WHY" ] || die "$ROOM_WHY"
-  lock_take "$root/.lock" "${6:-10000}" || { say end; exit 0; }
+  lock_take "$root/.lock" "${6:-10000}" || { say end; exit 2; }
   foreign "$root"
   # Any live process of a job of this root blocks, whatever became of its directory.
   live_scan "$root" && refuse_live
@@ -702,6 +703,7 @@ do_pid() {  # PID TICKS SIG: one process, verified by its start time, never by i
     say "pid_alive $1 $S_STATE"
   elif pd_refusal "$1" && [ -n "$PD_WHY" ]; then
     say "pid_refused $PD_WHY"  # nothing is sent
+    return 3
   elif out=$(kill -"$3" "$1" 2>&1); then
     say "pid_signalled $3 $1"
   else
@@ -719,4 +721,6 @@ case $verb in
   pid) do_pid "$@" ;;
   *) die "unknown verb $verb" ;;
 esac
+rc=$?
 say end
+exit $rc
