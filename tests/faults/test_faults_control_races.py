@@ -34,7 +34,7 @@ from control_faults import (
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.control.kill import kill
 from dflash_tui.core.control.launch import launch
-from dflash_tui.core.control.script import SCRIPT_PATH, ControlError, fetch_run
+from dflash_tui.core.control.script import ControlError, _script, fetch_run
 from dflash_tui.core.link import container as containers
 from dflash_tui.core.link.transport import LocalTransport
 
@@ -148,8 +148,12 @@ def paused_setsid(tmp_path: Path) -> Iterator[tuple[dict[str, str], Path]]:
 def start_launcher(runs: Path, command: str, workdir: Path, env: dict[str, str]) -> subprocess.Popen:
     """control.sh's launch verb, as the supervisor sends it, in a process of its own."""
     args = ["sh", "-s", "--", "launch", str(runs), command, str(workdir), "", "0", "10000"]
-    return subprocess.Popen(args, stdin=open(SCRIPT_PATH, "rb"), env=env,  # noqa: SIM115
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    p = subprocess.Popen(args, stdin=subprocess.PIPE, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    assert p.stdin is not None
+    p.stdin.write(_script())
+    p.stdin.close()
+    return p
 
 
 async def test_a_kill_while_the_launcher_is_paused_stops_the_job_for_good(
@@ -164,7 +168,7 @@ async def test_a_kill_while_the_launcher_is_paused_stops_the_job_for_good(
     k = await kill(t, host(runs, cmd, tmp_path), grace=1, poll=0.05, check_gpu=False)
     for pid in pids_in(pidfile):
         os.kill(pid, signal.SIGCONT)
-    launcher.communicate(timeout=30)
+    launcher.wait(timeout=30)
     await asyncio.sleep(1.0)  # the job would be running by now
     started = {p for p in pids_in(job_pids) if alive(p)}
     record("kill while the launcher is paused (SIGSTOP before the wrapper)",
@@ -184,7 +188,7 @@ async def test_a_kill_right_after_the_pid_file_stops_the_job(runs: Path, tmp_pat
     assert wait_for(lambda: proc_state(launcher.pid) == "T"), "the launcher did not pause"
     k = await kill(t, host(runs, "exec sleep 60", tmp_path), grace=1, poll=0.05, check_gpu=False)
     os.kill(launcher.pid, signal.SIGCONT)
-    launcher.communicate(timeout=30)
+    launcher.wait(timeout=30)
     assert k.ok and not marked(runs), k
 
 
