@@ -1,6 +1,7 @@
 """Sum the control fault suite's tally (the lines ``control_faults.record`` writes).
 
-    DFLASH_FAULT_TALLY=/tmp/t.jsonl .venv/bin/python -m pytest tests/faults/test_faults_launch_room.py \
+    DFLASH_FAULT_TALLY=/tmp/t.jsonl .venv/bin/python -m pytest \
+        tests/faults/test_faults_launch_room.py \
         tests/faults/test_faults_control_races.py -q
     python3 tests/faults/tally.py /tmp/t.jsonl
 

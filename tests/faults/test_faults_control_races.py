@@ -75,6 +75,8 @@ async def test_a_run_named_ffff_never_makes_new_ids_sort_below_it(
     names = sorted(p.name for p in runs.glob("2*"))
     record("ids: a run directory named ...-ffff", doubled=max(jobs - 1, 0), untracked=hidden)
     assert jobs == 1 and hidden == 0, (jobs, hidden, names)
+    first = await launch(t, host(runs, "exec sleep 60", tmp_path), **FAST)  # refused: alive
+    assert first.refused, first
     latest = (await fetch_run(t, str(runs))).record
     assert latest is not None and latest.pid is not None and latest.id == names[-1]
 
@@ -102,6 +104,8 @@ async def test_a_note_names_the_foreign_entries(runs: Path, tmp_path: Path) -> N
 
     rep = await launch_script(t, host(runs, "true", tmp_path), 0, 2.0)
     assert any("notes" in n and "not a run directory" in n for n in rep.notes), rep.notes
+    res = await launch(t, host(runs, "true", tmp_path), **FAST)
+    assert res.ok and "ignoring notes in the run root" in res.message, res
 
 
 async def test_deleting_a_live_runs_directory_does_not_let_a_second_job_start(
@@ -145,7 +149,9 @@ def paused_setsid(tmp_path: Path) -> Iterator[tuple[dict[str, str], Path]]:
             pass
 
 
-def start_launcher(runs: Path, command: str, workdir: Path, env: dict[str, str]) -> subprocess.Popen:
+def start_launcher(
+    runs: Path, command: str, workdir: Path, env: dict[str, str]
+) -> subprocess.Popen:
     """control.sh's launch verb, as the supervisor sends it, in a process of its own."""
     args = ["sh", "-s", "--", "launch", str(runs), command, str(workdir), "", "0", "10000"]
     p = subprocess.Popen(args, stdin=subprocess.PIPE, env=env,

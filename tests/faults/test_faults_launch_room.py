@@ -14,13 +14,12 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
+from control_faults import marked, read_only, record, tmpfs
 
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.control.kill import kill
 from dflash_tui.core.control.launch import launch
 from dflash_tui.core.link.transport import LocalTransport
-
-from control_faults import marked, read_only, record, tmpfs
 
 JOB = "exec sleep 60"
 

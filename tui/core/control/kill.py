@@ -179,7 +179,7 @@ def _not_running(rep: RunReport) -> KillResult:
     state = rep.state()
     if rep.kill_pending is not None or (state == "starting" and rec.pid is None):
         who = f"launcher PID {rep.kill_pending}" if rep.kill_pending else "its launcher"
-        msg = f"run {rec.id} was still being launched: {who} will not start the job (kill requested)"
+        msg = f"run {rec.id} was still being launched: {who} will not start the job"
         return KillResult(True, msg, rec.id, rec.pgid, state)
     return KillResult(True, f"run {rec.id} is not running ({state})", rec.id, rec.pgid, state)
 

@@ -49,6 +49,7 @@ class LaunchResult:
     log_tail: tuple[str, ...] = ()
     refused: bool = False  # a run is alive: nothing was started
     pruned: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # entries of the run root that are no run (ignored)
 
 
 # ---- launch -----------------------------------------------------------------------------------
@@ -164,6 +165,7 @@ async def launch(
             error=msg,
         )
     run_id, pruned, t0 = rep.launched, rep.pruned, time.monotonic()
+    notes = tuple(n for n in rep.notes if n.startswith("ignoring "))
     while rep.state(start_window) == "starting" and not is_cancelled(cancel):
         if time.monotonic() - t0 > start_window + 30:
             break  # the remote clock does not advance as ours does: do not wait for ever
@@ -173,7 +175,15 @@ async def launch(
     if rep.state(start_window) not in ALIVE_STATES:
         rep = await fetch(transport, host, run_id, log_lines=20, progress=progress)
     res = _launch_result(rep, start_window, pruned, host.container)
-    return replace(res, message=res.message + relinked) if relinked else res
+    return replace(res, message=res.message + relinked + _noted(notes), notes=notes)
+
+
+def _noted(notes: tuple[str, ...]) -> str:
+    """The run root's foreign entries, said once and short (they are ignored)."""
+    if not notes:
+        return ""
+    more = f" and {len(notes) - 3} more" if len(notes) > 3 else ""
+    return " (" + "; ".join(notes[:3]) + more + ")"
 
 
 def _lost_launch(rep: RunReport, lost: TransportError, ours: bool | None) -> LaunchResult:
