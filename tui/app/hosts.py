@@ -22,7 +22,7 @@ from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.rundir import ALIVE_STATES as ACTIVE
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.diagnosis.diagnose import Diagnosis
-from dflash_tui.core.diagnosis.severity import worst
+from dflash_tui.core.diagnosis.severity import run_chip, worst
 from dflash_tui.core.diagnosis.timeline import Timeline
 from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.link.transport import Transport
@@ -145,6 +145,7 @@ class HostSummary:
     worst: str | None  # error | warning | info | None (no findings)
     worst_count: int
     findings: int
+    chip: tuple[str, str] = ("?", "info")  # the state as shown, and its severity (run_chip)
 
 
 def summarize(state: HostState) -> HostSummary:
@@ -165,6 +166,7 @@ def summarize(state: HostState) -> HostSummary:
         worst=worst_level,
         worst_count=counts[worst_level] if worst_level else 0,
         findings=len(diag.findings),
+        chip=run_chip(diag.run_state, diag.run),
     )
 
 

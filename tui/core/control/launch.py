@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, replace
 
 from dflash_tui.core.base.config import HostConfig
-from dflash_tui.core.base.rundir import ABANDONED, ALIVE_STATES, RunReport, exit_meaning
+from dflash_tui.core.base.rundir import ABANDONED, ALIVE_STATES, RunReport, exit_text
 from dflash_tui.core.base.timings import LOCK_WAIT_S, START_WINDOW_S
 from dflash_tui.core.control.relink import fetch, reread, started_since
 from dflash_tui.core.control.script import (
@@ -73,7 +73,7 @@ def _launch_result(
         elif rec.pid is None:
             error = ABANDONED if rec.launcher == 0 else "the job wrote no pid file"
         else:
-            error = f"exit {rec.exit_code}: {exit_meaning(rec.exit_code)}"
+            error = exit_text(rec.exit_code)
         spec = containers.parse(container) if container else None
         vanished = state == "killed" and rec.exit_code is None and rec.kill_requested_at is None
         if vanished and not rec.launch_error and spec is not None and spec.kind == "template":
