@@ -138,6 +138,7 @@ set -- ${st##*") "}
 set +f
 # Its own cgroup first, where the launcher made one: whatever the job does then (setsid, a
 # dropped marker, a double fork), kill finds it there. Not joined: no cgroup claimed.
+cg=
 if [ -s "$d/cgroup" ]; then
   IFS= read -r cg <"$d/cgroup"
   { echo $$ >"$cg/cgroup.procs"; } 2>/dev/null || { rm -f "$d/cgroup"; rmdir "$cg" 2>/dev/null; }
@@ -171,6 +172,11 @@ put started_at "$(now)"
 sh -c "$cmd"
 rc=$?
 put exit "$rc $(now)"
+# The job is over: leave its cgroup for the one above and remove it, unless something of the
+# job is still in it (rmdir refuses then, and kill or the next reading finds it there).
+if [ -n "${cg:-}" ] && [ -e "$d/cgroup" ]; then
+  { echo $$ >"${cg%/*}/cgroup.procs"; } 2>/dev/null && rmdir "$cg" 2>/dev/null
+fi
 EOF
 }
 
