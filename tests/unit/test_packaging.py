@@ -62,6 +62,7 @@ def test_built_wheel_carries_themes_and_scripts(tmp_path: Path) -> None:
         "dflash_tui/themes/dflash-light.toml",
         "dflash_tui/themes/dflash-contrast.toml",
         "dflash_tui/core/control/control.sh",
+        "dflash_tui/core/control/control_launch.sh",
         "dflash_tui/core/probe/shell.sh",
         "dflash_tui/core/probe/main.py",
         "dflash_tui/app/app.tcss",

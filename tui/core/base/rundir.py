@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from dflash_tui.core.base.snapshot import Proc, RunRecord
-from dflash_tui.core.base.timings import START_WINDOW_S
+from dflash_tui.core.base.timings import LAUNCH_SETUP_S, START_WINDOW_S
 
 RUN_STATES = ("none", "starting", "running", "exited", "killed", "launch-failed")
 ALIVE_STATES = ("starting", "running")
@@ -69,7 +69,9 @@ def run_state(
         # The wrapper writes pid before started_at, so a start time without a readable pid
         # file is a broken record, not a start in progress (it would say "starting" forever).
         if run.pgid is None:
-            return "starting" if run.started_at is None else "launch-failed"
+            if run.started_at is not None or abandoned(run, now, start_window):
+                return "launch-failed"
+            return "starting"
         return "killed"
     quick = (
         run.started_at is not None
@@ -79,6 +81,21 @@ def run_state(
     if run.exit_code != 0 and quick and run.kill_requested_at is None:
         return "launch-failed"
     return "killed" if run.exit_code >= 128 else "exited"
+
+
+ABANDONED = "abandoned: the launcher stopped before the job had a pid file"
+
+
+def abandoned(run: RunRecord, now: float, start_window: float = START_WINDOW_S) -> bool:
+    """A run directory without a pid file that no launcher works on any more, past its window.
+
+    (A SIGKILLed launcher leaves one behind; it would read ``starting`` for ever.) ``launcher``
+    is the live launcher's PID, 0 when control.sh saw none, None when unknown (the probe).
+    """
+    if run.pgid is not None or run.launch_error or run.born is None or run.launcher:
+        return False
+    wait = start_window if run.launcher == 0 else start_window + LAUNCH_SETUP_S
+    return now - run.born > wait
 
 
 SIGNALS = {1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
@@ -128,6 +145,12 @@ class RunReport:
     signalled: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
     facts: dict[str, str] = field(default_factory=dict)  # cleared/absent (compile cache)
+    # The job's processes outside its group and marker (its cgroup's, or its members' children)
+    others: tuple[Proc, ...] = ()
+    cgroup: str | None = None  # the run's own cgroup, where the host gave it one
+    kill_pending: int | None = None  # a kill left for this launcher (it held the lock)
+    notes: tuple[str, ...] = ()
+    ended: bool = False  # the answer's `end` line: control.sh ran to its end
 
     def state(self, start_window: float = START_WINDOW_S) -> str:
         now = self.now if self.now is not None else 0.0
@@ -154,7 +177,9 @@ def _member(text: str) -> Proc | None:
     return Proc(pid, ppid, pgid, sid, parts[4], ticks, None, None, "", comm)
 
 
-def _record(rid: str | None, rdir: str | None, files: dict[str, str], err: list[str]) -> RunRecord:
+def _record(
+    rid: str | None, rdir: str | None, files: dict[str, str], err: list[str], vals: dict[str, str]
+) -> RunRecord:
     pid = files.get("pid", "").split()
     ex = files.get("exit", "").split()
     rdir = rdir or ""
@@ -170,43 +195,59 @@ def _record(rid: str | None, rdir: str | None, files: dict[str, str], err: list[
         ended_at=_float(ex[1]) if len(ex) > 1 else None,
         launch_error="\n".join(err) if err else None,
         kill_requested_at=_float(files.get("kill_requested")),
+        born=_float(vals.get("born")),
+        launcher=_int(vals.get("launcher", "").split(), 0),
         log_path=f"{rdir}/output.log",
         events_path=f"{rdir}/events.jsonl",
     )
+
+
+_VALUES = (
+    "now", "id", "dir", "verdict", "launched", "alive", "cleared", "absent", "born", "launcher",
+    "kill_pending", "cgroup", "end",
+)  # fmt: skip
 
 
 def parse_report(text: str) -> RunReport:
     """Parse control.sh's output; unknown or malformed lines are ignored."""
     vals: dict[str, str] = {}
     files: dict[str, str] = {}
-    lists: dict[str, list[str]] = {k: [] for k in ("launch_error", "log", "pruned", "error")}
+    lists: dict[str, list[str]] = {
+        k: [] for k in ("launch_error", "log", "pruned", "error", "note")
+    }
     signalled: list[str] = []
-    members: list[Proc] = []
+    procs: dict[str, list[Proc]] = {"member": [], "other": []}
     for line in text.splitlines():
         key, _, rest = line.partition(" ")
         if key == "file":
             name, _, value = rest.partition(" ")
             files[name] = value
-        elif key == "member":
+        elif key in procs:
             m = _member(rest)
             if m is not None:
-                members.append(m)
+                procs[key].append(m)
         elif key in lists:
             lists[key].append(rest)
         elif key == "signal_error":
             lists["error"].append(f"kill: {rest}")
         elif key == "signalled":
             signalled.append(rest.split(" ")[0])
-        elif key in ("now", "id", "dir", "verdict", "launched", "alive", "cleared", "absent"):
+        elif key in _VALUES:
             vals[key] = rest
     record = None
     if "dir" in vals:
-        record = _record(vals.get("id"), vals["dir"], files, lists["launch_error"])
+        record = _record(vals.get("id"), vals["dir"], files, lists["launch_error"], vals)
+    pending = vals.get("kill_pending", "")
     return RunReport(
         now=_float(vals.get("now")),
         record=record,
         verdict=vals.get("verdict", "none"),
-        members=tuple(members),
+        members=tuple(procs["member"]),
+        others=tuple(procs["other"]),
+        cgroup=vals.get("cgroup"),
+        kill_pending=int(pending) if pending.isdigit() else None,
+        notes=tuple(lists["note"]),
+        ended="end" in vals,
         log_tail=tuple(lists["log"]),
         launched=vals.get("launched"),
         alive=vals.get("alive"),

@@ -259,6 +259,8 @@ class RunRecord:
     kill_requested_at: float | None = None
     log_path: str | None = None
     events_path: str | None = None
+    born: float | None = None  # the run directory's last change (its mtime), host clock
+    launcher: int | None = None  # the launcher still at work on it (no pid file yet), if any
     earlier_pgids: tuple[int, ...] = ()  # PGIDs of earlier runs under the same root
     # (pgid, leader start ticks or None) of the same earlier runs: a reused PGID is not theirs
     earlier_runs: tuple[tuple[int, int | None], ...] = ()

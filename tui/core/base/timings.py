@@ -9,6 +9,11 @@ KILL_GRACE_S = 10.0  # seconds between SIGTERM and SIGKILL
 START_WINDOW_S = 3.0  # seconds a job must stay up to count as started (supervisord startsecs)
 RELEASE_TIMEOUT_S = 60.0  # seconds a restart waits for the old run's GPU memory
 LOCK_WAIT_S = 10.0  # seconds a launch waits for another launch's lock
+KILL_LOCK_WAIT_S = 2.0  # seconds a kill waits for a launch's lock before leaving it a kill
+# A run directory without a pid file and no launcher at work on it is abandoned once older than
+# the start window; where the launcher cannot be seen (the probe), after this much more (the
+# launcher itself gives a slow wrapper 10 s, then writes launch_error).
+LAUNCH_SETUP_S = 12.0
 HISTORY_REDRAW_S = 5.0  # the History tab's plots are redrawn at most this often (plotext is slow)
 
 

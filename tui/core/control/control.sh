@@ -1,10 +1,14 @@
 # dflash-tui run control, POSIX sh (dash, bash, BusyBox ash); no python needed where it runs.
-# Sent on stdin and run as `sh -s -- VERB ARGS...` (every ARG shell-quoted by the supervisor):
+# Sent on stdin after control_launch.sh (the launch verb's part; script.py joins them) and run
+# as `sh -s -- VERB ARGS...` (every ARG shell-quoted by the supervisor):
 #   launch ROOT COMMAND WORKDIR ENVTEXT KEEP LOCK_MS      start a run (under ROOT/.lock)
 #   state ROOT [ID] [LOG_LINES]                          read a run back
 #   signal ROOT ID SIG                                   verify the group is the run's, then kill
 #   clear-cache PATH ALLOWED                             remove the compile cache
-# Output: one `key value` line per fact (parsed by tui/core/base/rundir.py parse_report).
+# Output: one `key value` line per fact (parsed by tui/core/base/rundir.py parse_report), then
+# `end`: an answer without it did not come from a whole run of this script, whatever the exit
+# status (2 error, 3 refused: for people; the caller reads only the lines, so a shell's, a
+# runtime's or a job's exit code is never taken for one of ours).
 # The run directory is docs/internals.md's contract. Commands here never read stdin: the script
 # itself arrives on it, and a child that read stdin would eat the rest of the script.
 # POSIX sh has no local variables: each helper's names carry its own prefix (v_, pr_, lk_ ...)
@@ -20,7 +24,7 @@ NL='
 '
 
 say() { printf '%s\n' "$*"; }
-die() { say "error $*"; exit 2; }
+die() { say "error $*"; say end; exit 2; }
 nap() { sleep "${1:-0.05}" 2>/dev/null || sleep 1; }
 
 now() {  # epoch seconds, with a fraction where date can give one
@@ -124,27 +128,57 @@ strays() {  # DIR -> STRAYS: the job's processes that left its group (setsid, ne
   done
 }
 
+cg_of() {  # DIR -> CGP: the run's cgroup directory ('' when it has none)
+  CGP=
+  { IFS= read -r CGP <"$1/cgroup"; } 2>/dev/null
+  case $CGP in /sys/fs/cgroup/*) [ -r "$CGP/cgroup.procs" ] || CGP= ;; *) CGP= ;; esac
+}
+
+member_of() {  # PID: is it in MEMBERS or OTHERS already?
+  case "$NL$MEMBERS$OTHERS" in *"$NL$1 "*) return 0 ;; esac
+  return 1
+}
+
+other() {  # PID WHY: add a live process to OTHERS (the job's, outside its group and marker)
+  member_of "$1" && return 0
+  stat_of "$1" && [ "$S_STATE" != Z ] || return 0
+  OTHERS="$OTHERS$1 $S_PPID $S_PGID $S_SID $S_STATE $S_TICKS $S_COMM$NL"
+}
+
+others() {  # DIR -> OTHERS: the job's processes that neither its group nor its marker shows
+  # (a child that dropped the marker and left the group): by the run's cgroup where it has one;
+  # else the children of its members, recorded in DIR/detached so that they stay known once
+  # orphaned (by PID and start time: a reused PID is never one of them).
+  OTHERS=
+  cg_of "$1"
+  if [ -n "$CGP" ]; then
+    while IFS= read -r ot_p; do
+      case $ot_p in '' | 0 | *[!0-9]*) continue ;; esac
+      other "$ot_p" cgroup
+    done <"$CGP/cgroup.procs"
+    return 0
+  fi
+  [ "$VERDICT" = ours ] && [ -n "$MEMBERS" ] && for ot_e in /proc/[0-9]*; do
+    ot_p=${ot_e#/proc/}
+    stat_of "$ot_p" && [ "$S_STATE" != Z ] || continue
+    case "$NL$MEMBERS" in *"$NL$S_PPID "*) ;; *) continue ;; esac
+    member_of "$ot_p" && continue
+    [ -w "$1" ] && printf '%s %s\n' "$ot_p" "$S_TICKS" >>"$1/detached" 2>/dev/null
+    other "$ot_p" child
+  done
+  [ -r "$1/detached" ] || return 0
+  while read -r ot_p ot_t; do
+    case $ot_p$ot_t in '' | *[!0-9]*) continue ;; esac
+    stat_of "$ot_p" && [ "$S_TICKS" = "$ot_t" ] && other "$ot_p" detached
+  done <"$1/detached"
+}
+
 IDGLOB='[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]-[0-9][0-9][0-9][0-9][0-9][0-9]-[0-9a-f][0-9a-f][0-9a-f][0-9a-f]'
 
-latest_of() {  # ROOT -> the greatest run id (ids sort by time)
+latest_of() {  # ROOT -> the greatest run id (ids sort in launch order)
   lo_l=
   for lo_e in "$1"/$IDGLOB; do [ -d "$lo_e" ] && lo_l=${lo_e##*/}; done
   printf '%s' "$lo_l"
-}
-
-new_id() {  # LATEST -> YYYYmmdd-HHMMSS-xxxx (UTC) that sorts after LATEST, even in one second
-  ni_ts=$(date -u +%Y%m%d-%H%M%S)
-  ni_sfx=$(od -An -N2 -tu2 /dev/urandom 2>/dev/null | tr -d ' \n')
-  case $ni_sfx in '' | *[!0-9]*) ni_sfx=$$ ;; esac
-  ni_sfx=$(printf '%04x' $((ni_sfx % 32768)))  # < 0x8000: room to count up within a second
-  if [ -n "$1" ]; then
-    ni_lts=${1%-*} ni_lsfx=${1##*-}
-    if [ "$(printf '%s' "$ni_ts" | tr -d -)" -le "$(printf '%s' "$ni_lts" | tr -d -)" ]; then
-      ni_ts=$ni_lts  # same second (or the clock went back): count up from the latest
-      ni_sfx=$(printf '%04x' $(((0x$ni_lsfx + 1) % 65536)))
-    fi
-  fi
-  printf '%s-%s' "$ni_ts" "$ni_sfx"
 }
 
 lock_stale() {  # LOCKDIR: is its owner gone?
@@ -157,7 +191,13 @@ lock_stale() {  # LOCKDIR: is its owner gone?
   ! { stat_of "$ls_p" && [ "$S_TICKS" = "$ls_t" ]; }
 }
 
-lock_take() {  # LOCKDIR WAIT_MS: mkdir lock; a stale one is broken once, under LOCKDIR.break
+lock_owner() {  # LOCKDIR -> LK_OWNER: true when a live process holds it
+  LK_OWNER=
+  { read -r lo_p lo_t <"$1/pid"; } 2>/dev/null || return 1
+  stat_of "$lo_p" && [ "$S_TICKS" = "$lo_t" ] && LK_OWNER=$lo_p
+}
+
+lock_take() {  # LOCKDIR WAIT_MS [QUIET]: mkdir lock; a stale one is broken once, under LOCKDIR.break
   lk_n=0
   lk_max=$(($2 / 50 + 1))
   while ! mkdir "$1" 2>/dev/null; do
@@ -168,7 +208,7 @@ lock_take() {  # LOCKDIR WAIT_MS: mkdir lock; a stale one is broken once, under 
     fi
     lk_n=$((lk_n + 1))
     if [ $lk_n -ge $lk_max ]; then
-      say "error another launch holds the lock $1 (owner: $(cat "$1/pid" 2>/dev/null))"
+      [ -n "${3:-}" ] || say "error another launch holds the lock $1 (owner: $(cat "$1/pid" 2>/dev/null))"
       return 1
     fi
     nap 0.05
@@ -184,6 +224,11 @@ report() {  # DIR LOG_LINES: the run's files, its verdict and members
   # The processes first, the files after: a job that ends in between then reads as alive
   # with its exit file (ended, judged at the next look), never as gone without one (killed).
   verify "$1"
+  others "$1"
+  # A run directory still without a pid file: is its launcher still at work? (else, past the
+  # start window, it was abandoned: the reader says launch-failed)
+  say "born $(date -r "$1" +%s 2>/dev/null)"
+  if [ ! -e "$1/pid" ]; then lock_owner "${1%/*}/.lock"; say "launcher ${LK_OWNER:-0}"; fi
   for rp_f in pid started_at exit kill_requested workdir command; do
     rp_v=
     [ -r "$1/$rp_f" ] && { IFS= read -r rp_v <"$1/$rp_f" || [ -n "$rp_v" ]; } && say "file $rp_f $rp_v"
@@ -193,132 +238,16 @@ report() {  # DIR LOG_LINES: the run's files, its verdict and members
   fi
   say "verdict $VERDICT"
   printf '%s' "$MEMBERS" | while IFS= read -r rp_m; do say "member $rp_m"; done
+  printf '%s' "$OTHERS" | while IFS= read -r rp_m; do say "other $rp_m"; done
+  cg_of "$1"
+  [ -n "$CGP" ] && say "cgroup $CGP"
+  # An empty cgroup of a run that is over is removed (rmdir refuses a non-empty one).
+  [ -n "$CGP" ] && [ -z "$MEMBERS$OTHERS" ] && [ -e "$1/pid" ] && rmdir "$CGP" 2>/dev/null
   if [ "${2:-0}" -gt 0 ] 2>/dev/null && [ -r "$1/output.log" ]; then
     tail -n "$2" "$1/output.log" | while IFS= read -r rp_v || [ -n "$rp_v" ]; do
       say "log $rp_v"
     done
   fi
-}
-
-write_wrapper() {  # FILE: the job's session leader; it records the job's exit code
-  cat >"$1" <<'EOF'
-# dflash-tui run wrapper (written by the launcher, see docs/internals.md). Started as
-# `setsid sh run.sh DIR` with stdout+stderr appended to DIR/output.log and stdin /dev/null.
-d=$1
-now() {
-  t=$(date +%s.%N 2>/dev/null)
-  case $t in '' | *[!0-9.]* | *.) t=$(date +%s) ;; esac
-  printf '%s' "$t"
-}
-put() { printf '%s\n' "$2" >"$d/$1.tmp" && mv -f "$d/$1.tmp" "$d/$1"; }
-fail() {
-  put launch_error "$1"
-  printf 'dflash-tui: launch failed: %s\n' "$1"
-  exit 1
-}
-# A TERM meant for the job reaches this shell too (same group). Catch it and keep waiting, so
-# the job's own exit code is recorded; a caught signal is reset in the job, an ignored one not.
-trap : TERM INT HUP
-{ IFS= read -r st </proc/$$/stat; } 2>/dev/null || fail "cannot read /proc/$$/stat"
-set -f
-set -- ${st##*") "}
-set +f
-IFS= read -r wd <"$d/workdir"
-case $wd in "~" | "~/"*) wd=$HOME${wd#"~"} ;; esac
-if [ -n "$wd" ]; then
-  err=$(cd "$wd" 2>&1) || fail "$err"
-  cd "$wd" || fail "cd $wd"
-fi
-. "$d/env"
-DFLASH_RUN_DIR=$d
-DFLASH_EVENTS=$d/events.jsonl
-export DFLASH_RUN_DIR DFLASH_EVENTS
-cmd=$(cat "$d/command")
-# A plain first word that names no command: report the shell's own words, run nothing else.
-w=${cmd%%[$IFS]*}
-case $w in '' | -* | *[!A-Za-z0-9_./+-]*) ;; *)
-  if ! command -v "$w" >/dev/null 2>&1; then
-    err=$(sh -c "$w" 2>&1 </dev/null)
-    fail "${err:-$w: not found}"
-  fi ;;
-esac
-# The launcher gave up waiting (a very slow start) and reported a failure: keep its word.
-[ -e "$d/launch_error" ] && exit 1
-put pid "$$ $3 ${20}"
-put started_at "$(now)"
-sh -c "$cmd"
-rc=$?
-put exit "$rc $(now)"
-EOF
-}
-
-do_launch() {  # ROOT COMMAND WORKDIR ENVTEXT KEEP LOCK_MS
-  root=$(root_abs "$1") || die "cannot create the run root $1: $root"
-  lock_take "$root/.lock" "${6:-10000}" || exit 2
-  latest=$(latest_of "$root")
-  if [ -n "$latest" ]; then
-    verify "$root/$latest"
-    # Alive means its group: strays left by a dead run do not block a new launch.
-    if [ "$VERDICT" = ours ] && [ -n "$GROUP" ]; then
-      rm -rf "$root/.lock"
-      say "alive $latest"
-      report "$root/$latest" 0
-      exit 3
-    fi
-  fi
-  id=$(new_id "$latest")
-  while ! mkdir "$root/$id" 2>/dev/null; do
-    [ -d "$root/$id" ] || { rm -rf "$root/.lock" && die "cannot create $root/$id"; }
-    id=$(new_id "$id")
-  done
-  d=$root/$id
-  : >>"$d/output.log"  # first: whatever fails next has a log to be told in
-  printf '%s' "$2" >"$d/command"
-  wd=$3
-  [ -n "$wd" ] || wd=$(pwd)
-  printf '%s\n' "$wd" >"$d/workdir"
-  printf '%s' "$4" >"$d/env"
-  write_wrapper "$d/run.sh"
-  if command -v setsid >/dev/null 2>&1; then
-    (job_env && exec setsid sh "$d/run.sh" "$d") </dev/null >>"$d/output.log" 2>&1 &
-    child=$!
-    la_n=0
-    # Hold the lock until the job has a pid file: a second launch must then see it alive.
-    while [ ! -e "$d/pid" ] && [ ! -e "$d/launch_error" ] && [ $la_n -lt 200 ]; do
-      if ! stat_of $child || [ "$S_STATE" = Z ]; then
-        # (setsid may have forked: give the real wrapper one more second)
-        [ $la_n -ge 180 ] || la_n=180
-      fi
-      la_n=$((la_n + 1))
-      nap 0.05
-    done
-    if [ ! -e "$d/pid" ] && [ ! -e "$d/launch_error" ]; then
-      put "$d/launch_error" "the job did not start: $(tail -n 5 "$d/output.log")"
-    fi
-  else
-    put "$d/launch_error" "setsid: not found (it comes with util-linux or BusyBox)"
-    say "dflash-tui: launch failed: setsid: not found" >>"$d/output.log"
-  fi
-  [ "${5:-0}" -gt 0 ] 2>/dev/null && prune "$root" "$5" "$id"
-  rm -rf "$root/.lock"
-  say "launched $id"
-  report "$d" 20
-}
-
-prune() {  # ROOT KEEP NEWEST: remove the oldest runs beyond KEEP; never NEWEST or a live one
-  pr_n=0
-  for pr_e in "$1"/$IDGLOB; do [ -d "$pr_e" ] && pr_n=$((pr_n + 1)); done
-  pr_x=$((pr_n - $2))
-  for pr_e in "$1"/$IDGLOB; do
-    [ $pr_x -gt 0 ] || break
-    pr_id=${pr_e##*/}
-    # Only ROOT/<run id>, a directory, not the newest, not alive: nothing else is ever removed.
-    case $pr_id in $IDGLOB) ;; *) continue ;; esac
-    [ -d "$1/$pr_id" ] && [ ! -L "$1/$pr_id" ] && [ "$pr_id" != "$3" ] || continue
-    verify "$1/$pr_id"
-    [ "$VERDICT" != ours ] || continue
-    rm -rf "${1:?}/$pr_id" && pr_x=$((pr_x - 1)) && say "pruned $pr_id"
-  done
 }
 
 do_state() {  # ROOT [ID] [LOG_LINES]
@@ -334,26 +263,57 @@ do_state() {  # ROOT [ID] [LOG_LINES]
   report "$root/$id" "${3:-0}"
 }
 
-do_signal() {  # ROOT ID SIG: verify, then signal the whole group (never a name)
+sig_lock() {  # ROOT WAIT_MS -> SG_LOCKED: take the launch lock, or leave a kill for its holder
+  # A launch holds the lock from before its run directory exists until its job has a pid file:
+  # with the lock, no job can be half-started. A holder still at work after WAIT_MS finds
+  # ROOT/.lock/kill when it looks (before the start, after it) and stops its own job.
+  SG_LOCKED=0 sl_n=0
+  while [ $sl_n -lt 3 ]; do
+    lock_take "$1/.lock" "$2" quiet && SG_LOCKED=1 && return 0
+    sl_n=$((sl_n + 1))
+    lock_owner "$1/.lock" || continue
+    put "$1/.lock/kill" "$(now)" 2>/dev/null && say "kill_pending $LK_OWNER" && return 0
+  done
+  say "note the launch lock $1/.lock could not be taken: signalling without it"
+}
+
+do_signal() {  # ROOT ID SIG [LOCK_MS]: verify, then signal the whole group (never a name)
   root=$(root_abs "$1") || die "cannot read the run root $1"
-  case $2 in '' | */* | .*) die "bad run id $2" ;; esac
+  case $2 in */* | .*) die "bad run id $2" ;; esac
   case $3 in TERM | KILL | INT | HUP) ;; *) die "bad signal $3" ;; esac
-  d=$root/$2
-  [ -d "$d" ] || die "no run $2 under $root"
-  verify "$d"
-  if [ "$VERDICT" = ours ]; then
-    [ -e "$d/kill_requested" ] || put "$d/kill_requested" "$(now)"
-    # `kill -SIG -PGID`: dash and BusyBox reject `kill -- -PGID`.
-    if [ -n "$GROUP" ]; then
-      if out=$(kill -"$3" -"$PGID" 2>&1); then say "signalled $3 $PGID"; else
-        say "signal_error $out"
-      fi
-    fi
-    # Processes of the job outside its group, each by PID (verified by verify/strays above).
-    for sg_p in $(printf '%s' "$STRAYS" | cut -d' ' -f1); do
-      kill -"$3" "$sg_p" 2>/dev/null && say "signalled $3 $sg_p"
-    done
+  sig_lock "$root" "${4:-2000}"
+  id=${2:-$(latest_of "$root")}
+  if [ -z "$id" ]; then
+    [ $SG_LOCKED = 0 ] || rm -rf "$root/.lock"
+    say "now $(now)"
+    say none
+    return
   fi
+  d=$root/$id
+  [ -d "$d" ] || { [ $SG_LOCKED = 0 ] || rm -rf "$root/.lock"; die "no run $id under $root"; }
+  verify "$d"
+  others "$d"
+  [ "$VERDICT" != reused ] || OTHERS=  # (a group that is someone else's: nothing is sent)
+  # Asked before the job has a pid file: the wrapper sees this and never starts it.
+  if [ "$VERDICT" = ours ] || [ -n "$OTHERS" ] || { [ ! -e "$d/pid" ] && [ ! -e "$d/launch_error" ]; }; then
+    [ -e "$d/kill_requested" ] || put "$d/kill_requested" "$(now)" 2>/dev/null
+  fi
+  if [ "$VERDICT" = ours ] && [ -n "$GROUP" ]; then
+    # `kill -SIG -PGID`: dash and BusyBox reject `kill -- -PGID`.
+    if out=$(kill -"$3" -"$PGID" 2>&1); then say "signalled $3 $PGID"; else
+      say "signal_error $out"
+    fi
+  fi
+  # Processes of the job outside its group (verified by verify/strays/others above), each by
+  # PID; with a cgroup, SIGKILL goes to the whole cgroup at once (nothing forks away).
+  [ "$VERDICT" = ours ] || STRAYS=
+  for sg_p in $(printf '%s%s' "$STRAYS" "$OTHERS" | cut -d' ' -f1); do
+    kill -"$3" "$sg_p" 2>/dev/null && say "signalled $3 $sg_p"
+  done
+  if [ "$3" = KILL ] && [ -n "$CGP" ] && [ -e "$CGP/cgroup.kill" ]; then
+    { echo 1 >"$CGP/cgroup.kill"; } 2>/dev/null && say "signalled KILL cgroup"
+  fi
+  [ $SG_LOCKED = 0 ] || rm -rf "$root/.lock"
   report "$d" 0
 }
 
@@ -460,3 +420,6 @@ case $verb in
   pid) do_pid "$@" ;;
   *) die "unknown verb $verb" ;;
 esac
+rc=$?
+say end
+exit $rc

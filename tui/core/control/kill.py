@@ -17,7 +17,7 @@ from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.rundir import RunReport
 from dflash_tui.core.base.snapshot import Proc, Snapshot
 from dflash_tui.core.base.text import mib
-from dflash_tui.core.base.timings import KILL_GRACE_S
+from dflash_tui.core.base.timings import KILL_GRACE_S, KILL_LOCK_WAIT_S
 from dflash_tui.core.control.script import (
     Cancel,
     ControlError,
@@ -60,7 +60,8 @@ class KillResult:
 
 
 async def _signal(transport: Transport, host: HostConfig, run_id: str, sig: str) -> RunReport:
-    rep = await run_script(transport, "signal", host.run_root, run_id, sig)
+    lock_ms = int(KILL_LOCK_WAIT_S * 1000)
+    rep = await run_script(transport, "signal", host.run_root, run_id, sig, lock_ms)
     if rep.errors and not rep.record:
         raise ControlError(rep.errors[0])
     return rep
@@ -76,6 +77,12 @@ def _refused(rep: RunReport) -> KillResult:
     return KillResult(False, msg, rec.id, rec.pgid, rep.state(), refused=True)
 
 
+def left(rep: RunReport) -> tuple[Proc, ...]:
+    """The run's processes still there: its group, its strays, and the others (its cgroup's, or
+    its members' children that dropped the marker)."""
+    return rep.members + rep.others
+
+
 async def _wait_gone(
     transport: Transport,
     host: HostConfig,
@@ -89,10 +96,10 @@ async def _wait_gone(
 ) -> RunReport:
     assert rep.record is not None
     t0 = time.monotonic()
-    while rep.members and time.monotonic() - t0 < limit and not is_cancelled(cancel):
-        seen.update(p.pid for p in rep.members)
-        msg = f"SIG{phase.upper()} sent to group {rep.record.pgid}: {len(rep.members)} remain"
-        emit(progress, phase, f"{msg}: {describe(rep.members)}", t0, limit, rep.members)
+    while left(rep) and time.monotonic() - t0 < limit and not is_cancelled(cancel):
+        seen.update(p.pid for p in left(rep))
+        msg = f"SIG{phase.upper()} sent to group {rep.record.pgid}: {len(left(rep))} remain"
+        emit(progress, phase, f"{msg}: {describe(left(rep))}", t0, limit, left(rep))
         await asyncio.sleep(poll)
         rep = await fetch_run(transport, host.run_root, rep.record.id)
     return rep
@@ -114,23 +121,25 @@ async def kill(
 
     control.sh checks, right before each signal, that the recorded PGID is still the run's.
     """
-    rep = await fetch_run(transport, host.run_root, run_id)
+    # The signal verb takes the launch lock first: no launch is half-way while it looks, or the
+    # launcher is left a kill it carries out itself (docs/internals.md).
+    try:  # what was there before the signal (some die at once): their GPU memory is checked
+        seen = {p.pid for p in left(await fetch_run(transport, host.run_root, run_id))}
+    except ControlError:
+        seen = set()
+    rep = await _signal(transport, host, run_id or "", "TERM")
     rec = rep.record
     if rec is None:
         return KillResult(True, "no run to kill")
     if rep.verdict == "reused":
         return _refused(rep)
-    if rep.verdict != "ours":
-        msg = f"run {rec.id} is not running ({rep.state()})"
-        return KillResult(True, msg, rec.id, rec.pgid, rep.state())
-    seen = {p.pid for p in rep.members}
-    rep = await _signal(transport, host, rec.id, "TERM")
-    if rep.verdict == "reused":
-        return _refused(rep)
+    if not left(rep) and not rep.signalled:
+        return _not_running(rep)
+    seen.update(p.pid for p in left(rep))
     signals = ["TERM"] if rep.signalled else []
     rep = await _wait_gone(transport, host, rep, grace, "term", seen, progress, cancel, poll)
-    if rep.members and is_cancelled(cancel):
-        msg = f"kill cancelled after SIGTERM; {len(rep.members)} processes remain"
+    if left(rep) and is_cancelled(cancel):
+        msg = f"kill cancelled after SIGTERM; {len(left(rep))} processes remain"
         return KillResult(
             ok=False,
             message=msg,
@@ -138,11 +147,11 @@ async def kill(
             pgid=rec.pgid,
             state=rep.state(),
             signals=tuple(signals),
-            survivors=rep.members,
+            survivors=left(rep),
             cancelled=True,
             pids=frozenset(seen),
         )
-    if rep.members:
+    if left(rep):
         rep = await _signal(transport, host, rec.id, "KILL")
         if rep.verdict == "reused":
             return _refused(rep)
@@ -156,6 +165,26 @@ async def kill(
     return _kill_result(rep, tuple(signals), held, note, seen)
 
 
+# Said after a kill where the run has no cgroup of its own: what cannot be vouched for.
+NO_CGROUP = (
+    "this host gave the run no cgroup, so a process that left its group, dropped its "
+    "DFLASH_RUN_DIR marker and lost its parent before the kill cannot be accounted for"
+)
+
+
+def _not_running(rep: RunReport) -> KillResult:
+    """Nothing of the run is alive; a launch still at work was told not to start (or to stop)
+    its job."""
+    rec = rep.record
+    assert rec is not None
+    state = rep.state()
+    if rep.kill_pending is not None or (state == "starting" and rec.pid is None):
+        who = f"launcher PID {rep.kill_pending}" if rep.kill_pending else "its launcher"
+        msg = f"run {rec.id} was still being launched: {who} will not start the job"
+        return KillResult(True, msg, rec.id, rec.pgid, state)
+    return KillResult(True, f"run {rec.id} is not running ({state})", rec.id, rec.pgid, state)
+
+
 def _kill_result(
     rep: RunReport,
     signals: tuple[str, ...],
@@ -167,19 +196,21 @@ def _kill_result(
     assert rec is not None
     how = " then ".join(f"SIG{s}" for s in signals) or "no signal (already gone)"
     msg = f"run {rec.id} stopped ({how})"
-    if rep.members:
-        msg = f"run {rec.id}: {len(rep.members)} processes survive SIGKILL: {describe(rep.members)}"
+    if rep.cgroup is None:
+        msg += f"; {NO_CGROUP}"
+    if left(rep):
+        msg = f"run {rec.id}: {len(left(rep))} processes survive SIGKILL: {describe(left(rep))}"
     if held:
         total = sum(h.used_mib or 0 for h in held)
         msg += f"; {len(held)} GPU processes of the run still hold {mib(total)}"
     return KillResult(
-        ok=not rep.members,
+        ok=not left(rep),
         message=msg,
         run_id=rec.id,
         pgid=rec.pgid,
         state=rep.state(),
         signals=signals,
-        survivors=rep.members,
+        survivors=left(rep),
         gpu_held=held,
         gpu_note=note,
         pids=frozenset(seen),

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, replace
 
 from dflash_tui.core.base.config import HostConfig
-from dflash_tui.core.base.rundir import ALIVE_STATES, RunReport, exit_text
+from dflash_tui.core.base.rundir import ABANDONED, ALIVE_STATES, RunReport, exit_text
 from dflash_tui.core.base.timings import LOCK_WAIT_S, START_WINDOW_S
 from dflash_tui.core.control.relink import fetch, reread, started_since
 from dflash_tui.core.control.script import (
@@ -49,6 +49,7 @@ class LaunchResult:
     log_tail: tuple[str, ...] = ()
     refused: bool = False  # a run is alive: nothing was started
     pruned: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # entries of the run root that are no run (ignored)
 
 
 # ---- launch -----------------------------------------------------------------------------------
@@ -61,10 +62,18 @@ def _launch_result(
     state = rep.state(start_window)
     if rec is None:
         return LaunchResult(False, "none", "launch failed: no run directory was made")
+    if state == "starting" and rec.pid is None:
+        # Never `starting` without a PID: the start window is over and no pid file came.
+        state = "launch-failed"
     ok = state in ALIVE_STATES or (state == "exited" and rec.exit_code == 0)
     error = None
     if not ok:
-        error = rec.launch_error or exit_text(rec.exit_code)
+        if rec.launch_error:
+            error = rec.launch_error
+        elif rec.pid is None:
+            error = ABANDONED if rec.launcher == 0 else "the job wrote no pid file"
+        else:
+            error = exit_text(rec.exit_code)
         spec = containers.parse(container) if container else None
         vanished = state == "killed" and rec.exit_code is None and rec.kill_requested_at is None
         if vanished and not rec.launch_error and spec is not None and spec.kind == "template":
@@ -156,6 +165,7 @@ async def launch(
             error=msg,
         )
     run_id, pruned, t0 = rep.launched, rep.pruned, time.monotonic()
+    notes = tuple(n for n in rep.notes if n.startswith("ignoring "))
     while rep.state(start_window) == "starting" and not is_cancelled(cancel):
         if time.monotonic() - t0 > start_window + 30:
             break  # the remote clock does not advance as ours does: do not wait for ever
@@ -165,7 +175,15 @@ async def launch(
     if rep.state(start_window) not in ALIVE_STATES:
         rep = await fetch(transport, host, run_id, log_lines=20, progress=progress)
     res = _launch_result(rep, start_window, pruned, host.container)
-    return replace(res, message=res.message + relinked) if relinked else res
+    return replace(res, message=res.message + relinked + _noted(notes), notes=notes)
+
+
+def _noted(notes: tuple[str, ...]) -> str:
+    """The run root's foreign entries, said once and short (they are ignored)."""
+    if not notes:
+        return ""
+    more = f" and {len(notes) - 3} more" if len(notes) > 3 else ""
+    return " (" + "; ".join(notes[:3]) + more + ")"
 
 
 def _lost_launch(rep: RunReport, lost: TransportError, ours: bool | None) -> LaunchResult:

@@ -87,7 +87,12 @@ def known_refusal(transport: Transport, pid: int, procs: Sequence[Proc] = ()) ->
 async def _pid(transport: Transport, pid: int, ticks: int, sig: str) -> tuple[str, str]:
     cmd = "sh -s -- " + " ".join(shlex.quote(w) for w in ("pid", str(pid), str(ticks), sig))
     res = await transport.run(cmd, _script(), 30.0)
-    words = (res.stdout.strip().splitlines() or ["pid_error no answer"])[-1].split(" ", 1)
+    lines = res.stdout.strip().splitlines()
+    if not lines or lines[-1] != "end":  # control.sh's answer ends with `end`, or was cut short
+        lines = [f"pid_error no whole answer (exit {res.rc}): {res.stderr.strip()[-200:]}"]
+    else:
+        lines = lines[:-1] or ["pid_error no answer"]
+    words = lines[-1].split(" ", 1)
     return words[0], words[1] if len(words) > 1 else ""
 
 

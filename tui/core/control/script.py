@@ -29,6 +29,8 @@ from dflash_tui.core.base.snapshot import Proc
 from dflash_tui.core.link.transport import Transport
 
 SCRIPT_PATH = Path(__file__).parent / "control.sh"
+# The launch verb's part, sent ahead of control.sh (which runs the verb at its end).
+SCRIPT_PARTS = (Path(__file__).parent / "control_launch.sh", SCRIPT_PATH)
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -87,9 +89,9 @@ def env_text(env: Iterable[tuple[str, str]]) -> str:
 @functools.cache
 def _script() -> bytes:
     try:
-        return SCRIPT_PATH.read_bytes()
-    except OSError as exc:  # an install that left the .sh resource out
-        raise ControlError(f"{SCRIPT_PATH} is missing ({exc.strerror}): reinstall") from None
+        return b"".join(part.read_bytes() for part in SCRIPT_PARTS)
+    except OSError as exc:  # an install that left a .sh resource out
+        raise ControlError(f"{exc.filename} is missing ({exc.strerror}): reinstall") from None
 
 
 async def run_script(
@@ -99,9 +101,13 @@ async def run_script(
     cmd = "sh -s -- " + " ".join(shlex.quote(w) for w in words)
     res = await transport.run(cmd, _script(), timeout)
     rep = parse_report(res.stdout)
-    if res.rc not in (0, 3) and not rep.errors:
+    # The answer is whole only with its `end` line: an exit status alone (a shell's, a
+    # container runtime's, a job's) never stands for one of control.sh's answers.
+    if not rep.ended:
         err = res.stderr.strip()[-400:] or "no error text"
-        raise ControlError(f"{verb} failed on {transport.label} (exit {res.rc}): {err}")
+        raise ControlError(
+            f"{verb} failed on {transport.label} (exit {res.rc}, the answer was cut short): {err}"
+        )
     return rep
 
 
