@@ -14,7 +14,7 @@ from textual.widgets import Static
 from dflash_tui.app.palette import Palette, palette_for
 from dflash_tui.app.widgets import redraw_guarded
 from dflash_tui.core.base.text import safe_label
-from dflash_tui.core.diagnosis.finding import Finding
+from dflash_tui.core.diagnosis.finding import Finding, duration
 from dflash_tui.core.diagnosis.timeline import MAX_EVENTS, Event
 
 _BADGE = {"error": " ERROR ", "warning": " WARN  ", "info": " INFO  "}
@@ -55,6 +55,8 @@ class FindingsList(_TextScroll):
         super().__init__(id="findings")
         self.findings: tuple[Finding, ...] | None = None  # None: nothing shown yet
         self.note: str | None = None  # connection trouble, shown above the findings
+        self.stale_s: int | None = None  # the findings are this old (no sample since)
+        self.down = False  # the link is down: whatever is shown, nothing is called OK
 
     def empty_text(self) -> str:
         return "waiting for the first sample …"
@@ -64,13 +66,30 @@ class FindingsList(_TextScroll):
             self.findings, self.note = tuple(findings), note
             self.redraw()
 
+    def show_stale(self, age: int | None, down: bool = False) -> None:
+        """No sample for ``age`` seconds (None: fresh); ``down``: the link is down."""
+        if (age, down) != (self.stale_s, self.down):
+            self.stale_s, self.down = age, down
+            self.redraw()
+
     def redraw(self) -> None:
         pal = self.palette
         t = Text()
         if self.note:
             t.append(" LINK  ", pal.chip("error"))
             t.append(f" {safe_label(self.note, 400)}\n", pal.fg("error"))
-        if not self.findings:
+        if self.stale_s is not None:
+            t.append(" STALE ", pal.chip("warning"))
+            t.append(
+                f" last sample {duration(self.stale_s)} ago: what follows is what it showed; "
+                "nothing is judged until samples come again.\n",
+                pal.fg("warning"),
+            )
+            if not self.findings:
+                t.append("no finding in that sample; the host's health now is unknown.")
+        elif self.down and not self.findings:
+            t.append("no sample yet: nothing is known about this host.")
+        elif not self.findings:
             t.append(" OK    ", pal.chip("ok"))
             t.append(" nothing wrong: every GPU does what the topology expects.")
         for i, f in enumerate(self.findings or ()):

@@ -50,6 +50,8 @@ def gpus_by_pid(diag: Diagnosis) -> dict[int, tuple[int, ...]]:
 class ProcTree(Tree[ProcInfo]):
     DEFAULT_CSS = """
     ProcTree { height: 1fr; scrollbar-size-vertical: 1; }
+    /* The last known processes while no sample comes: greyed (their tab says how old). */
+    ProcTree.-stale { text-opacity: 50%; }
     """
 
     def __init__(self) -> None:
@@ -97,6 +99,10 @@ class ProcTree(Tree[ProcInfo]):
         for pid in _parents_first(parent_of):
             self._place(pid, parent_of[pid], infos[pid], pal)
         self.infos = infos
+
+    def show_stale(self, age: int | None) -> None:
+        """No sample for ``age`` seconds (None: fresh): a PID listed may be gone by now."""
+        self.set_class(age is not None, "-stale")
 
     def _remove_stale(self, parent_of: Mapping[int, int | None]) -> None:
         """Drop nodes whose process is gone or moved (reparented to init): re-added later."""
