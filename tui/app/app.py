@@ -321,6 +321,9 @@ class DflashApp(App[None]):
         tabs = self.detail().tabs()
         tabs.active = "tab-timeline" if tabs.active == "tab-procs" else "tab-procs"
 
+    def action_whole_machine(self) -> None:
+        self.detail().toggle_whole_machine()
+
     def action_escape(self) -> None:
         area = self.detail().logs()
         if area.has_class("-filtering"):

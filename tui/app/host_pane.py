@@ -26,8 +26,25 @@ from dflash_tui.app.messages import SampleReady
 from dflash_tui.app.procs.tree import ProcTree
 from dflash_tui.app.progress_strip import MetricsStrip
 from dflash_tui.app.widgets import draw_guarded
+from dflash_tui.core.diagnosis.diagnose import Diagnosis
 from dflash_tui.core.diagnosis.finding import Finding, duration
 from dflash_tui.core.diagnosis.timeline import Event
+
+# The owners whose processes a GPU finding is about (the PID it names, for the tree).
+_NAMED_OWNER = {"orphan-process": "orphan", "foreign-process": "foreign"}
+
+
+def named_pid(diag: Diagnosis, finding: Finding) -> int | None:
+    """The PID (in the probe's view, as the tree keys it) a finding is about, if any: the
+    first orphan of an orphan-process finding, the first foreign process of a foreign one."""
+    owner = _NAMED_OWNER.get(finding.code)
+    for view in diag.gpus:
+        if owner is None or view.index not in finding.gpus:
+            continue
+        for p in view.processes:
+            if p.owner == owner:
+                return p.container_pid if p.container_pid is not None else p.pid
+    return None
 
 
 def pane_id(index: int) -> str:
@@ -46,6 +63,7 @@ class HostPane(Vertical):
         self.interval: float | None = None  # the probe's interval (None: scripted, never due)
         self.down = False  # the link is down (a LinkDown came after the last sample)
         self.stale_s: int | None = None  # seconds since the last sample, while it is stale
+        self.diag: Diagnosis | None = None  # the last sample's, for what a finding names
 
     def compose(self) -> ComposeResult:
         yield RunHeader(self.host, self.read_only)
@@ -82,6 +100,7 @@ class HostPane(Vertical):
             return False
         snap, diag = msg.snapshot, msg.diagnosis
         self.sample_at, self.interval, self.down = time.monotonic(), diag.interval, False
+        self.diag = diag
         self._show_stale(None)  # before the findings: a fresh sample may say OK again
         self._draw("header", lambda: self.query_one(RunHeader).show(diag))
         self._draw("GPUs", lambda: self.query_one(GpuGrid).show(diag))
@@ -121,8 +140,20 @@ class HostPane(Vertical):
         self._draw("GPUs", lambda: self.query_one(GpuGrid).show_stale(age))
         self._draw("processes", lambda: self.query_one(ProcTree).show_stale(age))
         self._draw("findings", lambda: self.query_one(FindingsList).show_stale(age, self.down))
-        tab = self.tabs().get_tab("tab-procs")
-        tab.label = "Processes" if age is None else f"Processes · stale {duration(age)}"
+        self._label_procs()
+
+    def toggle_whole_machine(self) -> None:
+        """The tree: the run's processes and GPU holders, or every process of the host."""
+        if self.can_draw:
+            self._draw("processes", self.query_one(ProcTree).toggle_whole)
+            self._label_procs()
+
+    def _label_procs(self) -> None:
+        """The tree's tab says what it shows (``all``: the whole machine) and how old it is."""
+        label = "Processes" + (" · all" if self.query_one(ProcTree).whole else "")
+        if self.stale_s is not None:
+            label += f" · stale {duration(self.stale_s)}"
+        self.tabs().get_tab("tab-procs").label = label
 
     def show_auto(self, auto: str) -> None:
         """The header's auto-restart state: off | on | fatal."""
@@ -133,6 +164,24 @@ class HostPane(Vertical):
         """Events that did not come with a sample (auto-restart's decisions)."""
         if self.can_draw:
             self._draw("timeline", lambda: self.query_one(TimelineList).add(events))
+
+    def on_findings_list_picked(self, msg: FindingsList.Picked) -> None:
+        """A finding entered: select the process it names in the tree (so K is the next key),
+        else show the GPUs it names."""
+        msg.stop()
+        finding = msg.finding
+        pid = named_pid(self.diag, finding) if self.diag is not None else None
+        if pid is not None:
+            self.tabs().active = "tab-procs"
+            tree = self.query_one(ProcTree)
+            if tree.select_pid(pid):
+                tree.focus()
+                return
+        grid = self.query_one(GpuGrid)
+        if finding.gpus and grid.pick(finding.gpus):
+            grid.focus()
+            return
+        self.app.notify(f"{finding.code} names no GPU or process shown here", timeout=3)
 
     # -- the views the keys act on --
 

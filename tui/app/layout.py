@@ -38,12 +38,13 @@ KEYS: tuple[tuple[str, str, str, str], ...] = (
     ("tab", "focus_next", "Areas", "move between areas (GPUs, logs, findings, tree, timeline)"),
     ("t", "next_theme", "Theme", "next theme (dflash-dark, -light, -contrast, yours)"),
     ("e", "other_tab", "Procs/Events", "switch the process tree and the event timeline"),
+    ("w", "whole_machine", "All procs", "tree: the whole machine / the run's and GPU holders"),
     ("question_mark", "help", "Help", "this help"),
     ("q", "quit", "Quit (run stays)", "quit the app; the run keeps running"),
 )
 DESTRUCTIVE = frozenset({"launch", "kill", "restart", "kill_process", "auto_restart"})
 HIDDEN = frozenset(
-    {"toggle_filter", "other_tab", "auto_restart"}
+    {"toggle_filter", "other_tab", "auto_restart", "whole_machine"}
 )  # in the help and the palette; the footer is full
 # The footer's order: help and quit first, so a narrow terminal (80 columns) still shows them
 # whatever is cut at the right. The help keeps KEYS' order.

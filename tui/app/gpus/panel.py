@@ -38,6 +38,8 @@ class GpuPanel(Static, Themed):
         &.-error { border: heavy $error; }
         &.-warning { border: round $warning; }
         &.-ok { border: round $success 70%; }
+        /* The GPUs of the finding entered last (enter or a click in the findings). */
+        &.-picked { border: double $accent; border-title-color: $accent; }
         /* The last known readings while no sample comes: greyed, whatever their level. */
         &.-stale { border: round $foreground 25%; text-opacity: 55%; border-title-color: $warning; }
     }
