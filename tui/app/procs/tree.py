@@ -82,13 +82,12 @@ class ProcTree(Tree[ProcInfo]):
         self.watch(self.app, "theme", lambda _t: self._relabel_all(), init=False)
         self.root.expand()
 
-    def toggle_whole(self) -> bool:
-        """Whole machine on/off; redraws from the last sample. Returns the new state."""
+    def toggle_whole(self) -> None:
+        """Whole machine on/off (``whole``); redraws from the last sample."""
         self.whole = not self.whole
         if self.last is not None:
             self.run_id = ()  # open the way to what matters again
             self.show(*self.last)
-        return self.whole
 
     def select_pid(self, pid: int) -> bool:
         """Put the cursor on ``pid`` (opening the way to it); False when it is not listed."""
