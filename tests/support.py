@@ -83,3 +83,17 @@ def live_group(pgid: int) -> list[int]:
         if len(fields) > 2 and fields[0] != "Z" and int(fields[2]) == pgid:
             out.append(int(entry.name))
     return out
+
+
+def screen_text(app: Any) -> str:
+    """What the terminal shows now, as plain text lines (what a user reads)."""
+    import io
+
+    from rich.console import Console
+
+    width, height = app.size
+    console = Console(
+        width=width, height=height, file=io.StringIO(), record=True, color_system=None
+    )
+    console.print(app.screen._compositor.render_update(full=True))
+    return console.export_text(styles=False)

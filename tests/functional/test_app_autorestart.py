@@ -13,6 +13,7 @@ from textual.pilot import Pilot
 
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.autorestart import AUTO_GROUP
+from dflash_tui.app.findings.panel import TimelineList
 from dflash_tui.app.header import RunHeader
 from dflash_tui.app.screens import ConfirmScreen
 from dflash_tui.core.base.config import Config, HostConfig
@@ -132,3 +133,24 @@ async def test_read_only_never_supervises(root: Path) -> None:
         assert "Auto restart" not in titles and "Kill" not in titles
         assert "auto-restart" not in header(app)
         assert not root.exists() or not run_dirs(root)
+
+
+async def test_the_timeline_says_each_restart_before_it_runs_in_time_order(root: Path) -> None:
+    """Issue 12, item 9: a supervisor that polls slower than the backoff finds each crash's
+    restart already due and launches at once; its "restart n/2" still comes before that
+    restart's launch on screen, and the timeline's clock times never go back."""
+    app = app_for(HostConfig(command=CRASH, run_root=str(root), restart=POLICY))
+    app.host_states[0].bridge.supervise_poll = 1.0  # slower than the 0.2 s backoff
+    async with app.run_test(size=SIZE) as pilot:
+        await started(pilot, app)
+        await pilot.press("l")
+        await until(pilot, lambda: app.current.auto == "fatal", timeout=30)
+        await pilot.pause(1.0)  # the samples that see the last crash
+        shown = app.screen.query_one(TimelineList).events
+        times = [e.time for e in shown]
+        assert times == sorted(times), [(e.time, e.kind, e.text) for e in shown]
+        texts = [e.text for e in shown]
+        for n in (1, 2):
+            said = next(i for i, t in enumerate(texts) if f"restart {n}/2" in t)
+            ran = [i for i, t in enumerate(texts) if t.startswith("auto-restart: launched run")]
+            assert said < ran[n - 1], texts

@@ -22,7 +22,7 @@ from dflash_tui.app.themes import (
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.text import clean_line, safe_label, si
 from dflash_tui.core.diagnosis.diagnose import diagnose
-from dflash_tui.core.diagnosis.timeline import Timeline
+from dflash_tui.core.diagnosis.timeline import Event, Timeline
 
 
 @pytest.mark.parametrize(
@@ -155,3 +155,20 @@ def test_bundled_and_user_themes(tmp_path: Path) -> None:
     by_name = {t.name: t for t in themes}
     assert set(BUNDLED) <= set(by_name) and by_name["dflash-dark"].primary == "#ff0000"
     assert len(errors) == 1 and "bad.toml" in errors[0]
+
+
+def test_timeline_keeps_time_order_across_sources() -> None:
+    """Issue 12, item 9: auto-restart's decision is added when it is made; a later sample
+    reports the crash at its end time, which came first: the timeline stays in time order.
+    A failed launch has no PID: the launch line says none (never ``PID None``)."""
+    tl = Timeline()
+    fold(tl, snap(T0 + 1, run("a", 50, T0 + 1), alive(50), []))
+    tl.add([Event(T0 + 9, "auto-restart", "warning", "auto-restart: restart 1/2 in 1 s")])
+    fold(tl, snap(T0 + 10, run("a", 50, T0 + 1, exit_code=3, ended_at=T0 + 8), [], []))
+    times = [e.time for e in tl.events]
+    assert times == sorted(times), [(e.time, e.kind) for e in tl.events]
+    assert [e.kind for e in tl.events][-2:] == ["crash", "auto-restart"]
+    ev = fold(tl, snap(T0 + 12, {"id": "b", "dir": f"{ROOT}/b", "launch_error": "x"}, [], []))
+    assert ev[0] == ("launched", "launched run b (after a)")
+    ev = fold(tl, snap(T0 + 14, {"id": "c", "dir": f"{ROOT}/c", "pid": 80, "pgid": 80}, [], []))
+    assert ("crash", "crashed: no exit code recorded: the process group vanished (killed)") in ev

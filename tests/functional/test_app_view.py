@@ -202,7 +202,7 @@ async def test_filter_and_follow_keys() -> None:
         assert list(log.lines) == ["noise one", "noise two"]
         await pilot.press("escape")
         await pilot.press("f")
-        assert log.auto_scroll is False
+        assert app.screen.query_one(LogTail).follow is False
 
 
 async def test_theme_key_cycles_and_bad_user_theme_is_a_notification(

@@ -407,7 +407,7 @@ async def test_kill_reports_gpu_memory_and_restart_waits_for_its_release(
     # The driver still lists the process after it died (as it does for a D-state one).
     r = await restart(t, h, grace=1, release_timeout=0.5, **FAST)
     assert not r.ok and r.launch is None, r
-    assert "GPU 5" in r.message and "70000 MiB" in r.message and "nothing was launched" in r.message
+    assert "GPU 5" in r.message and "68.4 GiB" in r.message and "nothing was launched" in r.message
     assert len(list(runs.glob("2*"))) == 1 and not group(res.pgid or 0)
 
     res = await launch(t, h, **FAST)
@@ -415,7 +415,7 @@ async def test_kill_reports_gpu_memory_and_restart_waits_for_its_release(
     fake_smi.write(gpus(70_000), [app(job, gpu=5, used_mib=70_000)])
     k = await kill(t, h, grace=1, poll=0.05)
     assert [(x.gpu, x.pid, x.used_mib) for x in k.gpu_held] == [(5, job, 70_000)], k
-    assert "still hold 70000 MiB" in k.message
+    assert "still hold 68.4 GiB" in k.message
 
     res = await launch(t, h, **FAST)
     job = max(p.pid for p in (await fetch_run(t, h.run_root)).members)
@@ -432,8 +432,8 @@ async def test_kill_reports_gpu_memory_and_restart_waits_for_its_release(
     r = await restart(t, h, grace=1, release_timeout=10, progress=progress, **FAST)
     assert r.ok and r.launch is not None and r.launch.run_id != res.run_id, r
     released = [m for m in seen if "waiting for release" in m]
-    assert any("pid" in m and "70000" in m for m in released)
-    assert any("GPU 5 holds 30000 MiB" in m for m in released)
+    assert any("pid" in m and "68.4 GiB" in m for m in released)
+    assert any("GPU 5 holds 29.3 GiB" in m for m in released)
 
 
 async def test_auto_restart_retries_a_crashing_run_then_gives_up(

@@ -22,6 +22,7 @@ import pytest
 from support import busybox_bin, open_kill_process_dialog, until
 
 from dflash_tui.app.app import DflashApp
+from dflash_tui.app.screens import ConfirmScreen
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.control.pid import kill_process
 from dflash_tui.core.control.script import SCRIPT_PATH
@@ -266,19 +267,29 @@ def live(host: HostConfig) -> DflashApp:
     return DflashApp(Config(hosts=(host,), interval=0.5))
 
 
-async def test_app_k_on_pid_1_says_so_and_is_refused(tmp_path: Path) -> None:
+async def test_app_k_on_pid_1_says_so_and_offers_no_kill(tmp_path: Path) -> None:
     app = live(HostConfig(run_root=str(tmp_path / "runs")))
     before = stat(1)
     async with app.run_test(size=(120, 40)) as pilot:
         body = await open_kill_process_dialog(pilot, app, 1)
-        assert "PID 1 is init" in body, body
-        await pilot.press("y")
-        await until(pilot, lambda: any("refused" in str(n.message) for n in app._notifications))
-        await until(pilot, lambda: not app.waits_active())
-    texts = [str(n.message) for n in app._notifications]
-    assert any("refused: PID 1 is init" in t for t in texts), texts
+        assert "PID 1 is init" in body and "refuses to signal PID 1" in body, body
+        assert not app.screen.query("#yes"), "a kill button for a process control refuses"
+        await pilot.press("y")  # nothing to confirm: y is no answer here
+        await pilot.pause(0.3)
+        assert not app.waits_active() and not app.actions.steps
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
     after = stat(1)
     assert before is not None and after is not None and after[19] == before[19]
+
+
+async def test_app_k_on_the_app_itself_offers_no_kill(tmp_path: Path) -> None:
+    app = live(HostConfig(run_root=str(tmp_path / "runs")))
+    async with app.run_test(size=(120, 40)) as pilot:
+        body = await open_kill_process_dialog(pilot, app, os.getpid())
+        assert "this app itself" in body, body
+        assert not app.screen.query("#yes")
+        await pilot.press("escape")
 
 
 async def test_app_k_warns_of_another_users_process(tmp_path: Path) -> None:

@@ -52,3 +52,22 @@ def test_seed_incident_screen(snap_compare, theme: str) -> None:  # type: ignore
 def test_healthy_run_screen(snap_compare, theme: str) -> None:  # type: ignore[no-untyped-def]
     app, n = scene_app("healthy_run", theme)
     assert snap_compare(app, terminal_size=SIZE, run_before=settled(app, n))
+
+
+def test_history_tab_shows_the_whole_run(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """The History tab after `e e`: the loss and tok/s curves span the hour of steps before
+    the app attached (the probe's backlog) and the 20 minutes after; utilisation, power and
+    memory per GPU over the 20 minutes of samples, with their dip at minutes 70 to 72."""
+    app, n = scene_app("history_run", "dflash-dark")
+
+    async def run_before(pilot: Pilot) -> None:
+        await settled(app, n)(pilot)
+        await pilot.press("e", "e")
+        view = app.detail().history()
+        t0 = time.monotonic()
+        await pilot.pause(0.1)
+        while view.building and time.monotonic() - t0 < 60:  # the plots build in a thread
+            await pilot.pause(0.05)
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

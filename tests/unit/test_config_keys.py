@@ -44,7 +44,10 @@ def write(tmp_path: Path, text: str, name: str = "c.toml") -> Path:
             "unknown key 'hosts[1].topology.targets' (did you mean 'hosts[1].topology.target'?)",
         ),
         ("[[hosts]]\n[hosts.restart]\nretry = 1", "'hosts[0].restart.retry' (did you mean"),
-        ("zzz = 2", "unknown key 'zzz' (known: host, hosts, topology, run, restart, alerts)"),
+        (
+            "zzz = 2",
+            "unknown key 'zzz' (known: host, hosts, topology, run, restart, alerts, record)",
+        ),
     ],
 )
 def test_an_unknown_table_or_key_at_any_level_is_named(

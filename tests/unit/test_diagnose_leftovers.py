@@ -149,7 +149,7 @@ def test_vanished_pids_after_a_kill_are_leftovers_never_ok() -> None:
         (f,) = findings(d, "orphan-process")
         assert f.gpus == (0, 1, 2, 3, 4) and f.severity == "warning"  # not tied to our run
         for words in (
-            "pid 4242 (python3, 70000 MiB) on GPU 2",
+            "pid 4242 (python3, 68.4 GiB) on GPU 2",
             "the PIDs no longer exist (they are not in the host's process table)",
             "released within seconds",
             "containers or other PID namespaces",
@@ -291,9 +291,9 @@ def test_leftovers_tied_to_our_runs_say_which_run_and_are_errors() -> None:
     assert {i: labels(d)[i] for i in (1, 2, 6)} == {i: ("orphan-process",) for i in (1, 2, 6)}
     (f,) = findings(d, "orphan-process")
     assert f.severity == "error" and f.gpus == (1, 2, 6)
-    assert f"pid 901 (python3, 9000 MiB) on GPU 1, left by run {RUN_ID}" in f.message
+    assert f"pid 901 (python3, 8.8 GiB) on GPU 1, left by run {RUN_ID}" in f.message
     assert "left by an earlier run (process group 300)" in f.message
-    assert f"pid 777 (python3, 70000 MiB) on GPU 6, left by run {RUN_ID}" in f.message
+    assert f"pid 777 (python3, 68.4 GiB) on GPU 6, left by run {RUN_ID}" in f.message
     assert "kill it from the process tree before restarting" in f.message
     assert f.action == "kill_process"
     assert "someone's" not in f.message

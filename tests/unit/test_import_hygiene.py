@@ -71,6 +71,16 @@ def planted_tree(tmp_path: Path) -> Path:
             "import textual",
             "dflash_tui.core is not allowed to import textual",
         ),
+        (
+            "tui/core/record/replay.py",
+            "from dflash_tui.core.link import transport",
+            "dflash_tui.core.record is not allowed to import dflash_tui.core.link",
+        ),
+        (
+            "tui/core/diagnosis/tracker.py",
+            "from dflash_tui.core.record import codec",
+            "dflash_tui.core.diagnosis is not allowed to import dflash_tui.core.record",
+        ),
     ],
 )
 def test_a_planted_import_breaks_its_contract(

@@ -21,7 +21,8 @@ def test_every_package_is_listed() -> None:
         for top in names
         for p in (ROOT / top).rglob("__init__.py")
     }
-    assert found | {"dflash_tui.themes"} == set(cfg["packages"])
+    data = {"dflash_tui.themes", "dflash_tui.core.record.demo.seed"}  # folders of data files
+    assert found | data == set(cfg["packages"])
     assert cfg["package-dir"] == {
         "dflash_tui": "tui",
         "dflash_tui.themes": "themes",
@@ -65,6 +66,7 @@ def test_built_wheel_carries_themes_and_scripts(tmp_path: Path) -> None:
         "dflash_tui/core/probe/main.py",
         "dflash_tui/app/app.tcss",
         "dflash_tui/cli/config.example.toml",
+        "dflash_tui/core/record/demo/seed/seg-001764669600000-0.jsonl.gz",
         "dflash_train/train.py",
     ):
         assert want in names, want

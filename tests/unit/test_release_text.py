@@ -31,10 +31,9 @@ def test_each_gpu_is_named_once_and_a_gone_holder_is_said_to_be_gone() -> None:
     ]
     text = holders_text(_snap([4343], gp), {4242, 4343}, {"GPU-0", "GPU-1", "GPU-2"}, DEFAULT)
     assert text == [
-        "GPU 0: pid 4242 python3 holds 70000 MiB"
-        " (process gone; the driver has not released it yet)",
-        "GPU 1: pid 4343 python3 holds 70000 MiB",
-        "GPU 2 holds 5000 MiB",  # no process of the run listed, memory still up
+        "GPU 0: pid 4242 python3 holds 68.4 GiB (process gone; the driver has not released it yet)",
+        "GPU 1: pid 4343 python3 holds 68.4 GiB",
+        "GPU 2 holds 4.9 GiB",  # no process of the run listed, memory still up
     ]
 
 
@@ -43,4 +42,4 @@ def test_a_holder_seen_through_a_container_is_looked_up_by_its_own_pid() -> None
     gp = [{"pid": 4242, "container_pid": 42, "gpu_uuid": "GPU-0", "used_mib": 70000,
            "name": "python3"}]  # fmt: skip
     text = holders_text(_snap([42], gp), {42}, {"GPU-0"}, DEFAULT)
-    assert text == ["GPU 0: pid 4242 python3 holds 70000 MiB"]  # alive, not "gone"
+    assert text == ["GPU 0: pid 4242 python3 holds 68.4 GiB"]  # alive, not "gone"

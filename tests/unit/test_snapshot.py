@@ -17,7 +17,9 @@ JSON = st.recursive(
     ),
     max_leaves=20,
 )
-KEYS = st.sampled_from(["gpus", "gpu_procs", "procs", "logs", "run", "telemetry", "time", "errors"])
+KEYS = st.sampled_from(
+    ["gpus", "gpu_procs", "procs", "logs", "run", "telemetry", "time", "errors", "steps"]
+)
 
 
 @given(st.dictionaries(KEYS, JSON, max_size=8))
@@ -26,6 +28,9 @@ def test_any_shape_parses_or_is_reported(data: dict[str, object]) -> None:
     assert isinstance(snap.errors, tuple)
     for g in snap.gpus:
         assert isinstance(g.index, int) and g.index >= 0
+    if snap.steps is not None:  # a StepPoints only with a path and a start; points typed
+        assert isinstance(snap.steps.path, str) and isinstance(snap.steps.start, int)
+        assert all(isinstance(p[0], float) for p in snap.steps.points)
 
 
 def test_rows_keep_good_values_and_report_bad_ones() -> None:
@@ -51,3 +56,12 @@ def test_rows_keep_good_values_and_report_bad_ones() -> None:
 def test_not_an_object(line: str | bytes) -> None:
     with pytest.raises(ValueError):
         Snapshot.from_json(line)
+
+
+def test_steps_keep_typed_points_and_drop_bad_ones() -> None:
+    pts = [[1, 2, 3, 4], [True, 1, 1, 1], ["x", 1, 1, 1], [1, 2], 5, [2.5, "s", None, "fast"]]
+    snap = Snapshot.from_dict({"time": 1, "steps": {"path": "/e", "from": 3.0, "points": pts}})
+    assert snap.steps is not None and (snap.steps.path, snap.steps.start) == ("/e", 3)
+    assert snap.steps.points == ((1.0, 2, 3.0, 4.0), (2.5, None, None, None))
+    for bad in ({"from": 0}, {"path": "/e"}, {"path": 5, "from": 0}, {"path": "/e", "from": True}):
+        assert Snapshot.from_dict({"time": 1, "steps": bad}).steps is None

@@ -27,6 +27,7 @@ from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.rundir import group_members
 from dflash_tui.core.base.snapshot import Proc, Snapshot
 from dflash_tui.core.base.text import safe_label
+from dflash_tui.core.control.pid import known_refusal
 from dflash_tui.core.diagnosis.diagnose import Diagnosis
 
 Job = Callable[[StepFn], Awaitable[str]]
@@ -148,6 +149,16 @@ class ControlActions:
         info = self.app.detail().procs().selected()
         if info is None:
             self.app.notify("select a process in the tree first (tab to it)", severity="warning")
+            return
+        procs = state.snapshot.procs if state.snapshot is not None else ()
+        why = known_refusal(state.bridge.transport, info.pid, procs)
+        if why is None and info.start_ticks is None:  # the bridge refuses it too
+            why = f"PID {info.pid}: its start time is unknown, so it cannot be verified"
+        if why is not None:  # control would refuse it: offer no kill button at all
+            title = f"Process {info.pid} on {state.key} cannot be killed from here"
+            self.app.push_screen(
+                ConfirmScreen(title, refused_text(info, why), None), lambda _: None
+            )
             return
         me = acting_user(state.cfg, state.snapshot, state.diagnosis)
         body = process_kill_text(info, state.bridge.grace, me)
@@ -343,6 +354,17 @@ def acting_user(cfg: HostConfig, snap: Snapshot | None, diag: Diagnosis | None) 
     return None
 
 
+def refused_text(info: ProcInfo, why: str) -> Text:
+    """The K dialog for a process control refuses: what it is, and why nothing is offered."""
+    t = Text()
+    t.append(f"Control refuses to signal PID {info.pid}: ", style="bold")
+    t.append(f"{safe_label(why, 300)}.\n")
+    t.append(f"  command: {safe_label(info.cmd, 200)}\n")
+    t.append(f"  user: {safe_label(info.user, 40)}   state: {info.state}   PGID: {info.pgid}\n")
+    t.append("Nothing can be sent to it from here.\n")
+    return t
+
+
 def process_kill_text(info: ProcInfo, grace: float, me: str | None = None) -> Text:
     """The K dialog; ``me``: the user we act as there (None: unknown, no owner warning)."""
     t = Text()
@@ -357,8 +379,6 @@ def process_kill_text(info: ProcInfo, grace: float, me: str | None = None) -> Te
             " (the user this app acts as there): another user's process.\n",
             style="bold",
         )
-    if info.pid == 1:
-        t.append("PID 1 is init: control refuses to signal it.\n", style="bold")
     t.append(
         f"Its identity is checked first (start time {info.start_ticks} ticks): if PID "
         f"{info.pid} now belongs to another process, nothing is sent. Never by name.\n"

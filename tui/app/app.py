@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from textual.app import App, SystemCommand
+from textual.markup import escape
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import Worker
@@ -22,6 +23,7 @@ from textual.worker import Worker
 from dflash_tui.app.actions import ControlActions
 from dflash_tui.app.autorestart import AutoRestarts
 from dflash_tui.app.feeds import HostFeeds
+from dflash_tui.app.history.view import HISTORY_ACTIONS, HISTORY_HELP
 from dflash_tui.app.host_pane import HostPane
 from dflash_tui.app.hosts import HostState, make_hosts, summarize
 from dflash_tui.app.layout import DESTRUCTIVE, HOST_ACTIONS, HOST_HELP, KEY_NAMES, KEYS, MainScreen
@@ -318,8 +320,18 @@ class DflashApp(App[None]):
         self.notify("following the logs" if on else "follow paused", timeout=2)
 
     def action_other_tab(self) -> None:
-        tabs = self.detail().tabs()
-        tabs.active = "tab-timeline" if tabs.active == "tab-procs" else "tab-procs"
+        self.detail().next_tab()
+
+    def history_shown(self) -> bool:
+        """Whether the shown host's History tab is up (its keys work only then)."""
+        pane = self.pane_of(self.current)
+        return pane is not None and pane.history_shown()
+
+    def action_history_zoom(self) -> None:
+        self.detail().history().zoom()
+
+    def action_history_pan(self, halves: int) -> None:
+        self.detail().history().pan(halves)
 
     def action_whole_machine(self) -> None:
         self.detail().toggle_whole_machine()
@@ -340,6 +352,8 @@ class DflashApp(App[None]):
         ]
         if len(self.host_states) > 1:
             keys.extend(HOST_HELP)
+        if self.history_shown():
+            keys.extend(HISTORY_HELP)
         keys.append(("esc", "close the filter box; cancel a wait (kill grace, release)"))
         keys.append(("ctrl+p", "command palette: every action by name"))
         notes = [QUIT_NOTE]
@@ -352,6 +366,8 @@ class DflashApp(App[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in HOST_ACTIONS:
             return len(self.host_states) > 1  # hidden everywhere with one host
+        if action in HISTORY_ACTIONS:
+            return self.history_shown()
         if action in DESTRUCTIVE:
             if self.read_only:
                 return False  # hidden from the footer, the help and the palette
@@ -365,7 +381,7 @@ class DflashApp(App[None]):
             if action in ("focus_next", "quit") or (self.read_only and action in DESTRUCTIVE):
                 continue
             title = action.replace("_", " ").capitalize()
-            yield SystemCommand(title, helptext, getattr(self, f"action_{action}"))
+            yield SystemCommand(escape(title), escape(helptext), getattr(self, f"action_{action}"))
         yield from self._host_commands()
 
     def _host_commands(self) -> Iterable[SystemCommand]:
@@ -375,7 +391,7 @@ class DflashApp(App[None]):
         yield SystemCommand("Previous host", "show the previous host ( [ )", self.action_prev_host)
         for s in self.host_states:
             yield SystemCommand(
-                f"Show host {s.key}",
+                escape(f"Show host {s.key}"),  # the palette reads markup; labels are the user's
                 f"host {s.index + 1}: its details, and l, k, r, K act on it",
                 lambda i=s.index: self.select_host(i),
             )

@@ -145,7 +145,7 @@ class AutoRestarts:
 
     def _auto_event(self, state: HostState, severity: str, text: str, kind: str = "") -> None:
         ev = Event(time.time(), kind or "auto-restart", severity, text)
-        state.timeline.events.append(ev)
+        state.timeline.add([ev])
         pane = self.app.pane_of(state)
         if pane is not None:
             pane.add_events([ev])

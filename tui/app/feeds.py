@@ -52,7 +52,7 @@ class HostFeeds:
     def start(self) -> None:
         for state in self.app.host_states:
             if state.source is None:
-                state.source = state.live_source(self.app.cfg.interval)
+                state.source = state.live_source(self.app.cfg.interval, self.app.cfg.record)
             self._start_feed(state)
         self.app.set_interval(1.0, self.tick_links)  # the retry countdown of hosts that are down
 

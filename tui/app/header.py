@@ -27,8 +27,7 @@ from dflash_tui.core.base.supervision import SupervisorRecord
 from dflash_tui.core.base.text import safe_label
 from dflash_tui.core.diagnosis.diagnose import Diagnosis
 from dflash_tui.core.diagnosis.finding import duration
-from dflash_tui.core.diagnosis.severity import RUN_STATE as STATE_SEVERITY
-from dflash_tui.core.diagnosis.severity import label_severity
+from dflash_tui.core.diagnosis.severity import label_severity, run_chip
 
 KEEP = 100  # rank of a part that is never shortened
 STALE_CHECK_S = 0.5  # how often the header looks at the age of the last sample
@@ -201,12 +200,16 @@ class RunHeader(Static, Themed):
 
     def _run(self, pal: Palette) -> list[Part]:
         d = self.diag
-        out = [part("run ", pal.fg("muted"), 10, "")]
+        # The chip leads at every width (no `run ` prefix that comes and goes and moves
+        # every field after it): its words (RUNNING, EXITED, ...) say it is the run's state.
+        out: list[Part] = []
         if d is None:
-            out.append(part("?", pal.fg("muted")))
+            out.append(part(" UNKNOWN ", pal.chip("info")))
+            out.append(part("  no sample yet", pal.fg("muted"), 30, ""))
             return out
         run, state = d.run, d.run_state
-        out.append(part(f" {state.upper()} ", pal.chip(STATE_SEVERITY.get(state, "info"))))
+        word, severity = run_chip(state, run)
+        out.append(part(f" {word} ", pal.chip(severity)))
         if run is None:
             out.append(part("  no run launched from here yet", pal.fg("muted"), 30, ""))
             return out
@@ -214,14 +217,18 @@ class RunHeader(Static, Themed):
         if state in ACTIVE and run.started_at is not None:
             out.append(part(f"  up {duration(d.time - run.started_at)}"))
         elif run.exit_code is not None or state == "killed":
-            out.append(part(f"  exit {run.exit_code}", pal.fg("muted")))
+            if run.exit_code is not None:
+                out.append(part(f"  exit {run.exit_code}", pal.fg("muted")))
             meaning = exit_meaning(run.exit_code)
             forms = []
+            lead = ": " if run.exit_code is not None else "  "
             for m in (meaning, safe_label(meaning, 24), None):
-                form = Text(": " if m else "", pal.fg("muted"))
-                form.append(m or "", pal.fg("error" if run.exit_code else "ok"))
+                form = Text(lead if m else "", pal.fg("muted"))
+                form.append(m or "", pal.fg("error" if run.exit_code != 0 else "ok"))
                 forms.append(form)
             out.append(Part(forms, 45))
+            if state == "killed" and run.kill_requested_at is None:
+                out.append(part("  not requested by us", pal.fg("error"), 40, "  unrequested", ""))
         if run.launch_error:
             err = safe_label(run.launch_error, 80)
             out.append(part(f"  {err}", pal.fg("error"), 25, f"  {safe_label(err, 24)}", ""))
@@ -245,16 +252,22 @@ class RunHeader(Static, Themed):
 
     def _supervised(self, pal: Palette, sup: SupervisorRecord) -> list[Part]:
         """A live headless supervisor (``dflash-tui supervise``) runs this run's auto-restart."""
-        since = time.strftime("%H:%M", time.localtime(sup.started_at)) if sup.started_at else "?"
+        since = time.strftime("%H:%M", time.localtime(sup.started_at)) if sup.started_at else ""
+        who = " ".join(
+            x
+            for x in (f"PID {sup.pid}" if sup.pid is not None else "", since and f"since {since}")
+            if x
+        )
+        pid = f"PID {sup.pid}, " if sup.pid is not None else ""
         n = f"{sup.restarts} restart{'' if sup.restarts == 1 else 's'}"
         auto = "" if sup.auto is None else f", auto-restart {'on' if sup.auto else 'off'}"
         return [
             part("  │ ", pal.fg("muted")),
             part(
-                f"supervised (PID {sup.pid} since {since}, {n}{auto})",
+                f"supervised ({who + ', ' if who else ''}{n}{auto})",
                 pal.fg("ok"),
                 44,
-                f"supervised (PID {sup.pid}, {n})",
+                f"supervised ({pid}{n})",
                 "supervised",
                 "SV",
             ),
@@ -264,7 +277,10 @@ class RunHeader(Static, Themed):
         run = self.diag.run if self.diag else None
         if run is None:
             return []
-        return [part(f"  │ PID {run.pid} PGID {run.pgid}", pal.fg("muted"), 35, "")]
+        ids = [f"{name} {n}" for name, n in (("PID", run.pid), ("PGID", run.pgid)) if n is not None]
+        if not ids:  # a launch that failed before the job existed: no PID to show
+            return []
+        return [part("  │ " + " ".join(ids), pal.fg("muted"), 35, "")]
 
     def _where(self, pal: Palette) -> list[Part]:
         labels = [f"  │ {safe_label(self.host, 60)} ", f"  │ {safe_label(self.host, 16)} "]
@@ -341,7 +357,9 @@ class RunHeader(Static, Themed):
         t = Text("│ ", pal.fg("muted"))
         if not any(counts.values()):
             t.append("no problems found", pal.fg("ok"))
-        for sev, n in counts.items():
-            if n:
-                t.append(f"{n} {sev}{'s' if n > 1 else ''} ", pal.fg(sev, bold=True))
+        said = [(sev, n) for sev, n in counts.items() if n]
+        for i, (sev, n) in enumerate(said):
+            t.append(", " if i else "", pal.fg("muted"))
+            t.append(f"{n} {sev}{'s' if n > 1 else ''}", pal.fg(sev, bold=True))
+        t.append(" ")
         return [Part([t], 60)]

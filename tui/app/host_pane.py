@@ -1,5 +1,5 @@
 """One host's detail view. ``HostPane`` composes that host's header, GPU grid, metrics, logs,
-findings, process tree and timeline, and owns how the host's sample, link state and
+findings, process tree, timeline and history, and owns how the host's sample, link state and
 auto-restart state are drawn on them (as Posting's ResponseArea owns its response's display):
 the app hands it what to draw and never reaches into its widgets.
 
@@ -21,6 +21,7 @@ from textual.widgets import TabbedContent, TabPane
 from dflash_tui.app.findings.panel import FindingsList, TimelineList
 from dflash_tui.app.gpus.grid import GpuGrid
 from dflash_tui.app.header import STALE_CHECK_S, RunHeader, stale_after
+from dflash_tui.app.history.view import HistoryView
 from dflash_tui.app.logs.area import LogArea
 from dflash_tui.app.messages import SampleReady
 from dflash_tui.app.procs.tree import ProcTree
@@ -79,6 +80,8 @@ class HostPane(Vertical):
                         yield ProcTree()
                     with TabPane("Timeline", id="tab-timeline"):
                         yield TimelineList()
+                    with TabPane("History", id="tab-history"):
+                        yield HistoryView()
 
     def on_mount(self) -> None:
         self.set_interval(STALE_CHECK_S, self.check_stale)
@@ -109,6 +112,7 @@ class HostPane(Vertical):
         self._draw("findings", lambda: self.query_one(FindingsList).show(diag.findings))
         self._draw("processes", lambda: self.query_one(ProcTree).show(snap, diag))
         self._draw("timeline", lambda: self.query_one(TimelineList).add(msg.events))
+        self._draw("history", lambda: self.query_one(HistoryView).add(snap))
         return True
 
     def show_link_down(self, text: str, findings: Sequence[Finding]) -> None:
@@ -190,6 +194,18 @@ class HostPane(Vertical):
 
     def procs(self) -> ProcTree:
         return self.query_one(ProcTree)
+
+    def history(self) -> HistoryView:
+        return self.query_one(HistoryView)
+
+    def next_tab(self) -> None:
+        """Processes, then Timeline, then History, then Processes again (`e`)."""
+        tabs, order = self.tabs(), ("tab-procs", "tab-timeline", "tab-history")
+        at = order.index(tabs.active) if tabs.active in order else -1
+        tabs.active = order[(at + 1) % len(order)]
+
+    def history_shown(self) -> bool:
+        return self.is_mounted and self.tabs().active == "tab-history"
 
     def tabs(self) -> TabbedContent:
         return self.query_one("#right-tabs", TabbedContent)

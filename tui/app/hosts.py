@@ -19,13 +19,15 @@ from dflash_tui.app.control_bridge import Bridge
 from dflash_tui.app.messages import SampleReady
 from dflash_tui.app.source import EventSource
 from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.config_record import RecordSettings
 from dflash_tui.core.base.rundir import ALIVE_STATES as ACTIVE
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.diagnosis.diagnose import Diagnosis
-from dflash_tui.core.diagnosis.severity import worst
+from dflash_tui.core.diagnosis.severity import run_chip, worst
 from dflash_tui.core.diagnosis.timeline import Timeline
 from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.link.transport import Transport
+from dflash_tui.core.record.recorder import Recorder
 
 
 class HostState:
@@ -53,6 +55,7 @@ class HostState:
         self.auto_stop: asyncio.Event | None = None  # set to stop this host's supervisor
         self._transport: Transport | None = None
         self._bridge = bridge
+        self.recorder: Recorder | None = None  # the flight recorder, on a live feed only
 
     @property
     def transport(self) -> Transport:
@@ -68,9 +71,13 @@ class HostState:
             self._bridge = Bridge(self.transport, self.cfg)
         return self._bridge
 
-    def live_source(self, interval: float) -> EventSource:
+    def live_source(self, interval: float, record: RecordSettings | None = None) -> EventSource:
+        """The probe; with ``record``, the app records the host while no live headless
+        supervisor holds its run root (the supervisor records it then)."""
         from dflash_tui.app.source import LiveSource
 
+        if record is not None and record.enabled:
+            self.recorder = Recorder(self.cfg, record, "app")
         return LiveSource(self.transport, self.cfg, interval)
 
     @property
@@ -94,6 +101,9 @@ class HostState:
         """Tracker + Timeline (runs in a thread: a big sample must not block drawing)."""
         diag = self.tracker.add(snap)
         events = tuple(self.timeline.fold(snap, diag))
+        sup = diag.supervisor
+        if self.recorder is not None and not (sup is not None and sup.live(snap.time)):
+            self.recorder.add(snap, diag, events)
         metrics = tuple(self.tracker.metrics)[-200:]
         return SampleReady(self.key, snap, diag, self.tracker.progress, metrics, events)
 
@@ -129,6 +139,8 @@ class HostState:
             await self.source.close()
         if self._transport is not None:
             await self._transport.close()
+        if self.recorder is not None:
+            self.recorder.close()
 
 
 @dataclass(frozen=True)
@@ -145,6 +157,7 @@ class HostSummary:
     worst: str | None  # error | warning | info | None (no findings)
     worst_count: int
     findings: int
+    chip: tuple[str, str] = ("?", "info")  # the state as shown, and its severity (run_chip)
 
 
 def summarize(state: HostState) -> HostSummary:
@@ -165,6 +178,7 @@ def summarize(state: HostState) -> HostSummary:
         worst=worst_level,
         worst_count=counts[worst_level] if worst_level else 0,
         findings=len(diag.findings),
+        chip=run_chip(diag.run_state, diag.run),
     )
 
 

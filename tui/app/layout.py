@@ -37,7 +37,12 @@ KEYS: tuple[tuple[str, str, str, str], ...] = (
     ("f", "follow", "Follow", "follow the end of the logs on/off"),
     ("tab", "focus_next", "Areas", "move between areas (GPUs, logs, findings, tree, timeline)"),
     ("t", "next_theme", "Theme", "next theme (dflash-dark, -light, -contrast, yours)"),
-    ("e", "other_tab", "Procs/Events", "switch the process tree and the event timeline"),
+    (
+        "e",
+        "other_tab",
+        "Procs/Events",
+        "switch the process tree, the event timeline, the history plots",
+    ),
     ("w", "whole_machine", "All procs", "tree: the whole machine / the run's and GPU holders"),
     ("question_mark", "help", "Help", "this help"),
     ("q", "quit", "Quit (run stays)", "quit the app; the run keeps running"),
@@ -68,6 +73,10 @@ class MainScreen(Screen[None], inherit_bindings=False):
         ),
         # Early, so the footer shows it (only with several hosts: check_action hides it).
         Binding("right_square_bracket", "app.next_host", "Host", key_display="[ ]"),
+        # Early too, and only while the History tab is shown (check_action hides them).
+        Binding("z", "app.history_zoom", "Zoom"),
+        Binding("less_than_sign", "app.history_pan(-1)", "Pan", key_display="< >"),
+        Binding("greater_than_sign", "app.history_pan(1)", "Pan later", show=False),
         *(
             Binding(key, f"app.{action}", text, show=action not in HIDDEN)
             for key, action, text, _ in FOOTER_KEYS[len(FIRST) :]
@@ -119,6 +128,13 @@ class MainScreen(Screen[None], inherit_bindings=False):
         if event.pane.id == "tab-timeline":
             timeline = event.tabbed_content.query_one(TimelineList)
             self.call_after_refresh(timeline.scroll_end, animate=False)
+        # The plots need the width: the History tab takes the whole lower area (app.tcss).
+        pane = next((a for a in event.tabbed_content.ancestors if isinstance(a, HostPane)), None)
+        if pane is not None:
+            pane.set_class(event.pane.id == "tab-history", "-history")
+            if event.pane.id == "tab-history":
+                self.call_after_refresh(pane.history().replot)
+        self.refresh_bindings()  # the History keys show only with it
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "log-filter":

@@ -18,7 +18,6 @@ from dflash_tui.app.hosts import HostSummary
 from dflash_tui.app.palette import Palette
 from dflash_tui.app.widgets import Themed
 from dflash_tui.core.base.text import safe_label
-from dflash_tui.core.diagnosis.severity import RUN_STATE as STATE_SEVERITY
 
 LABEL_WIDTH = 18  # at most; the column is as wide as the longest host label
 STATE_WIDTH = 15  # " LAUNCH-FAILED " fits
@@ -78,8 +77,9 @@ def _row(t: Text, i: int, row: HostSummary, selected: bool, pal: Palette, width:
     t.append(f"{i + 1} {safe_label(row.key, width):<{width}}", mark)
     t.append(" ")
     _link(t, row, pal)
-    state = f" {row.run_state.upper()} "
-    t.append(state, pal.chip(STATE_SEVERITY.get(row.run_state, "info")))
+    word, severity = row.chip
+    state = f" {word} "
+    t.append(state, pal.chip(severity))
     t.append(" " * max(1, STATE_WIDTH + 1 - len(state)))
     t.append(f"{safe_label(row.run_id or '-', 22):<20} ", pal.fg("muted"))
     for role, health in (("target", row.target), ("drafter", row.drafter)):

@@ -6,6 +6,7 @@ rendered from a scene is the same on every machine (feed them through ScriptedSo
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from dflash_tui.core.base.snapshot import Snapshot
@@ -150,4 +151,48 @@ def healthy_run(samples: int = 12, step: float = 5.0) -> list[Snapshot]:
                 }
             )
         )
+    return out
+
+
+def _points(first: int, n: int, t0: float, per_step: float) -> list[list[float | int]]:
+    """Step points as the probe's ``steps`` key sends them: [time, step, loss, tok/s]."""
+    return [
+        [
+            t0 + (s - first) * per_step,
+            s,
+            6.0 / (1 + s / 300) + (s * 37 % 10) / 50,
+            2600 + s * 7 % 400,
+        ]
+        for s in range(first, first + n)
+    ]
+
+
+def history_run(samples: int = 41, step: float = 30.0) -> list[Snapshot]:
+    """The History tab's scene: the first sample brings the event stream of the hour before
+    the app attached (the probe's backlog), then 20 minutes of samples, 10 steps each; the GPUs'
+    utilisation, power and memory change over time (a drop from minute 10 to 12)."""
+    base = healthy_run(1)[0]
+    root = "/root/.local/state/dflash-tui/runs"
+    events = f"{root}/20251202-095500-1a2b/events.jsonl"
+    out, offset = [], 0
+    for k in range(samples):
+        dip = 20 <= k < 24
+        gpus = [
+            _gpu(
+                i,
+                (30 if dip else 95) - i,
+                40000 + i * 2000 + k * 300,
+                power=(180.0 if dip else 610.0) - 9 * i,
+            )
+            for i in range(8)
+        ]
+        pts = (
+            _points(0, 1200, T0 - 3600, 3.0)
+            if k == 0
+            else _points(1190 + k * 10, 10, T0 + k * step - 27, 3.0)
+        )
+        d = {"time": T0 + k * step, "host": "gpu-box", "telemetry": {"source": "nvml"},
+             "gpus": gpus, "steps": {"path": events, "from": offset, "points": pts}}  # fmt: skip
+        offset += 150 * len(pts)
+        out.append(replace(Snapshot.from_dict(d), procs=base.procs, run=base.run, logs=base.logs))
     return out

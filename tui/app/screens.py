@@ -44,7 +44,9 @@ class ConfirmScreen(ModalScreen[bool]):
     SMALL = (90, 30)  # below either: less padding, so the buttons keep their place at 80x24
     BODY_MAX = 20  # rows of body before it scrolls, on a large screen
 
-    def __init__(self, title: str, body: Text, yes: str) -> None:
+    def __init__(self, title: str, body: Text, yes: str | None) -> None:
+        """``yes`` None: nothing can be done (control would refuse it): no yes button, and
+        ``y`` answers nothing; the dialog only tells, and closes with n or esc."""
         super().__init__()
         self.title_text, self.body, self.yes = title, body, yes
 
@@ -54,8 +56,11 @@ class ConfirmScreen(ModalScreen[bool]):
             with VerticalScroll():
                 yield Static(self.body, id="confirm-body")
             with Horizontal():
-                yield Button(f"{self.yes} (y)", variant="error", id="yes")
-                yield Button("Cancel (n/esc)", variant="primary", id="no")
+                if self.yes is not None:
+                    yield Button(f"{self.yes} (y)", variant="error", id="yes")
+                yield Button(
+                    "Cancel (n/esc)" if self.yes else "Close (n/esc)", variant="primary", id="no"
+                )
 
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus()  # Enter alone must never destroy anything
@@ -89,7 +94,12 @@ class ConfirmScreen(ModalScreen[bool]):
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return not (action == "answer" and parameters == (True,) and self.yes is None)
+
     def action_answer(self, yes: bool) -> None:
+        if yes and self.yes is None:
+            return  # nothing to confirm
         self.dismiss(yes)
 
 

@@ -26,7 +26,7 @@ from dflash_tui.core.base.config import (
 from dflash_tui.core.base.text import terminal_safe
 from dflash_tui.core.base.timings import KILL_GRACE_S, RELEASE_TIMEOUT_S, START_WINDOW_S
 
-SUBCOMMANDS = ("status", "launch", "kill", "restart", "config", "supervise", "app")
+SUBCOMMANDS = ("status", "launch", "kill", "restart", "config", "supervise", "replay", "app")
 SCRIPTS = ("status", "launch", "kill", "restart", "config")
 
 
@@ -165,6 +165,18 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("warning", "error"),
         help="non-zero exit on findings this severe (default: only when a host is unreachable)",
     )
+    st.add_argument(
+        "--replay",
+        metavar="DIR",
+        help="read a recording (run dir or record dir) "
+        "instead of the host: the document at --at (no host is reached)",
+    )
+    st.add_argument(
+        "--at",
+        metavar="TIME",
+        help="with --replay: when (ISO-8601, epoch "
+        "seconds, +90s from the start, -10s from the end; default: the end)",
+    )
     for name in ("launch", "kill", "restart"):
         _control(sub, name)
     cf = sub.add_parser("config", help="check the config and show what it sets")
@@ -177,6 +189,10 @@ def build_parser() -> argparse.ArgumentParser:
     sv = sub.add_parser("supervise", help="headless supervision: auto-restart and alerts")
     _common(sv, suppress=True)
     add_arguments(sv)
+    from dflash_tui.cli import replay
+
+    rp = sub.add_parser("replay", help="the app, read-only, on a flight recording")
+    replay.add_replay_arguments(rp)
     return parser
 
 
@@ -201,6 +217,12 @@ def main(argv: list[str] | None = None) -> int:
         from dflash_tui.cli.config_cmd import print_example
 
         return print_example()
+    if args.subcommand == "replay" or getattr(args, "replay", None):  # no config, no host
+        from dflash_tui.cli import replay
+
+        if args.subcommand == "replay":
+            return replay.run_replay(args)
+        return replay.run_status_replay(args)
     try:
         cfg: Config = resolve(vars(args))
     except ConfigError as exc:

@@ -19,7 +19,7 @@ from typing import Any
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.rundir import ALIVE_STATES
 from dflash_tui.core.base.snapshot import Proc
-from dflash_tui.core.base.text import names_host, terminal_safe
+from dflash_tui.core.base.text import mib, names_host, terminal_safe
 from dflash_tui.core.base.timings import RELEASE_TIMEOUT_S
 from dflash_tui.core.control.kill import KillResult, kill
 from dflash_tui.core.control.launch import LaunchResult, launch
@@ -119,7 +119,7 @@ def _human(result: Result) -> list[str]:
         lines += [f"  {ln}" for ln in result.log_tail]
     if isinstance(result, KillResult):
         lines += [f"  survivor: {p.pid} {p.cmd} ({p.state})" for p in result.survivors]
-        lines += [f"  GPU {h.gpu}: pid {h.pid} holds {h.used_mib} MiB" for h in result.gpu_held]
+        lines += [f"  GPU {h.gpu}: pid {h.pid} holds {mib(h.used_mib)}" for h in result.gpu_held]
         if result.gpu_note:
             lines.append(f"  {result.gpu_note}")
     return lines

@@ -111,6 +111,7 @@ async def _serve(cfg: Config, args: argparse.Namespace, fd: int | None) -> int:
         keep=args.keep_runs or 0,
         mode="once" if args.once else "daemon",
         log_path=os.environ.get(LOG_ENV),
+        record=cfg.record,
     )
     transport = make_transport(host)
     sup = Supervisor(transport, host, host.restart, cfg.alerts, log, opts)

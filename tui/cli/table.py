@@ -9,7 +9,7 @@ from rich.text import Text
 
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.rundir import exit_meaning
-from dflash_tui.core.base.text import printable
+from dflash_tui.core.base.text import mib_pair, printable
 from dflash_tui.core.diagnosis.diagnose import Diagnosis
 from dflash_tui.core.diagnosis.finding import duration
 
@@ -30,7 +30,7 @@ def render(diag: Diagnosis, host: HostConfig) -> list[Any]:
     gpus = Table("GPU", "role", "util", "memory", "processes", "labels", title="GPUs")
     for v in diag.gpus:
         g = v.gpu
-        mem = f"{g.mem_used_mib}/{g.mem_total_mib} MiB" if g else "-"
+        mem = mib_pair(g.mem_used_mib, g.mem_total_mib) if g else "-"
         util = f"{g.util}%" if g and g.util is not None else "-"
         procs = ", ".join(f"{p.pid}:{p.owner}" for p in v.processes) or "-"
         gpus.add_row(str(v.index), v.role, util, mem, Text(printable(procs)), " ".join(v.codes))

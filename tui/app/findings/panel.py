@@ -200,7 +200,9 @@ class TimelineList(_TextScroll):
 
     def add(self, events: Sequence[Event]) -> None:
         if events:
-            self.events = (self.events + list(events))[-MAX_EVENTS:]
+            # In time order: a sample reports a crash at its end time, after auto-restart's
+            # decisions about it arrived (sorted() is stable: ties keep their arrival order).
+            self.events = sorted(self.events + list(events), key=lambda e: e.time)[-MAX_EVENTS:]
             self.redraw()
             self.scroll_end(animate=False)
 

@@ -11,7 +11,7 @@ from textual.widgets import Static
 from dflash_tui.app.palette import Palette
 from dflash_tui.app.spark import bar, sparkline
 from dflash_tui.app.widgets import Themed
-from dflash_tui.core.base.text import mib, safe_label
+from dflash_tui.core.base.text import mib, mib_pair, safe_label
 from dflash_tui.core.diagnosis.diagnose import GpuView, ProcView
 from dflash_tui.core.diagnosis.finding import duration
 from dflash_tui.core.diagnosis.severity import OWNER as _OWNER_SEVERITY
@@ -93,7 +93,7 @@ class GpuPanel(Static, Themed):
         if self.stale_s is not None:  # its label durations stopped with the last sample
             self.border_title = Text(f"GPU {view.index} stale {duration(self.stale_s)} {name}")
         if gpu is not None:
-            used = f"{mib(gpu.mem_used_mib)}/{mib(gpu.mem_total_mib)}"
+            used = mib_pair(gpu.mem_used_mib, gpu.mem_total_mib)
             temp = f"{gpu.temp_c}°C" if gpu.temp_c is not None else "-°C"
             power = f"{gpu.power_w:.0f}W" if gpu.power_w is not None else "-W"
             self.border_subtitle = Text(f"{used} {temp} {power}")

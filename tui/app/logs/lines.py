@@ -13,14 +13,18 @@ from collections.abc import Iterable, Sequence
 from dflash_tui.core.base.text import clean_line
 
 MAX_LINES = 5000
-# What the seed's operator grepped for: errors, exceptions, progress, compile/warm-up milestones.
+# What the seed's operator grepped for: errors, exceptions, progress, compile/warm-up milestones,
+# and every line that says something failed (a failed launch's only line, a crash's first one:
+# `sh: 1: x: not found`, `CUDA out of memory`, `OOMKilled`, `Segmentation fault`, `Aborted`).
 DEFAULT_FILTER = (
-    r"(?i)error|exception|traceback|fatal|killed|step|tok/s|tokens/s|compil|warm|loaded|exit"
-    r'|^\s+File "'
+    r"(?i)error|errno|exception|traceback|fatal|fail|killed|abort|panic|segmentation fault"
+    r"|out of memory|\boom|not found|no such file|denied"
+    r'|step|tok/s|tokens/s|compil|warm|loaded|exit|^\s+File "'
 )
 GAP_MARK = "┄┄ "  # a marked gap in a tail (lines not shown, a rotation): shown whatever the filter
 ERROR_RE = re.compile(
-    r"(?i)\b(error|exception|traceback|fatal|killed|out of memory|oom|segmentation fault)\b"
+    r"(?i)\b(error|exception|traceback|fatal|failed|failure|killed|out of memory|oom"
+    r"|segmentation fault)\b"
     r"|^\s*File \".*\", line \d+"
 )
 
@@ -37,6 +41,7 @@ class LineStore:
         self.dropped = 0  # lines that arrived but were evicted before being drawn
         self.shown = 0  # lines that passed the filter since it was last set
         self.undrawn = 0  # lines evicted from ``pending`` since the last draw (said in a mark)
+        self.hidden = 0  # lines the filter kept out since it was last set (said in the tail)
 
     def add(self, raw: Iterable[str]) -> int:
         """Take new raw lines; returns how many passed the filter."""
@@ -78,6 +83,7 @@ class LineStore:
         before = len(self.pending)
         shown = clean if self.pattern is None else [x for x in clean if self._shows(x)]
         self.shown += len(shown)
+        self.hidden += len(clean) - len(shown)
         overflow = before + len(shown) - self.max_lines
         self.pending.extend(shown)
         if overflow > 0:  # more came than were drawn: the oldest undrawn go, and say so
@@ -103,6 +109,7 @@ class LineStore:
         self.undrawn = 0
         kept = [x for x in self.lines if self._shows(x)]
         self.shown = len(kept)
+        self.hidden = len(self.lines) - len(kept)
         return kept
 
     def clear(self) -> None:

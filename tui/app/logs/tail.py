@@ -46,6 +46,8 @@ class LogTail(Vertical):
         }
         .tail-missing { height: auto; color: $text-warning; padding: 0 1; display: none; }
         &.-missing .tail-missing { display: block; }
+        .tail-hidden { height: auto; max-height: 3; padding: 0 1; display: none; }
+        &.-hiding .tail-hidden { display: block; }
         Log { height: 1fr; scrollbar-size-vertical: 1; }
         &:focus-within .tail-title { background: $primary 40%; }
     }
@@ -61,19 +63,23 @@ class LogTail(Vertical):
         self.missing_from: float | None = None  # our own first sighting of the file missing
         self.follow = True
         self.highlighter = ErrorHighlighter()
-        self.log_view = Log(max_lines=MAX_LINES, highlight=True, auto_scroll=True)
+        # Following is ours (flush scrolls to the end), never Log's own auto_scroll.
+        self.log_view = Log(max_lines=MAX_LINES, highlight=True, auto_scroll=False)
         self.log_view.highlighter = self.highlighter
         self.title_bar = Static(classes="tail-title")
         self.missing_bar = Static(classes="tail-missing")
+        self.hidden_bar = Static(classes="tail-hidden")  # inside the pane: a title can be cut
 
     def compose(self) -> ComposeResult:
         yield self.title_bar
         yield self.missing_bar
         yield self.log_view
+        yield self.hidden_bar
 
     def on_mount(self) -> None:
         self.watch(self.app, "theme", lambda _t: redraw_guarded(self, self.redraw), init=False)
-        self.redraw()
+        # is_mounted is only true once every Mount handler ran: draw the first sample after.
+        self.call_after_refresh(self.redraw)
 
     def add_lines(self, lines: tuple[str, ...] | list[str]) -> None:
         if lines:
@@ -108,7 +114,11 @@ class LogTail(Vertical):
             return  # lines wait in the store until the widget exists
         pending = self.store.take_pending()
         if pending:
-            self.log_view.write_lines(pending, scroll_end=self.follow)
+            # Log scrolls on its own only when it was at its end before the write; after a
+            # clear (a filter change) its old offset is past the end and it would stay there.
+            self.log_view.write_lines(pending, scroll_end=False)
+        if self.follow and not self.log_view.is_vertical_scroll_end:
+            self.log_view.scroll_end(animate=False, immediate=True, x_axis=False)
 
     def set_filter(self, pattern: re.Pattern[str] | None) -> None:
         lines = self.store.set_filter(pattern)
@@ -116,11 +126,12 @@ class LogTail(Vertical):
         if self.log_view.is_mounted:
             self.log_view.clear()
             self.flush()
+            # The old offset means nothing in the new lines: a paused tail shows their end.
+            self.log_view.scroll_end(animate=False, immediate=True, x_axis=False)
             self.redraw()
 
     def set_follow(self, follow: bool) -> None:
         self.follow = follow
-        self.log_view.auto_scroll = follow
         if follow and self.log_view.is_mounted:
             self.log_view.scroll_end(animate=False)
         self.redraw()
@@ -136,6 +147,11 @@ class LogTail(Vertical):
         self.set_class(missing, "-missing")
         if missing:
             self.missing_bar.update(self._missing_text(pal))
+        # Said inside the pane (the title can be cut): what the filter hides, and a pause.
+        hiding = self.store.pattern is not None and self.store.hidden > 0
+        self.set_class(hiding or not self.follow, "-hiding")
+        if hiding or not self.follow:
+            self.hidden_bar.update(self._hidden_text(pal))
 
     def _title(self, pal: Palette) -> Text:
         t = Text(no_wrap=True, overflow="ellipsis")
@@ -156,6 +172,23 @@ class LogTail(Vertical):
         )
         if st.dropped:
             t.append(f"  {st.dropped:,} skipped (flood)", pal.fg("warning"))
+        return t
+
+    def _hidden_text(self, pal: Palette) -> Text:
+        """How many lines the filter hides; when it hides every one, the last of them too
+        (a failed launch's only line must never look like an empty log)."""
+        st = self.store
+        n = st.hidden if st.pattern is not None else 0
+        t = Text(no_wrap=True, overflow="ellipsis")
+        said = []
+        if not self.follow:
+            said.append("paused: new lines are not scrolled to (f: follow)")
+        if n:
+            said.append(f"{n:,} line{'s' if n != 1 else ''} hidden by the filter (a: all)")
+        t.append("┄ " + "; ".join(said), pal.fg("warning"))
+        if n and st.shown == 0 and st.lines:  # nothing on screen: show what there is
+            t.append("; the last one:\n", pal.fg("warning"))
+            t.append(st.lines[-1])  # already sanitised by the store
         return t
 
     def _missing_text(self, pal: Palette) -> Text:

@@ -21,6 +21,7 @@ from typing import Any
 from dflash_train.topology import Topology, TopologyError
 from dflash_tui.core.base.alert_config import AlertConfigError, AlertSettings, alerts_from_table
 from dflash_tui.core.base.config_keys import ConfigError, check_keys
+from dflash_tui.core.base.config_record import RecordSettings, record_from_table
 from dflash_tui.core.base.config_restart import restart_from_table
 from dflash_tui.core.base.config_values import (
     no_newline,
@@ -84,6 +85,7 @@ class Config:
     defaults: HostConfig | None = None  # [[hosts]] only: the top-level settings
     notes: tuple[str, ...] = ()  # for the user, said by the front end (stderr)
     alerts: AlertSettings = field(default_factory=AlertSettings)  # [alerts]
+    record: RecordSettings = field(default_factory=RecordSettings)  # [record]
 
     @property
     def host(self) -> HostConfig:
@@ -200,7 +202,10 @@ def load_file(path: str | os.PathLike[str]) -> Config:
         if not isinstance(host_t, dict):
             raise ConfigError("host must be a table")
         return Config(
-            hosts=(_host_from_table(doc, host_t, "host"),), source=str(path), alerts=_alerts(doc)
+            hosts=(_host_from_table(doc, host_t, "host"),),
+            source=str(path),
+            alerts=_alerts(doc),
+            record=_record(doc),
         )
     if "host" in doc:
         raise ConfigError(f"config {path}: use [host] (one machine) or [[hosts]], not both")
@@ -213,7 +218,15 @@ def load_file(path: str | os.PathLike[str]) -> Config:
         source=str(path),
         defaults=_host_from_table(doc, {}, ""),
         alerts=_alerts(doc),
+        record=_record(doc),
     )
+
+
+def _record(doc: dict[str, Any]) -> RecordSettings:
+    try:
+        return record_from_table(doc.get("record", {}))
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _alerts(doc: dict[str, Any]) -> AlertSettings:

@@ -51,6 +51,7 @@ ALERTS: Schema = {
     "log_lines": None,
     "timeout_s": None,
 }
+RECORD: Schema = {"enabled": None, "max_mib": None, "segment_s": None}
 TOP: Schema = {
     "host": HOST,
     "hosts": HOST,
@@ -58,6 +59,7 @@ TOP: Schema = {
     "run": RUN,
     "restart": RESTART,
     "alerts": ALERTS,
+    "record": RECORD,
 }
 
 

@@ -104,6 +104,12 @@ def exit_meaning(code: int | None) -> str:
     return f"exited with status {code}"
 
 
+def exit_text(code: int | None) -> str:
+    """``exit 3: exited with status 3``, or, with no exit code, what that means (never
+    ``exit None``)."""
+    return exit_meaning(code) if code is None else f"exit {code}: {exit_meaning(code)}"
+
+
 # ---- what tui/core/control/control.sh prints: `key value` lines -----------------------------
 
 

@@ -300,6 +300,32 @@ class StepEvent:
 
 
 @dataclass(frozen=True)
+class StepPoints:
+    """Step events new since the probe's last sample (its ``steps`` key): ``points`` are
+    (time, step, loss, tok/s) from byte ``start`` of the event stream at ``path`` (0: from its
+    beginning); ``thinned`` > 1 when a backlog was sent one step in that many."""
+
+    path: str
+    start: int
+    points: tuple[tuple[float, int | None, float | None, float | None], ...] = ()
+    thinned: int = 1
+
+    @classmethod
+    def from_dict(cls, d: Any) -> StepPoints | None:
+        path, start = (
+            (_str(d.get("path")), _int(d.get("from"))) if isinstance(d, dict) else (None, None)
+        )
+        if path is None or start is None:
+            return None
+        pts = []
+        for p in _list(d.get("points")):
+            t = _float(p[0]) if isinstance(p, list) and len(p) == 4 else None
+            if t is not None:
+                pts.append((t, _int(p[1]), _float(p[2]), _float(p[3])))
+        return cls(path, start, tuple(pts), _int(d.get("thinned")) or 1)
+
+
+@dataclass(frozen=True)
 class Snapshot:
     time: float
     host: str = "local"
@@ -316,6 +342,7 @@ class Snapshot:
     interval: float | None = None  # seconds between the probe's samples (None: one-shot)
     last_step: StepEvent | None = None  # from the run's event stream, when it writes one
     supervisor: SupervisorRecord | None = None  # <run_root>/supervisor.json, when there is one
+    steps: StepPoints | None = None  # new step events of the run's event stream (--interval)
 
     @classmethod
     def from_json(cls, line: str | bytes) -> Snapshot:
@@ -370,6 +397,7 @@ class Snapshot:
             interval=_float(d.get("interval")),
             last_step=StepEvent.from_dict(d.get("last_step")),
             supervisor=SupervisorRecord.from_dict(d.get("supervisor")),
+            steps=StepPoints.from_dict(d.get("steps")),
         )
 
     @functools.cached_property

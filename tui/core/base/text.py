@@ -108,8 +108,25 @@ def si(value: float | None, digits: int = 1) -> str:
     return f"{value:.0f}" if float(value).is_integer() else f"{value:.{digits + 1}f}"
 
 
-def mib(value: int | None) -> str:
-    """MiB as a short size: 1002 -> '1002M', 143771 -> '140G'."""
+def mib(value: float | None) -> str:
+    """The one rule for memory wherever it is shown: below 1 GiB in whole MiB (``500 MiB``),
+    from 1 GiB on in GiB with one decimal (``68.4 GiB``); unknown: ``?``."""
     if value is None:
         return "?"
-    return f"{value / 1024:.0f}G" if value >= 10240 else f"{value}M"
+    return f"{value / 1024:.1f} GiB" if value >= 1024 else f"{value:.0f} MiB"
+
+
+def mib_pair(used: float | None, total: float | None) -> str:
+    """``used/total`` in the total's unit, said once: ``0.0/140.4 GiB``, ``300/512 MiB``
+    (never ``0M/140G``). Unknown parts are ``?``."""
+    unit = mib(total if total is not None else used)
+    if unit == "?":
+        return "?/?"
+    in_gib = unit.endswith("GiB")
+
+    def num(v: float | None) -> str:
+        if v is None:
+            return "?"
+        return f"{v / 1024:.1f}" if in_gib else f"{v:.0f}"
+
+    return f"{num(used)}/{num(total)} {'GiB' if in_gib else 'MiB'}"

@@ -9,6 +9,7 @@ KILL_GRACE_S = 10.0  # seconds between SIGTERM and SIGKILL
 START_WINDOW_S = 3.0  # seconds a job must stay up to count as started (supervisord startsecs)
 RELEASE_TIMEOUT_S = 60.0  # seconds a restart waits for the old run's GPU memory
 LOCK_WAIT_S = 10.0  # seconds a launch waits for another launch's lock
+HISTORY_REDRAW_S = 5.0  # the History tab's plots are redrawn at most this often (plotext is slow)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.rundir import RunReport
 from dflash_tui.core.base.snapshot import Proc, Snapshot
+from dflash_tui.core.base.text import mib
 from dflash_tui.core.base.timings import KILL_GRACE_S
 from dflash_tui.core.control.script import (
     Cancel,
@@ -169,8 +170,8 @@ def _kill_result(
     if rep.members:
         msg = f"run {rec.id}: {len(rep.members)} processes survive SIGKILL: {describe(rep.members)}"
     if held:
-        mib = sum(h.used_mib or 0 for h in held)
-        msg += f"; {len(held)} GPU processes of the run still hold {mib} MiB"
+        total = sum(h.used_mib or 0 for h in held)
+        msg += f"; {len(held)} GPU processes of the run still hold {mib(total)}"
     return KillResult(
         ok=not rep.members,
         message=msg,

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, replace
 
 from dflash_tui.core.base.config import HostConfig
-from dflash_tui.core.base.rundir import ALIVE_STATES, RunReport, exit_meaning
+from dflash_tui.core.base.rundir import ALIVE_STATES, RunReport, exit_text
 from dflash_tui.core.base.timings import LOCK_WAIT_S, START_WINDOW_S
 from dflash_tui.core.control.relink import fetch, reread, started_since
 from dflash_tui.core.control.script import (
@@ -64,7 +64,7 @@ def _launch_result(
     ok = state in ALIVE_STATES or (state == "exited" and rec.exit_code == 0)
     error = None
     if not ok:
-        error = rec.launch_error or f"exit {rec.exit_code}: {exit_meaning(rec.exit_code)}"
+        error = rec.launch_error or exit_text(rec.exit_code)
         spec = containers.parse(container) if container else None
         vanished = state == "killed" and rec.exit_code is None and rec.kill_requested_at is None
         if vanished and not rec.launch_error and spec is not None and spec.kind == "template":

@@ -14,9 +14,11 @@ import asyncio
 import os
 import shlex
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from dflash_tui.core.base.snapshot import Proc
 from dflash_tui.core.base.timings import KILL_GRACE_S
 from dflash_tui.core.control.script import Cancel, ProgressFn, _script, emit, is_cancelled
 from dflash_tui.core.link.transport import LocalTransport, Transport
@@ -65,6 +67,21 @@ def local_refusal(transport: Transport, pid: int) -> str | None:
             )
         p, seen = _ppid(p), seen + 1
     return None
+
+
+def known_refusal(transport: Transport, pid: int, procs: Sequence[Proc] = ()) -> str | None:
+    """Why control will refuse ``pid``, as far as the app can tell before asking the host
+    (None: only the host can say): PID 1, a kernel thread of the sample (kthreadd and its
+    children, where PID 2 is kthreadd), this app and its ancestors. The dialog then offers no
+    kill at all; control.sh checks again on the host whatever the app said."""
+    if pid == 1:
+        return "PID 1 is init: killing it takes the whole machine (or container) down"
+    by_pid = {p.pid: p for p in procs}
+    kthreadd, me = by_pid.get(2), by_pid.get(pid)
+    is_kthreadd = kthreadd is not None and kthreadd.cmd == "[kthreadd]"
+    if is_kthreadd and me is not None and (pid == 2 or me.ppid == 2):
+        return f"PID {pid} is a kernel thread"
+    return local_refusal(transport, pid)
 
 
 async def _pid(transport: Transport, pid: int, ticks: int, sig: str) -> tuple[str, str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dflash_tui.core.base.rundir import exit_meaning
+from dflash_tui.core.base.rundir import exit_text
 from dflash_tui.core.base.snapshot import RunRecord
 from dflash_tui.core.base.timings import RestartPolicy
 
@@ -67,7 +67,7 @@ class AutoRestart:
             return Decision("stopped", f"run {run.id} was stopped on request: not restarted")
         if state == "exited" and run.exit_code in p.success_codes:
             return Decision("done", f"run {run.id} exited {run.exit_code}: success")
-        why = run.launch_error or f"exit {run.exit_code}: {exit_meaning(run.exit_code)}"
+        why = run.launch_error or exit_text(run.exit_code)
         return self._crash(f"run {run.id} {state} ({why})", run.started_at, run.ended_at, now)
 
     def _before_us(self, run: RunRecord) -> bool:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.base.text import mib
 from dflash_tui.core.base.timings import (
     KILL_GRACE_S,
     RELEASE_TIMEOUT_S,
@@ -55,7 +56,7 @@ def holders_text(snap: Snapshot, pids: set[int], uuids: set[str], th: Thresholds
     holds = gpu_holders(snap, pids)
     gone = " (process gone; the driver has not released it yet)"
     out = [
-        f"GPU {h.gpu}: pid {h.pid} {h.name} holds {h.used_mib} MiB"
+        f"GPU {h.gpu}: pid {h.pid} {h.name} holds {mib(h.used_mib)}"
         + (gone if snap.proc(h.container_pid or h.pid) is None else "")
         for h in holds
     ]
@@ -81,7 +82,7 @@ def busy_gpus(
             if p.pid not in pids and p.container_pid not in pids
         )
         if g.mem_used_mib - others > th.near_zero_mib:
-            out.append(f"GPU {g.index} holds {g.mem_used_mib - others} MiB")
+            out.append(f"GPU {g.index} holds {mib(g.mem_used_mib - others)}")
     return out
 
 
@@ -251,6 +252,12 @@ async def supervise(
                         "off", f"supervised by PID {sup.pid} on {sup.host}: left to it"
                     )
             if decision.action == "restart" and decision.at is not None and now >= decision.at:
+                # Say the decision before acting on it: a restart already due when the crash
+                # is first seen is launched in this same poll, and its "restart n/N" must not
+                # come after the launch it announces.
+                if decision != last and on_decision is not None:
+                    on_decision(decision)
+                last = decision
                 res = await launch(transport, host, start_window=start_window, keep=keep)
                 if on_launch is not None:
                     on_launch(res)

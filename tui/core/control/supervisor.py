@@ -21,7 +21,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dflash_tui import __version__
@@ -29,6 +29,7 @@ from dflash_tui.core.alerts.alert import Alert
 from dflash_tui.core.alerts.notify import Alerter
 from dflash_tui.core.base.alert_config import AlertSettings
 from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_record import RecordSettings
 from dflash_tui.core.base.rundir import ALIVE_STATES, RunReport, exit_meaning
 from dflash_tui.core.base.snapshot import RunRecord, Snapshot
 from dflash_tui.core.base.supervision import policy_request
@@ -51,6 +52,7 @@ from dflash_tui.core.control.supervisor_state import (
 from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.link.feed import Feed, sample_once
 from dflash_tui.core.link.transport import Transport, TransportError
+from dflash_tui.core.record.recorder import Recorder
 
 # Codes the cycle alerts itself (from the run directory), not from the feed's findings.
 CYCLE_CODES = frozenset({"run-exited", "launch-failed", "run-finished", "supervisor-stale"})
@@ -73,6 +75,8 @@ class Options:
     mode: str = "daemon"  # daemon | once
     takeover_s: float = 60.0  # a lock held from another machine, silent this long, is taken
     log_path: str | None = None
+    # The flight recorder's [record] (the command line passes the config's; off otherwise).
+    record: RecordSettings = field(default_factory=lambda: RecordSettings(enabled=False))
 
 
 class Supervisor:
@@ -102,6 +106,8 @@ class Supervisor:
         self.findings: set[str] = set()
         self.lines: deque[str] = deque(maxlen=max(alerts.log_lines, 1))
         self.stop_reason: str | None = None
+        self.recorder = Recorder(host, opts.record, "supervise", log)
+        self.samples = 0  # feed samples seen (each one recorded while [record] is on)
 
     # -- the lock and the record --
 
@@ -180,6 +186,8 @@ class Supervisor:
             "link_error": self.link_error,
             "stopped_at": time.time() if stopped else None,
             "stop_reason": self.stop_reason if stopped else None,
+            "samples": self.samples,
+            "recorded": self.recorder.samples,
         }
 
     async def beat(self) -> None:
@@ -338,6 +346,8 @@ class Supervisor:
             if log.is_run_log:
                 self.lines.extend(log.lines)
         diag = tracker.add(snap)
+        self.samples += 1
+        self.recorder.add(snap, diag)
         now_codes = {f.code for f in diag.findings if f.severity != "info"} - CYCLE_CODES
         for f in diag.findings:
             if f.code in now_codes - self.findings:
@@ -378,6 +388,7 @@ class Supervisor:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await feed
             await self.alerter.close(self.alerter.settings.timeout_s + 2)
+            self.recorder.close()
             await self.release()
             self.log.info("supervisor PID %d ends (%s)", self.pid, self.stop_reason or "error")
 
@@ -392,6 +403,7 @@ class Supervisor:
             decision = await self.cycle()
         finally:
             await self.alerter.close(self.alerter.settings.timeout_s + 2)
+            self.recorder.close()
             self.stop_reason = "once"
             await self.release()
         return decision

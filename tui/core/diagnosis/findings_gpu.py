@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from dflash_tui.core.base.codes import GPU_LABELS
 from dflash_tui.core.base.rundir import ALIVE_STATES as ACTIVE
 from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.base.text import mib
 from dflash_tui.core.diagnosis.finding import Finding, gpus_text
 from dflash_tui.core.diagnosis.findings_run import (
     log_findings,
@@ -86,9 +87,8 @@ def gpu_reset(ids: Sequence[int]) -> str:
 
 
 def _proc_text(p: ProcView, who: bool = False) -> str:
-    mib = p.used_mib if p.used_mib is not None else "?"
     extra = f"; user {p.user or '?'}: {_short(p.cmd) or '?'}" if who else ""
-    return f"pid {p.pid} ({p.name or '?'}, {mib} MiB{extra})"
+    return f"pid {p.pid} ({p.name or '?'}, {mib(p.used_mib)}{extra})"
 
 
 def _short(cmd: str, limit: int = 80) -> str:

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from dflash_tui.core.base.codes import GPU_LABELS
+from dflash_tui.core.base.rundir import SIGNALS
+from dflash_tui.core.base.snapshot import RunRecord
 
 SEVERITIES = ("info", "warning", "error")  # a finding's severity, mildest first
 LEVELS = ("ok", *SEVERITIES)  # what a reading shows as: "ok" is healthy, below every finding
@@ -34,6 +36,20 @@ RUN_STATE = {
     "killed": "warning",
     "launch-failed": "error",
 }
+
+
+def run_chip(state: str, run: RunRecord | None) -> tuple[str, str]:
+    """The run state as a screen shows it, and its severity. The state names stay the
+    contract's; only a ``killed`` run that nobody asked to stop reads otherwise: named by its
+    signal (``SIGKILL``: often the OOM killer) or ``VANISHED`` (no exit code), an error."""
+    if state != "killed" or run is None or run.kill_requested_at is not None:
+        return state.upper(), RUN_STATE.get(state, "info")
+    code = run.exit_code
+    if code is None:
+        return "VANISHED", "error"
+    return SIGNALS.get(code - 128, f"SIGNAL {code - 128}"), "error"
+
+
 OWNER = {"run": "ok", "orphan": "error", "foreign": "warning", "unknown": "info"}
 
 

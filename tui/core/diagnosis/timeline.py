@@ -11,8 +11,9 @@ import json
 import re
 from collections import deque
 from dataclasses import dataclass
+from itertools import pairwise
 
-from dflash_tui.core.base.rundir import ALIVE_STATES, exit_meaning
+from dflash_tui.core.base.rundir import ALIVE_STATES, exit_text
 from dflash_tui.core.base.snapshot import RunRecord, Snapshot
 from dflash_tui.core.diagnosis.diagnose import Diagnosis
 from dflash_tui.core.diagnosis.progress import parse_line
@@ -51,15 +52,23 @@ class Timeline:
         new: list[Event] = []
         self._run_events(diag, new)
         self._log_events(snap, diag.time, new)
-        self.events.extend(new)
+        self.add(new)
         return new
+
+    def add(self, new: list[Event]) -> None:
+        """Keep ``events`` in time order: a sample reports a crash at its end time, after
+        events of other sources (auto-restart's decisions) that came later."""
+        self.events.extend(new)
+        if any(a.time > b.time for a, b in pairwise(self.events)):
+            self.events = deque(sorted(self.events, key=lambda e: e.time), maxlen=MAX_EVENTS)
 
     def _run_events(self, diag: Diagnosis, new: list[Event]) -> None:
         run, state, t = diag.run, diag.run_state, diag.time
         prev, prev_state = self._run, self._state
         if run is not None and (prev is None or prev.id != run.id):
             at = run.started_at or t
-            who = f"run {run.id} (PID {run.pid}, PGID {run.pgid})"
+            ids = ", ".join(f"{k} {v}" for k, v in (("PID", run.pid), ("PGID", run.pgid)) if v)
+            who = f"run {run.id} ({ids})" if ids else f"run {run.id}"
             # Replacing a live run, or one stopped on request, is a restart; else a new launch.
             was_alive, prev_state = prev_state in ALIVE_STATES, None
             if prev is not None and (was_alive or prev.kill_requested_at is not None):
@@ -83,16 +92,17 @@ class Timeline:
         if state == "running":
             return Event(t, "running", "info", "running (alive past the start window)")
         if state == "launch-failed":
-            why = (run.launch_error or f"exit {code}: {exit_meaning(code)}").strip()[-200:]
+            why = (run.launch_error or exit_text(code)).strip()[-200:]
             return Event(t, "launch-failed", "error", f"launch failed: {why}")
         if state in ("exited", "killed"):
             at = run.ended_at or t
-            meaning = exit_meaning(code)
+            # No exit code (the whole group vanished): the meaning says so, never "exit None".
+            how = exit_text(code)
             if run.kill_requested_at is not None:
-                return Event(at, "stopped", "info", f"stopped on request (exit {code}: {meaning})")
+                return Event(at, "stopped", "info", f"stopped on request ({how})")
             if code == 0:
                 return Event(at, "exited", "info", "finished (exit 0: success)")
-            return Event(at, "crash", "error", f"crashed: exit {code}: {meaning}")
+            return Event(at, "crash", "error", f"crashed: {how}")
         return None
 
     def _log_events(self, snap: Snapshot, t: float, new: list[Event]) -> None:

@@ -11,6 +11,8 @@ import re
 RUN_ID = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{4}$")  # as control.sh IDGLOB
 SUPERVISOR_FILE = "supervisor.json"  # as tui/core/base/supervision.py RECORD_FILE
 EVENTS_TAIL = 65536  # bytes of the event stream read back for its last step
+STEPS_CHUNK = 4 << 20  # bytes of the event stream read per sample for the History tab
+STEPS_MAX = 1000  # step points sent per sample: a longer backlog is sent thinned
 
 
 def read_bytes(path: str, limit: int = 1 << 20) -> bytes:
@@ -149,3 +151,69 @@ def last_step(run, errors: list):
             keys = ("time", "step", "loss", "acc", "tok_s")
             return {k: ev.get(k) for k in keys}
     return None
+
+
+class StepReader:
+    """The step events of the run's event stream, sent incrementally: each sample reads on
+    from where the last one stopped (at most STEPS_CHUNK bytes, whole lines only) and sends
+    at most STEPS_MAX points [time, step, loss, tok_s]; a longer backlog (attaching to a long
+    run) is thinned to about one line in N, and only the kept lines are parsed. Another path, or a
+    file that shrank (replaced, truncated), is read again from byte 0."""
+
+    def __init__(self):
+        self.path, self.offset = None, 0
+
+    def read(self, run, errors: list):
+        path = run.get("events_path") if run else None
+        if not path:
+            return None
+        if path != self.path:
+            self.path, self.offset = path, 0
+        try:
+            with open(path, "rb") as f:
+                size = f.seek(0, os.SEEK_END)
+                if size < self.offset:
+                    self.offset = 0
+                f.seek(self.offset)
+                data = f.read(STEPS_CHUNK)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            errors.append("cannot read events %s: %s" % (path, exc.strerror or exc))
+            return None
+        start = self.offset
+        end = data.rfind(b"\n") + 1
+        if end == 0 and len(data) == STEPS_CHUNK:
+            end = len(data)  # one line longer than a chunk: skipped, not a step
+        self.offset += end
+        lines, every = spread(data[:end], STEPS_MAX)
+        return {"path": path, "from": start, "thinned": every,
+                "points": steps_of(ln for ln in lines if b'"step"' in ln)}  # fmt: skip
+
+
+def spread(data: bytes, most: int):
+    """(lines, N): the whole lines of data, or, when there are more than `most`, `most` of
+    them evenly spread (the line at every len/most bytes; about one in N). Positions, not a
+    split of every line: catching up on megabytes costs `most` look-ups, not a million."""
+    n = data.count(b"\n")
+    if n <= most:
+        return data.split(b"\n"), 1
+    out, last = [], -1
+    for j in range(most):
+        begin = data.rfind(b"\n", 0, j * len(data) // most) + 1
+        if begin != last:
+            last = begin
+            out.append(data[begin : data.find(b"\n", begin)])
+    return out, -(-n // most)
+
+
+def steps_of(lines) -> list:
+    out = []
+    for raw in lines:
+        try:
+            ev = json.loads(raw.decode("utf-8", "replace"))
+        except ValueError:
+            continue
+        if isinstance(ev, dict) and ev.get("event") == "step":
+            out.append([ev.get(k) for k in ("time", "step", "loss", "tok_s")])
+    return out

@@ -157,6 +157,7 @@ class Probe:
     def __init__(self, args):
         self.args, self.samples = args, 0
         self.procs = Procs()
+        self.steps = StepReader()
         self.tails = {}
         self.resume = resume_tokens(args.resume)  # where the previous probe's tails stopped
         self.nvml, self.nvml_stuck = None, None  # the thread of an NVML call that hung
@@ -179,6 +180,8 @@ class Probe:
         )
         out["logs"] = guard(lambda: self.logs(out["run"]), errors, "logs") or []
         out["last_step"] = guard(lambda: last_step(out["run"], errors), errors, "event stream")
+        if not self.args.once:  # the History tab's steps: only a stream has a "since last"
+            out["steps"] = guard(lambda: self.steps.read(out["run"], errors), errors, "steps")
         out["supervisor"] = guard(
             lambda: read_supervisor(self.args.run_root, errors), errors, "supervisor record"
         )

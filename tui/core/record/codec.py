@@ -1,0 +1,126 @@
+"""A Snapshot as a record line and back (pure).
+
+A sample is recorded as the probe sent it, parsed (``Snapshot``'s fields by their probe names,
+so ``Snapshot.from_dict`` reads it back), plus what the diagnosis said of it. The process
+table is most of a sample and barely changes between two: after a segment's first sample it
+is written as the rows that changed (``procs_set``) and the PIDs that left (``procs_gone``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+from typing import Any
+
+from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.diagnosis.diagnose import Diagnosis
+from dflash_tui.core.diagnosis.timeline import Event
+
+FORMAT = 1
+_NESTED = ("telemetry", "run", "last_step")
+_ROWS = ("gpus", "gpu_procs", "logs")
+
+
+def _row(obj: Any) -> dict[str, Any]:
+    return dict(vars(obj))  # frozen dataclasses without slots: their fields, nothing else
+
+
+def snapshot_dict(snap: Snapshot) -> dict[str, Any]:
+    """The probe's JSON object for ``snap`` (``Snapshot.from_dict`` reads it back)."""
+    out: dict[str, Any] = {}
+    for f in fields(snap):
+        v = getattr(snap, f.name)
+        if f.name in _NESTED:
+            out[f.name] = _row(v) if v is not None else None
+        elif f.name in _ROWS:
+            out[f.name] = [_row(x) for x in v]
+        elif f.name == "procs":
+            continue  # written by the encoder (whole or as a delta)
+        elif f.name == "supervisor":
+            out[f.name] = v.doc if v is not None else None
+        else:
+            out[f.name] = v
+    return out
+
+
+def diagnosis_dict(diag: Diagnosis) -> dict[str, Any]:
+    return {
+        "state": diag.run_state,
+        "labels": {str(g.index): list(g.codes) for g in diag.gpus if g.codes},
+        "findings": [f.to_json() for f in diag.findings],
+    }
+
+
+def event_dict(ev: Event) -> dict[str, Any]:
+    return {"time": ev.time, "kind": ev.kind, "severity": ev.severity, "text": ev.text}
+
+
+def dumps(obj: dict[str, Any]) -> bytes:
+    # NaN stays NaN (a loss of nan is a finding): Python's json reads its own NaN back.
+    return (json.dumps(obj, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+
+
+class Encoder:
+    """Sample records of one segment: the first carries the whole process table."""
+
+    def __init__(self) -> None:
+        self.procs: dict[int, dict[str, Any]] = {}
+        self.first = True
+
+    def sample(
+        self, snap: Snapshot, diag: Diagnosis | None, events: list[Event] | tuple[Event, ...]
+    ) -> dict[str, Any]:
+        diag_d = diagnosis_dict(diag) if diag is not None else None
+        rows = {p.pid: _row(p) for p in snap.procs}
+        return self.record(snapshot_dict(snap), rows, diag_d, [event_dict(e) for e in events])
+
+    def record(
+        self,
+        d: dict[str, Any],
+        rows: dict[int, dict[str, Any]],
+        diag: dict[str, Any] | None,
+        events: list[dict[str, Any]],
+    ) -> dict[str, Any]:
+        """The record of probe object ``d`` (without its ``procs``) and its process ``rows``."""
+        d = dict(d)
+        if self.first:
+            d["procs"] = list(rows.values())
+        else:
+            d["procs_set"] = [r for pid, r in rows.items() if self.procs.get(pid) != r]
+            d["procs_gone"] = [pid for pid in self.procs if pid not in rows]
+            # The decoder keeps the old rows' order and appends new PIDs: say the order only
+            # when the probe's differs from that (rare: a PID back after it had gone).
+            kept = [pid for pid in self.procs if pid in rows]
+            if kept + [pid for pid in rows if pid not in self.procs] != list(rows):
+                d["procs_order"] = list(rows)
+        self.procs, self.first = rows, False
+        rec: dict[str, Any] = {"k": "s", "t": d.get("time"), "snap": d}
+        if diag is not None:
+            rec["diag"] = diag
+        if events:
+            rec["events"] = events
+        return rec
+
+
+class Decoder:
+    """The inverse of ``Encoder`` over one segment's records, in order."""
+
+    def __init__(self) -> None:
+        self.procs: dict[Any, dict[str, Any]] = {}  # by PID, as the file has it
+
+    def snap(self, rec: dict[str, Any]) -> dict[str, Any]:
+        """The whole probe object of sample record ``rec``."""
+        d = dict(rec.get("snap") or {})
+        if "procs" in d:
+            self.procs = {r.get("pid"): r for r in d["procs"] if isinstance(r, dict)}
+        else:
+            for pid in d.pop("procs_gone", None) or ():
+                self.procs.pop(pid, None)
+            for r in d.pop("procs_set", None) or ():
+                if isinstance(r, dict):
+                    self.procs[r.get("pid")] = r
+            order = d.pop("procs_order", None)
+            if isinstance(order, list):
+                self.procs = {pid: self.procs[pid] for pid in order if pid in self.procs}
+            d["procs"] = list(self.procs.values())
+        return d

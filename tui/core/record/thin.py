@@ -1,0 +1,85 @@
+"""Thinning an old segment: keep 1 sample in N rather than drop the segment (size cap).
+
+What is kept whole: every log line (a dropped sample's lines and gap notes move to the next
+kept sample of the same log), every sample that carries a timeline event (launch, first step,
+crash, restart), and the segment's first and last samples. What goes: the GPU readings,
+process tables, labels and findings of the samples in between.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from dflash_tui.core.record.codec import Decoder, Encoder, dumps
+from dflash_tui.core.record.segments import (
+    SegmentWriter,
+    read_segment,
+    thin_level,
+    thinned_name,
+)
+
+_Pending = dict[str, dict[str, Any]]  # log path -> the dropped samples' log entry, merged
+
+
+def _carry(pending: _Pending, logs: list[dict[str, Any]]) -> None:
+    """Add a dropped sample's log lines (and gap notes) to what the next kept one carries."""
+    for lg in logs:
+        path = lg.get("path")
+        if not isinstance(path, str):
+            continue
+        held = pending.setdefault(path, {**lg, "lines": [], "gaps": []})
+        base = len(held["lines"])
+        held["gaps"] += [[i + base, t] for i, t in lg.get("gaps") or ()]
+        held["lines"] += list(lg.get("lines") or ())
+
+
+def _merge(pending: _Pending, logs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for lg in logs:
+        held = pending.pop(lg.get("path"), None)  # type: ignore[arg-type]
+        if held is None:
+            out.append(lg)
+            continue
+        base = len(held["lines"])
+        gaps = held["gaps"] + [[i + base, t] for i, t in lg.get("gaps") or ()]
+        out.append({**lg, "lines": held["lines"] + list(lg.get("lines") or ()), "gaps": gaps})
+    out += list(pending.values())  # logs the kept sample no longer lists
+    pending.clear()
+    return out
+
+
+def thin_segment(path: Path, factor: int) -> tuple[Path, int]:
+    """Rewrite ``path`` keeping 1 sample in ``factor``: the new file (its name says the level,
+    ``seg-...-PID.tN.jsonl.gz``) and its size in bytes."""
+    seg = read_segment(path)
+    samples = [r for r in seg.records if r.get("k") == "s"]
+    meta = next((r for r in seg.records if r.get("k") == "meta"), {"k": "meta"})
+    level = thin_level(path) * factor
+    tmp = path.with_name(path.name + ".thin")
+    tmp.unlink(missing_ok=True)
+    out = SegmentWriter(tmp)
+    try:
+        out.write(dumps({**meta, "thin": level}))
+        dec, enc = Decoder(), Encoder()
+        pending: _Pending = {}
+        last = len(samples) - 1
+        for i, rec in enumerate(samples):
+            d = dec.snap(rec)
+            if not (i % factor == 0 or i == last or rec.get("events")):
+                _carry(pending, d.get("logs") or [])
+                continue
+            d["logs"] = _merge(pending, d.get("logs") or [])
+            rows = {r.get("pid"): r for r in d.pop("procs")}
+            out.write(dumps(enc.record(d, rows, rec.get("diag"), rec.get("events") or [])))
+        out.close()
+    except BaseException:
+        out.close()
+        tmp.unlink(missing_ok=True)
+        raise
+    new = path.with_name(thinned_name(path, level))
+    os.replace(tmp, new)
+    if new != path:
+        path.unlink()
+    return new, out.size
