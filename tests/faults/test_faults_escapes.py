@@ -165,3 +165,90 @@ def test_errors_quoting_a_remote_sides_stderr_are_safe(
             assert_safe(out, err)
     finally:
         server.stop()
+
+
+# -- supervise (issue 14): --once's decision, --detach's failure, supervisor.log itself --
+
+HOSTILE_JOB = (  # alive for 3 s (seen alive), then its own launch_error, then a failure
+    f'sleep 3; printf {sh_quote(PRINTF)} >"$DFLASH_RUN_DIR/launch_error"; exit 1'
+)
+
+
+def _wait_ended(root: Path) -> None:
+    import time
+
+    deadline = time.monotonic() + 30
+    while not list(root.glob("*/exit")):
+        assert time.monotonic() < deadline, "the job did not end"
+        time.sleep(0.1)
+
+
+def test_supervise_once_and_its_log_quote_a_launch_error_safely(tmp_path: Path) -> None:
+    """``--once`` while the job lives (seen alive), then ``--once`` after its hostile failure:
+    the decision printed on stdout and the log lines on stderr quote it, escaped."""
+    root = tmp_path / "runs"
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text("[restart]\nretries = 2\nbackoff_s = 60\n")
+    rc, out, err = dflash("launch", "--run-root", str(root), "--command", HOSTILE_JOB,
+                          "--start-window", "1")  # fmt: skip
+    assert rc == 0, out + err
+    once = ("supervise", "--once", "--auto-restart", "--config", str(cfg), "--run-root",
+            str(root), "--command", HOSTILE_JOB, "--start-window", "1")  # fmt: skip
+    rc, out, err = dflash(*once)
+    assert rc == 0 and b"watch: run running" in out, out + err
+    _wait_ended(root)
+    rc, out, err = dflash(*once)
+    assert rc == 0 and out.startswith(b"restart: run ") and b"restart 1/2 in 60 s" in out
+    assert b"decision: restart: run" in err  # the log line (stderr in the foreground)
+    assert_safe(out, err)
+    assert b"after-nul" in out and b"\\x1b]52;" in out  # shown, as text
+
+
+def test_supervise_detach_prints_a_hostile_log_tail_safely(tmp_path: Path) -> None:
+    """A job can write into its run root, supervisor.log among it; a detached supervisor that
+    dies before its first heartbeat has that log's tail printed: escaped. (The child dies at
+    start through a sitecustomize that the parent, without the ready pipe, passes by.)"""
+    root = tmp_path / "runs"
+    root.mkdir()
+    (root / "supervisor.log").write_bytes(PAYLOAD.encode() + b"\0after-nul\n")
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "import os, sys\n"
+        "if os.environ.get('DFLASH_SUPERVISE_READY_FD'):\n"
+        "    sys.stderr.write('child ' + chr(27) + ']0;PWNED-TOO' + chr(7) + ' dies\\n')\n"
+        "    sys.stderr.flush(); os._exit(5)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=f"{site}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    rc, out, err = dflash("supervise", "--detach", "--run-root", str(root), "--command", "true",
+                          env=env)  # fmt: skip
+    assert rc == 5, out + err
+    assert b"dflash-tui supervise: " in err and b"PWNED-TOO" in err and b"after-nul" in err
+    assert_safe(out, err)
+
+
+def test_supervisor_log_file_stores_decisions_escaped(tmp_path: Path) -> None:
+    """The detached supervisor's own log (``tail supervisor.log`` on a terminal) quotes the
+    hostile launch_error escaped, not raw."""
+    import time
+
+    root = tmp_path / "runs"
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text("[restart]\nretries = 2\nbackoff_s = 60\n")
+    rc, out, err = dflash("supervise", "--detach", "--auto-restart", "--config", str(cfg),
+                          "--run-root", str(root), "--command", HOSTILE_JOB, "--interval", "0.5",
+                          "--start-window", "1")  # fmt: skip
+    assert rc == 0, out + err
+    log = root / "supervisor.log"
+    try:
+        rc, out, err = dflash("launch", "--run-root", str(root), "--command", HOSTILE_JOB,
+                              "--start-window", "1")  # fmt: skip
+        assert rc == 0, out + err
+        deadline = time.monotonic() + 40
+        while b"decision: restart" not in log.read_bytes():
+            assert time.monotonic() < deadline, log.read_bytes()[-2000:]
+            time.sleep(0.2)
+    finally:
+        dflash("supervise", "--stop", "--run-root", str(root))
+    data = log.read_bytes()
+    assert b"after-nul" in data and raw_bytes(data) == []

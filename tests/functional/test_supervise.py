@@ -201,6 +201,9 @@ def test_status_json_shows_supervisor_and_progress_of_the_tiny_pipeline(
     assert prog["source"] == "events" and prog["step"] >= 1 and prog["loss_finite"]
     assert prog["loss"] > 0 and prog["tok_s"] > 0 and 0 <= prog["last_step_age_s"] < 60
     assert "supervisor-stale" not in [f["code"] for f in doc["findings"]]
+    table = cli("status", "--run-root", str(root)).stdout  # the readable table says it too
+    assert f"supervisor: PID {rec['pid']} on {rec['host']} since " in table
+    assert "0 restarts, auto-restart on, fresh (heartbeat " in table
     sigkill_supervisor(root)  # now nothing beats: after max(3 beats, 10 s) it is stale
     time.sleep(11)
     doc = json.loads(cli("status", "--json", "--run-root", str(root)).stdout)
@@ -209,6 +212,7 @@ def test_status_json_shows_supervisor_and_progress_of_the_tiny_pipeline(
     assert len(stale) == 1 and f"PID {rec['pid']}" in stale[0]["message"]
     assert "last heartbeat 1" in stale[0]["message"]  # 10s or more ago
     assert doc["run"]["state"] == "running"  # the job never depended on it
+    assert "auto-restart on, STALE (heartbeat 1" in cli("status", "--run-root", str(root)).stdout
 
 
 def test_once_chain_restarts_a_crash_between_two_runs_but_not_an_old_one(

@@ -20,6 +20,7 @@ def load(tmp_path: Path, text: str) -> AlertSettings:
 def test_defaults_send_nothing(tmp_path: Path) -> None:
     a = load(tmp_path, "")
     assert not a.enabled and a.on == EVENTS and a.min_interval_s == 300 and a.log_lines == 20
+    assert a.terminal == "off"  # the terminal notification is opt-in
 
 
 def test_a_full_table(tmp_path: Path) -> None:
@@ -32,11 +33,12 @@ on = ["restart", "fatal", "near-oom", "restart"]
 min_interval_s = { default = 600, restart = 30 }
 log_lines = 5
 timeout_s = 3
+terminal = "osc777"
 """)  # fmt: skip
     assert a.enabled and a.command == "mail -s dflash me" and a.topic == "run-7"
     assert a.on == ("restart", "fatal", "near-oom")
     assert a.interval("restart") == 30 and a.interval("fatal") == 600
-    assert a.log_lines == 5 and a.timeout_s == 3
+    assert a.log_lines == 5 and a.timeout_s == 3 and a.terminal == "osc777"
 
 
 @pytest.mark.parametrize(
@@ -51,6 +53,8 @@ timeout_s = 3
         ("timeout_s = 0", "timeout_s must be above 0"),
         ("command = ''", "alerts.command must be a non-empty string"),
         ("on = 'fatal'", "must be a list"),
+        ("terminal = 'osc8'", "alerts.terminal must be one of: off, bell, osc9, osc777"),
+        ("terminal = true", "alerts.terminal must be one of"),
     ],
 )
 def test_bad_values_are_errors(tmp_path: Path, body: str, says: str) -> None:

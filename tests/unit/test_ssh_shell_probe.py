@@ -214,3 +214,41 @@ def test_both_probes_read_home_in_log_and_run_root_paths(tmp_path: Path, spellin
         assert logs[spelling]["exists"] and logs[spelling]["lines"] == ["step=1 loss=2.0"]
         assert not any(logs[p]["exists"] for p in literal)
         assert out["run"] is not None and out["run"]["id"] == rid
+
+
+def test_supervisor_and_last_step_as_the_python_probe(
+    job: subprocess.Popen[bytes], tmp_path: Path
+) -> None:
+    """supervisor.json and the run's last step event reach the same Snapshot from both probes
+    (the shell probe sends their text, parsed on our side); a hostile file is an error, not a
+    broken sample line."""
+    root = tmp_path / "runs"
+    d = run_dir(root, job.pid, start=int(Path(f"/proc/{job.pid}/stat").read_text().split()[21]))
+    rec = {
+        "schema": 1,
+        "pid": 4242,
+        "host": "bastion",
+        "heartbeat_at": 1.7e9,
+        "heartbeat_s": 2,
+        "restarts": 3,
+        "policy": {"enabled": True},
+        "mode": "daemon",
+        "note": 'a "q" \\ b',
+    }
+    (root / "supervisor.json").write_text(json.dumps(rec, indent=2) + "\n")  # several lines
+    steps = [{"event": "step", "time": 1.7e9 + i, "step": i, "loss": 2.5 - i / 10, "acc": 0.1,
+              "tok_s": 1000.0 + i} for i in range(1, 4)]  # fmt: skip
+    lines = [json.dumps(s, separators=(",", ":")) for s in steps]
+    lines.append(json.dumps({"event": "checkpoint", "step": 3}, separators=(",", ":")))
+    (d / "events.jsonl").write_text("\n".join(lines) + "\n")
+    args = (f"--run-root={root}", "--no-nvml")
+    py = Snapshot.from_dict(run_probe(*args))
+    sh = Snapshot.from_dict(shell_probe(*args, path=no_python_path(tmp_path / "bin")))
+    assert sh.supervisor == py.supervisor and sh.supervisor is not None
+    assert sh.supervisor.restarts == 3 and sh.supervisor.doc == rec
+    assert sh.last_step == py.last_step and sh.last_step is not None
+    assert sh.last_step.step == 3 and sh.last_step.tok_s == 1003.0
+    (root / "supervisor.json").write_text('{"pid": 1, "x": "\x1b]0;T\x07\n')  # cut, hostile
+    bad = shell_probe(*args, path=no_python_path(tmp_path / "bin2"))
+    snap = Snapshot.from_dict(bad)
+    assert snap.supervisor is None and any("supervisor: not JSON" in e for e in snap.errors)

@@ -21,6 +21,7 @@ from textual.screen import Screen
 from textual.worker import Worker
 
 from dflash_tui.app.actions import ControlActions
+from dflash_tui.app.alerts import AppAlerts
 from dflash_tui.app.autorestart import AutoRestarts
 from dflash_tui.app.feeds import HostFeeds
 from dflash_tui.app.history.view import HISTORY_ACTIONS, HISTORY_HELP
@@ -69,7 +70,8 @@ class DflashApp(App[None]):
         self.theme_names: list[str] = []
         self.feeds = HostFeeds(self)
         self.actions = ControlActions(self)
-        self.auto_restarts = AutoRestarts(self)
+        self.alerts = AppAlerts(self, cfg.alerts)  # tui/app/alerts.py
+        self.auto_restarts = AutoRestarts(self, self.alerts.decision)
         self._register_themes()
 
     def notify(
@@ -139,6 +141,12 @@ class DflashApp(App[None]):
     async def on_unmount(self) -> None:
         await self.auto_restarts.stop()  # first: they use the transports the feeds close
         await self.feeds.stop()
+        await self.alerts.stop()
+
+    def write_terminal(self, data: str) -> None:
+        """Raw bytes to the terminal (the opt-in bell / OSC 9 / OSC 777 of tui/app/alerts.py)."""
+        if not self.is_headless and self._driver is not None:
+            self._driver.write(data)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if not self.screen_stack:  # shutting down: a cancelled worker has nothing to draw on

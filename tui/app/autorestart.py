@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -34,8 +35,11 @@ def auto_group(state: HostState) -> str:
 class AutoRestarts:
     """Every host's supervisor worker; needs nothing of the app beyond ``AppPort``."""
 
-    def __init__(self, app: AppPort) -> None:
+    def __init__(
+        self, app: AppPort, on_decision: Callable[[HostState, Decision], None] | None = None
+    ) -> None:
         self.app = app
+        self.on_decision = on_decision  # the app's [alerts] (restart, FATAL)
 
     def start(self) -> None:
         """At start: every host whose policy is enabled (never in read-only mode)."""
@@ -109,6 +113,8 @@ class AutoRestarts:
     # -- what the supervisor reports (called on the app's loop: the worker is async) --
 
     def _auto_decision(self, state: HostState, d: Decision) -> None:
+        if self.on_decision is not None:
+            self.on_decision(state, d)
         if d.action == "restart":
             self._auto_event(state, "warning", f"auto-restart: {d.message}")
         elif d.action == "fatal":

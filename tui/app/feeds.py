@@ -13,6 +13,7 @@ from typing import Protocol
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
+from dflash_tui.app.alerts import AppAlerts
 from dflash_tui.app.hosts import HostState
 from dflash_tui.app.messages import LinkDown, SampleMalformed, SampleReady
 from dflash_tui.app.ports import AppPort
@@ -32,6 +33,7 @@ class FeedsApp(AppPort, Protocol):
     """What the feeds need from the app besides ``AppPort``."""
 
     samples: int  # samples drawn, all hosts together
+    alerts: AppAlerts  # the app's own [alerts] (tui/app/alerts.py)
 
     @property
     def cfg(self) -> Config: ...
@@ -115,6 +117,7 @@ class HostFeeds:
     def _take_sample(self, state: HostState, msg: SampleReady) -> None:
         state.last = msg
         state.link_up()
+        self.app.alerts.sample(state, msg)  # before drawing: an alert never waits on a panel
         pane = self.app.pane_of(state)
         if pane is None or not pane.show_sample(msg):
             return  # the pane is gone or the app is exiting: nothing to draw on, nothing to say
@@ -129,6 +132,7 @@ class HostFeeds:
     def link_down(self, msg: LinkDown) -> None:
         state = self.app.state_of(msg.host)
         state.link_down(msg.error, msg.retry_in)
+        self.app.alerts.link_down(state, msg.error)
         self._show_link(state)
         self.app.refresh_overview()
 

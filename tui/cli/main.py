@@ -26,7 +26,17 @@ from dflash_tui.core.base.config import (
 from dflash_tui.core.base.text import terminal_safe
 from dflash_tui.core.base.timings import KILL_GRACE_S, RELEASE_TIMEOUT_S, START_WINDOW_S
 
-SUBCOMMANDS = ("status", "launch", "kill", "restart", "config", "supervise", "replay", "app")
+SUBCOMMANDS = (
+    "status",
+    "launch",
+    "kill",
+    "restart",
+    "config",
+    "supervise",
+    "replay",
+    "metrics",
+    "app",
+)
 SCRIPTS = ("status", "launch", "kill", "restart", "config")
 
 
@@ -159,7 +169,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="subcommand")
     st = sub.add_parser("status", help="one sample + diagnosis")
     _common(st, suppress=True, runs=False, watch=False)
-    st.add_argument("--json", action="store_true", help="print the schema-1 JSON document")
+    fmt = st.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print the schema-1 JSON document")
+    fmt.add_argument(
+        "--openmetrics",
+        action="store_true",
+        help="print OpenMetrics once, as `dflash-tui metrics` serves it (needs prometheus-client)",
+    )
     st.add_argument(
         "--fail-on",
         choices=("warning", "error"),
@@ -189,10 +205,13 @@ def build_parser() -> argparse.ArgumentParser:
     sv = sub.add_parser("supervise", help="headless supervision: auto-restart and alerts")
     _common(sv, suppress=True)
     add_arguments(sv)
-    from dflash_tui.cli import replay
+    from dflash_tui.cli import metrics, replay
 
     rp = sub.add_parser("replay", help="the app, read-only, on a flight recording")
     replay.add_replay_arguments(rp)
+    mt = sub.add_parser("metrics", help="serve OpenMetrics (Prometheus) at /metrics")
+    _common(mt, suppress=True, runs=False, watch=False)
+    metrics.add_metrics_arguments(mt)
     return parser
 
 
@@ -236,6 +255,10 @@ def main(argv: list[str] | None = None) -> int:
         from dflash_tui.cli.supervise import run_supervise
 
         return run_supervise(cfg, args, argv)
+    if args.subcommand == "metrics":
+        from dflash_tui.cli.metrics import run_metrics
+
+        return run_metrics(cfg, args)
     if args.subcommand in SCRIPTS:
         try:
             return _script_command(cfg, args)

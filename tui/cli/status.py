@@ -11,6 +11,7 @@ from typing import Any
 
 from dflash_tui.cli.table import render
 from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.text import terminal_safe, with_host
 from dflash_tui.core.diagnosis.document import iso_time, to_json
 from dflash_tui.core.diagnosis.tracker import Tracker
@@ -28,12 +29,18 @@ async def diagnose_host(host: HostConfig) -> tuple[dict[str, Any], list[Any]]:
     finally:
         await transport.close()
     tracker = Tracker(host.topology, live=False)
+    doc, diag = status_doc(host, tracker, snap)
+    return doc, render(diag, host)
+
+
+def status_doc(host: HostConfig, tracker: Tracker, snap: Snapshot) -> tuple[dict[str, Any], Any]:
+    """One sample through the diagnosis into the status document (also ``metrics``' feed)."""
     diag = tracker.add(snap)
     mtime = next((lg.mtime for lg in snap.logs if lg.is_run_log), None)
-    return to_json(diag, host, tracker.progress, mtime), render(diag, host)
+    return to_json(diag, host, tracker.progress, mtime), diag
 
 
-def _unreachable(host: HostConfig, error: str) -> dict[str, Any]:
+def unreachable(host: HostConfig, error: str) -> dict[str, Any]:
     return {
         "schema": 1,
         "host": host.label,
@@ -66,15 +73,24 @@ async def _gather(cfg: Config) -> list[tuple[dict[str, Any], list[Any]]]:
         try:
             return await diagnose_host(h)
         except TransportError as exc:
-            return _unreachable(h, with_host(h.label, str(exc))), []
+            return unreachable(h, with_host(h.label, str(exc))), []
 
     return list(await asyncio.gather(*(one(h) for h in cfg.hosts)))
 
 
 def run_status(cfg: Config, args: argparse.Namespace) -> int:
+    if args.openmetrics:
+        from dflash_tui.cli.metrics import openmetrics_module
+
+        if openmetrics_module() is None:
+            return 1
     results = asyncio.run(_gather(cfg))
     docs = [doc for doc, _ in results]
-    if args.json:
+    if args.openmetrics:  # node_exporter's textfile collector, or a one-off look
+        from dflash_tui.core.export.openmetrics import exposition
+
+        sys.stdout.write(exposition(docs, time.time()).decode())
+    elif args.json:
         out = docs[0] if len(docs) == 1 else docs
         json.dump(out, sys.stdout, indent=2)
         sys.stdout.write("\n")

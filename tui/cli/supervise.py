@@ -76,11 +76,20 @@ def log_path(host: HostConfig) -> Path:
     return Path.home() / ".local/state/dflash-tui" / f"supervisor-{safe}-{key[:8]}.log"
 
 
+class SafeFormatter(logging.Formatter):
+    """Every log line through ``terminal_safe``: decision messages quote a launch_error file
+    the job wrote and remote stderr, and ``tail supervisor.log`` on a terminal must not act
+    on an escape in them (a newline in a message stays a line break)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return terminal_safe(super().format(record))
+
+
 def _logger() -> logging.Logger:
     log = logging.getLogger("dflash_tui.supervisor")
     if not log.handlers:
         h = logging.StreamHandler(sys.stderr)
-        h.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        h.setFormatter(SafeFormatter("%(asctime)s %(levelname)s %(message)s"))
         log.addHandler(h)
         log.setLevel(logging.INFO)
         log.propagate = False

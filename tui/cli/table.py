@@ -9,8 +9,10 @@ from rich.text import Text
 
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.rundir import exit_meaning
+from dflash_tui.core.base.supervision import SupervisorRecord
 from dflash_tui.core.base.text import mib_pair, printable
 from dflash_tui.core.diagnosis.diagnose import Diagnosis
+from dflash_tui.core.diagnosis.document import iso_time
 from dflash_tui.core.diagnosis.finding import duration
 
 _SEV_STYLE = {"info": "cyan", "warning": "yellow", "error": "bold red"}
@@ -45,4 +47,26 @@ def render(diag: Diagnosis, host: HostConfig) -> list[Any]:
         found.add_row(
             Text(f.severity, style=_SEV_STYLE[f.severity]), f.code, Text(printable(f.message))
         )
-    return [head, gpus, logs, found]
+    return [head, Text(printable(supervisor_line(diag.supervisor, diag.time))), gpus, logs, found]
+
+
+def supervisor_line(sup: SupervisorRecord | None, now: float) -> str:
+    """``supervisor: PID 4242 on gpu-a since ..., 2 restarts, auto-restart on, fresh (...)``."""
+    if sup is None:
+        return "supervisor: none (no supervisor.json in the run root)"
+    n = sup.restarts
+    auto = "?" if sup.auto is None else ("on" if sup.auto else "off")
+    age = sup.age(now)
+    beat = f"heartbeat {duration(age)} ago" if age is not None else "no heartbeat"
+    if sup.live(now):
+        state = f"fresh ({beat})"
+    elif sup.stopped_at is not None:
+        state = f"stopped at {iso_time(sup.stopped_at)}"
+    elif sup.mode != "daemon":
+        state = f"{sup.mode} ({beat})"
+    else:
+        state = f"STALE ({beat})"
+    return (
+        f"supervisor: PID {sup.pid} on {sup.host or '?'} since {iso_time(sup.started_at) or '?'}, "
+        f"{n} restart{'' if n == 1 else 's'}, auto-restart {auto}, {state}"
+    )

@@ -9,6 +9,7 @@ on = ["run-exited", "restart", "fatal"]     # finding codes and events (default:
 min_interval_s = 300                        # per code; or a table {default = 300, restart = 60}
 log_lines = 20                              # the run's last log lines, attached
 timeout_s = 10                              # a notifier taking longer is cut off and logged
+terminal = "off"                            # the app: "bell", "osc9", "osc777" (opt-in)
 ```
 
 Unknown keys, unknown codes and wrong types are errors, as in every other table.
@@ -33,7 +34,13 @@ EVENTS = (
     "run-finished",
 )
 KNOWN_CODES = frozenset(EVENTS) | frozenset(FINDING_CODES)
-ALERT_KEYS = ("command", "webhook", "topic", "on", "min_interval_s", "log_lines", "timeout_s")
+ALERT_KEYS = (
+    "command", "webhook", "topic", "on", "min_interval_s", "log_lines", "timeout_s", "terminal",
+)  # fmt: skip
+# How the app tells the terminal it runs in (never by default): the BEL byte, or a desktop
+# notification through OSC 9 (e.g. iTerm2, WezTerm, kitty) or OSC 777 (e.g. urxvt's
+# notify extension, foot).
+TERMINAL_KINDS = ("off", "bell", "osc9", "osc777")
 
 
 class AlertConfigError(ValueError):
@@ -50,6 +57,7 @@ class AlertSettings:
     intervals: tuple[tuple[str, float], ...] = ()
     log_lines: int = 20
     timeout_s: float = 10.0
+    terminal: str = "off"  # TERMINAL_KINDS: the app's own terminal notification
 
     @property
     def enabled(self) -> bool:
@@ -115,7 +123,11 @@ def alerts_from_table(table: Any) -> AlertSettings:
     timeout = _seconds(table.get("timeout_s", 10.0), "alerts.timeout_s", 600.0)
     if timeout <= 0:
         raise AlertConfigError("alerts.timeout_s must be above 0")
+    terminal = table.get("terminal", "off")
+    if terminal not in TERMINAL_KINDS:
+        raise AlertConfigError(f"alerts.terminal must be one of: {', '.join(TERMINAL_KINDS)}")
     return AlertSettings(
+        terminal=terminal,
         command=_line(table["command"], "alerts.command") if "command" in table else None,
         webhook=webhook,
         topic=_line(table["topic"], "alerts.topic") if "topic" in table else None,

@@ -50,6 +50,7 @@ ALERTS: Schema = {
     "min_interval_s": ANY,
     "log_lines": None,
     "timeout_s": None,
+    "terminal": None,
 }
 RECORD: Schema = {"enabled": None, "max_mib": None, "segment_s": None}
 TOP: Schema = {

@@ -299,6 +299,25 @@ class StepEvent:
                    num(d.get("acc")), num(d.get("tok_s")))  # fmt: skip
 
 
+def _embedded(v: Any, what: str, errors: list[str]) -> Any:
+    """The shell probe sends supervisor.json and the last step event as their own JSON text
+    (awk cannot check JSON): parsed here; a text that is not JSON is said, not fatal."""
+    if not isinstance(v, str):
+        return v
+    try:
+        return json.loads(v)
+    except (ValueError, RecursionError):  # deep nesting too: the file is the job's to write
+        errors.append(f"{what}: not JSON: {v[:80]!r}")
+        return None
+
+
+def _step(v: Any) -> Any:
+    """A whole event line (the shell probe's) is a step only if it says so."""
+    if isinstance(v, dict) and "event" in v and v.get("event") != "step":
+        return None
+    return v
+
+
 @dataclass(frozen=True)
 class StepPoints:
     """Step events new since the probe's last sample (its ``steps`` key): ``points`` are
@@ -372,6 +391,8 @@ class Snapshot:
         tel_raw = d.get("telemetry")
         tel = tel_raw if isinstance(tel_raw, dict) else {}
         run = d.get("run")
+        step = StepEvent.from_dict(_step(_embedded(d.get("last_step"), "last_step", errors)))
+        sup = SupervisorRecord.from_dict(_embedded(d.get("supervisor"), "supervisor", errors))
         return cls(
             time=_float(d.get("time")) or 0.0,
             host=_str(d.get("host")) or "local",
@@ -395,8 +416,8 @@ class Snapshot:
             probe_mode=_str(d.get("probe_mode")) or "python",
             errors=tuple(errors),
             interval=_float(d.get("interval")),
-            last_step=StepEvent.from_dict(d.get("last_step")),
-            supervisor=SupervisorRecord.from_dict(d.get("supervisor")),
+            last_step=step,
+            supervisor=sup,
             steps=StepPoints.from_dict(d.get("steps")),
         )
 

@@ -26,11 +26,12 @@ from typing import Any
 
 from dflash_tui import __version__
 from dflash_tui.core.alerts.alert import Alert
+from dflash_tui.core.alerts.events import STOPPED, FindingWatch, RunWatch
 from dflash_tui.core.alerts.notify import Alerter
 from dflash_tui.core.base.alert_config import AlertSettings
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.config_record import RecordSettings
-from dflash_tui.core.base.rundir import ALIVE_STATES, RunReport, exit_meaning
+from dflash_tui.core.base.rundir import ALIVE_STATES, RunReport
 from dflash_tui.core.base.snapshot import RunRecord, Snapshot
 from dflash_tui.core.base.supervision import policy_request
 from dflash_tui.core.base.timings import START_WINDOW_S, RestartPolicy
@@ -53,9 +54,6 @@ from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.link.feed import Feed, sample_once
 from dflash_tui.core.link.transport import Transport, TransportError
 from dflash_tui.core.record.recorder import Recorder
-
-# Codes the cycle alerts itself (from the run directory), not from the feed's findings.
-CYCLE_CODES = frozenset({"run-exited", "launch-failed", "run-finished", "supervisor-stale"})
 
 
 class SupervisorBusy(ControlError):
@@ -104,6 +102,7 @@ class Supervisor:
         self.run_state = "unknown"
         self.link_error: str | None = None
         self.findings: set[str] = set()
+        self.finding_watch = FindingWatch()
         self.lines: deque[str] = deque(maxlen=max(alerts.log_lines, 1))
         self.stop_reason: str | None = None
         self.recorder = Recorder(host, opts.record, "supervise", log)
@@ -292,27 +291,15 @@ class Supervisor:
         """run-exited, launch-failed, run-finished: once per run, for a run seen alive (by
         this supervisor or the one before it), never for one stopped on request."""
         k = self.kept
-        if run is None:
+        watch = RunWatch(k.seen_alive, k.end_alerted)
+        said = watch.observe(run, state, self.policy.success_codes)
+        k.seen_alive, k.end_alerted = watch.seen_alive, watch.end_alerted
+        if said is None:
             return
-        if state in ALIVE_STATES:
-            k.seen_alive = run.id
+        if said.code == STOPPED:
+            self.log.info("%s", said.message)
             return
-        if run.id != k.seen_alive or run.id == k.end_alerted or state == "starting":
-            return
-        k.end_alerted = run.id
-        if run.kill_requested_at is not None:
-            self.log.info("run %s was stopped on request (%s)", run.id, state)
-            return
-        code = run.exit_code
-        if state == "launch-failed":
-            self.alert("launch-failed", "error", f"run {run.id} failed to start: "
-                       f"{run.launch_error or f'exit {code}'}", run.id)  # fmt: skip
-        elif state == "exited" and code in self.policy.success_codes:
-            self.alert("run-finished", "info", f"run {run.id} finished (exit {code})", run.id)
-        else:
-            shown = code if code is not None else "?"
-            msg = f"run {run.id} {state} (exit {shown}: {exit_meaning(code)})"
-            self.alert("run-exited", "error", msg, run.id)
+        self.alert(said.code, said.severity, said.message, said.run_id)
 
     # -- alerts, the link, the feed --
 
@@ -348,11 +335,10 @@ class Supervisor:
         diag = tracker.add(snap)
         self.samples += 1
         self.recorder.add(snap, diag)
-        now_codes = {f.code for f in diag.findings if f.severity != "info"} - CYCLE_CODES
-        for f in diag.findings:
-            if f.code in now_codes - self.findings:
-                self.alert(f.code, f.severity, f.message)
-        self.findings = now_codes
+        self.finding_watch.holding = self.findings
+        for said in self.finding_watch.observe(diag.findings):
+            self.alert(said.code, said.severity, said.message)
+        self.findings = self.finding_watch.holding
 
     async def watch_feed(self) -> None:
         tracker = Tracker(self.host.topology)

@@ -127,6 +127,10 @@ first_line() { [ -r "$1" ] && head -n 1 "$1" | tr -d "\000"; }
 run_dir() { # R key value / RC command lines / RE launch_error lines / RP earlier pgid
 	expand_home "$run_root" && root=$EH
 	[ -n "$root" ] && [ -d "$root" ] || return 0
+	# SV: supervisor.json's text, SP: the run's last step event line; both sent as JSON
+	# strings (awk cannot check JSON): Snapshot.from_dict parses them, a bad one is an error.
+	[ -f "$root/supervisor.json" ] && { head -c 65536 "$root/supervisor.json" |
+		tr -d "\000\r\n" | sed "s/^/SV /" && echo; }
 	latest="" earlier=""
 	for d in "$root"/$IDGLOB; do # run ids as control.sh makes them, oldest first
 		[ -d "$d" ] || continue
@@ -144,6 +148,8 @@ run_dir() { # R key value / RC command lines / RE launch_error lines / RP earlie
 	[ -f "$latest/launch_error" ] && { echo "RE" && head -c 65536 "$latest/launch_error" |
 		tr -d "\000" | sed "s/^/RE /"; }
 	for d in $earlier; do echo "RP $(first_line "$d/pid")"; done
+	[ -f "$latest/events.jsonl" ] && tail -c 65536 "$latest/events.jsonl" |
+		grep '"event": *"step"' | tail -n 1 | tr -d "\000\r" | sed "s/^/SP /"
 	run_log=$latest/output.log
 }
 
@@ -389,6 +395,8 @@ tag == "W" { split(rest, a, ":"); if (a[3] ~ /^[0-9]+$/ && !(a[3] in UNAME)) UNA
 tag == "B" { if (rest ~ /^[0-9]+$/) boot = rest; next }
 tag == "E" { err(rest); next }
 tag == "R" { k = $2; RUN[k] = substr(rest, length(k) + 2); next }
+tag == "SV" { SV = rest; hassv = 1; next }
+tag == "SP" { SP = rest; hassp = 1; next }
 tag == "RC" { cmd = hascmd ? cmd "\n" rest : rest; hascmd = 1; next }
 tag == "RE" { if (haserr) lerr = lerr (lerr == "" ? "" : "\n") rest; haserr = 1; next }
 tag == "RP" { split(rest, a, " "); if (a[2] ~ /^[0-9]+$/ && a[2] > 0) { EARLY[++nearly] = a[2]; ETICKS[nearly] = (a[3] ~ /^[0-9]+$/ ? a[3] : "null") }; next }
@@ -411,6 +419,8 @@ END {
 		ngpu ? source : "none", telerr
 	printf "\"gpus\": %s, \"gpu_procs\": %s, ", list(GPUS, ngpu), list(APPS, napp)
 	printf "\"procs\": %s, \"run\": %s, \"logs\": %s, ", list(PROCS, nproc), runjson(), list(LOGS, nlog)
+	printf "\"supervisor\": %s, ", hassv ? esc(SV) : "null"
+	printf "\"last_step\": %s, ", hassp ? esc(SP) : "null"
 	printf "\"errors\": %s}\n", list(ERRS, nerr)
 }'
 

@@ -1,0 +1,74 @@
+"""The ``metrics`` server (tui/cli/metrics.py checks the flags first): a live feed and the
+diagnosis per host keep each host's latest status document; prometheus-client's HTTP server
+renders them at every scrape."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+import time
+from typing import Any
+
+from dflash_tui.cli.status import status_doc, unreachable
+from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.base.text import with_host
+from dflash_tui.core.diagnosis.tracker import Tracker
+from dflash_tui.core.link.connect import make_transport
+from dflash_tui.core.link.feed import Disconnected, Feed
+
+
+class Latest:
+    """The latest status document of every host, in config order (read by each scrape)."""
+
+    def __init__(self, cfg: Config) -> None:
+        self.hosts = cfg.hosts
+        self.docs: dict[str, dict[str, Any]] = {
+            h.label: unreachable(h, f"{h.label}: no sample yet") for h in cfg.hosts
+        }
+
+    def __call__(self) -> list[dict[str, Any]]:
+        return [self.docs[h.label] for h in self.hosts]
+
+    async def watch(self, host: HostConfig, interval: float) -> None:
+        transport = make_transport(host)
+        tracker = Tracker(host.topology)
+        try:
+            async for ev in Feed(transport, host, interval).events():
+                if isinstance(ev, Snapshot):
+                    try:
+                        self.docs[host.label] = status_doc(host, tracker, ev)[0]
+                    except Exception as exc:  # a bug in diagnosis must not end the exporter
+                        print(f"dflash-tui metrics: diagnosis failed: {exc!r}", file=sys.stderr)
+                elif isinstance(ev, Disconnected):
+                    self.docs[host.label] = unreachable(host, with_host(host.label, ev.error))
+        finally:
+            await transport.close()
+
+
+async def serve(cfg: Config, addr: str, port: int) -> int:
+    from prometheus_client import start_http_server
+
+    from dflash_tui.core.export.openmetrics import registry_for
+
+    latest = Latest(cfg)
+    server, thread = start_http_server(port, addr, registry_for(latest, time.time))
+    bound = server.server_address[1]
+    shown = f"[{addr}]" if ":" in addr else addr
+    print(f"serving OpenMetrics at http://{shown}:{bound}/metrics", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        loop.add_signal_handler(sig, stop.set)
+    tasks = [asyncio.create_task(latest.watch(h, cfg.interval)) for h in cfg.hosts]
+    try:
+        await stop.wait()
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+    return 0
