@@ -24,12 +24,16 @@ async def until(pilot: Pilot, cond: Callable[[], bool], timeout: float = 20.0) -
 
 
 async def open_kill_process_dialog(pilot: Pilot, app: Any, pid: int) -> str:
-    """Select ``pid`` in the process tree as a user would (open the way to it), press K,
-    and return the confirm dialog's text."""
+    """Select ``pid`` in the process tree as a user would (the whole machine with ``w``, as
+    the tree shows only the run's processes and GPU holders at first; open the way to it),
+    press K, and return the confirm dialog's text."""
     from dflash_tui.app.procs.tree import ProcTree
     from dflash_tui.app.screens import ConfirmScreen
 
     tree = app.screen.query_one(ProcTree)
+    await until(pilot, lambda: app.samples >= 1)
+    if not tree.whole:
+        await pilot.press("w")
     await until(pilot, lambda: pid in tree.nodes)
     node = tree.nodes[pid]
     parent = node.parent

@@ -247,6 +247,9 @@ async def test_process_tree_updates_in_place_and_keeps_expansion() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app, 1)
         tree = app.screen.query_one(ProcTree)
+        assert 210 not in tree.nodes  # the run's processes and GPU holders first
+        await pilot.press("w")  # the whole machine
+        await pilot.pause(0.1)
         sshd = tree.nodes[210]
         node_4243 = tree.nodes[4243]
         assert tree.nodes[4250].data.in_run and tree.nodes[4243].data.gpus == tuple(range(8))

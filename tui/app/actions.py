@@ -70,7 +70,18 @@ class ControlActions:
                 severity="warning",
             )
             return
-        self._start(state, "launch", state.bridge.launch, f"launching on {state.key} …")
+        busy = busy_gpus_text(state.diagnosis)
+        if busy is None:
+            self._start(state, "launch", state.bridge.launch, f"launching on {state.key} …")
+            return
+        where = f" on {state.key}" if len(self.app.host_states) > 1 else ""
+        self._confirm(
+            state,
+            ConfirmScreen(f"Launch{where} beside processes that are not ours?", busy, "Launch"),
+            "launch",
+            state.bridge.launch,
+            f"launching on {state.key} …",
+        )
 
     def kill(self) -> None:
         state = self.app.current
@@ -295,6 +306,31 @@ def run_kill_text(
     t.append("\n")
     if note:
         t.append(f"Note: {note}\n", style="italic")
+    return t
+
+
+def busy_gpus_text(diag: Diagnosis | None) -> Text | None:
+    """The launch dialog's body when GPUs of the topology are held by processes that are not
+    the run's (orphans, other jobs, PIDs this view cannot place); None when there are none."""
+    if diag is None:
+        return None
+    rows = [
+        (v.index, p)
+        for v in diag.gpus
+        if v.role != "unassigned"
+        for p in v.processes
+        if p.owner != "run"
+    ]
+    if not rows:
+        return None
+    t = Text()
+    t.append("GPUs the run needs are already held by processes that are not ours:\n", "bold")
+    for index, p in rows[:10]:
+        mem = f"{p.used_mib} MiB" if p.used_mib is not None else "memory unknown"
+        t.append(f"  GPU {index}: PID {p.pid} {safe_label(p.name, 40)} ({p.owner}, {mem})\n")
+    if len(rows) > 10:
+        t.append(f"  … and {len(rows) - 10} more\n")
+    t.append("\nThe new run may run out of memory or share these GPUs with them. Launch anyway?")
     return t
 
 

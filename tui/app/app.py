@@ -341,6 +341,9 @@ class DflashApp(App[None]):
     def action_history_pan(self, halves: int) -> None:
         self.detail().history().pan(halves)
 
+    def action_whole_machine(self) -> None:
+        self.detail().toggle_whole_machine()
+
     def action_escape(self) -> None:
         area = self.detail().logs()
         if area.has_class("-filtering"):

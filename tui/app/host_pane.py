@@ -11,6 +11,7 @@ reported once through the app's draw guard (tui/app/widgets.py) and the others s
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 
 from textual.app import ComposeResult
@@ -19,15 +20,32 @@ from textual.widgets import TabbedContent, TabPane
 
 from dflash_tui.app.findings.panel import FindingsList, TimelineList
 from dflash_tui.app.gpus.grid import GpuGrid
-from dflash_tui.app.header import RunHeader
+from dflash_tui.app.header import STALE_CHECK_S, RunHeader, stale_after
 from dflash_tui.app.history.view import HistoryView
 from dflash_tui.app.logs.area import LogArea
 from dflash_tui.app.messages import SampleReady
 from dflash_tui.app.procs.tree import ProcTree
 from dflash_tui.app.progress_strip import MetricsStrip
 from dflash_tui.app.widgets import draw_guarded
-from dflash_tui.core.diagnosis.finding import Finding
+from dflash_tui.core.diagnosis.diagnose import Diagnosis
+from dflash_tui.core.diagnosis.finding import Finding, duration
 from dflash_tui.core.diagnosis.timeline import Event
+
+# The owners whose processes a GPU finding is about (the PID it names, for the tree).
+_NAMED_OWNER = {"orphan-process": "orphan", "foreign-process": "foreign"}
+
+
+def named_pid(diag: Diagnosis, finding: Finding) -> int | None:
+    """The PID (in the probe's view, as the tree keys it) a finding is about, if any: the
+    first orphan of an orphan-process finding, the first foreign process of a foreign one."""
+    owner = _NAMED_OWNER.get(finding.code)
+    for view in diag.gpus:
+        if owner is None or view.index not in finding.gpus:
+            continue
+        for p in view.processes:
+            if p.owner == owner:
+                return p.container_pid if p.container_pid is not None else p.pid
+    return None
 
 
 def pane_id(index: int) -> str:
@@ -40,6 +58,13 @@ class HostPane(Vertical):
     def __init__(self, host: str, index: int, read_only: bool) -> None:
         super().__init__(id=pane_id(index), classes="host-pane")
         self.host, self.index, self.read_only = host, index, read_only
+        # Staleness: while the link is down or a sample is overdue, what is drawn is the
+        # last known state, greyed and marked with its age; nothing is called healthy.
+        self.sample_at: float | None = None  # time.monotonic() of the last sample drawn
+        self.interval: float | None = None  # the probe's interval (None: scripted, never due)
+        self.down = False  # the link is down (a LinkDown came after the last sample)
+        self.stale_s: int | None = None  # seconds since the last sample, while it is stale
+        self.diag: Diagnosis | None = None  # the last sample's, for what a finding names
 
     def compose(self) -> ComposeResult:
         yield RunHeader(self.host, self.read_only)
@@ -58,6 +83,9 @@ class HostPane(Vertical):
                     with TabPane("History", id="tab-history"):
                         yield HistoryView()
 
+    def on_mount(self) -> None:
+        self.set_interval(STALE_CHECK_S, self.check_stale)
+
     @property
     def can_draw(self) -> bool:
         """Whether anything drawn now would land on a live screen."""
@@ -74,6 +102,9 @@ class HostPane(Vertical):
         if not self.can_draw:
             return False
         snap, diag = msg.snapshot, msg.diagnosis
+        self.sample_at, self.interval, self.down = time.monotonic(), diag.interval, False
+        self.diag = diag
+        self._show_stale(None)  # before the findings: a fresh sample may say OK again
         self._draw("header", lambda: self.query_one(RunHeader).show(diag))
         self._draw("GPUs", lambda: self.query_one(GpuGrid).show(diag))
         self._draw("metrics", lambda: self.query_one(MetricsStrip).show(msg.progress, msg.metrics))
@@ -88,9 +119,45 @@ class HostPane(Vertical):
         """The link is down: the header and the findings say so, with the countdown."""
         if not self.can_draw:
             return
+        self.down = True
+        self.check_stale()
         # Not through the draw guard, as before: these two only format the text they are given.
         self.query_one(RunHeader).show_link("down", text)
         self.query_one(FindingsList).show(findings, note=f"probe link down: {text}")
+
+    def check_stale(self) -> None:
+        """From the first missed sample (or the link going down) the GPU panels, the tree
+        and the findings are greyed and say how old they are, counting up each second."""
+        if not self.can_draw:
+            return
+        age = None if self.sample_at is None else time.monotonic() - self.sample_at
+        overdue = age is not None and bool(self.interval) and age >= stale_after(self.interval or 0)
+        stale = (self.down or overdue) and age is not None
+        self._show_stale(int(age) if stale and age is not None else None)
+        if self.down and age is None:  # down before any sample: still nothing is called OK
+            self.query_one(FindingsList).show_stale(None, down=True)
+
+    def _show_stale(self, age: int | None) -> None:
+        if age == self.stale_s and self.stale_s is None:
+            return
+        self.stale_s = age
+        self._draw("GPUs", lambda: self.query_one(GpuGrid).show_stale(age))
+        self._draw("processes", lambda: self.query_one(ProcTree).show_stale(age))
+        self._draw("findings", lambda: self.query_one(FindingsList).show_stale(age, self.down))
+        self._label_procs()
+
+    def toggle_whole_machine(self) -> None:
+        """The tree: the run's processes and GPU holders, or every process of the host."""
+        if self.can_draw:
+            self._draw("processes", self.query_one(ProcTree).toggle_whole)
+            self._label_procs()
+
+    def _label_procs(self) -> None:
+        """The tree's tab says what it shows (``all``: the whole machine) and how old it is."""
+        label = "Processes" + (" · all" if self.query_one(ProcTree).whole else "")
+        if self.stale_s is not None:
+            label += f" · stale {duration(self.stale_s)}"
+        self.tabs().get_tab("tab-procs").label = label
 
     def show_auto(self, auto: str) -> None:
         """The header's auto-restart state: off | on | fatal."""
@@ -101,6 +168,24 @@ class HostPane(Vertical):
         """Events that did not come with a sample (auto-restart's decisions)."""
         if self.can_draw:
             self._draw("timeline", lambda: self.query_one(TimelineList).add(events))
+
+    def on_findings_list_picked(self, msg: FindingsList.Picked) -> None:
+        """A finding entered: select the process it names in the tree (so K is the next key),
+        else show the GPUs it names."""
+        msg.stop()
+        finding = msg.finding
+        pid = named_pid(self.diag, finding) if self.diag is not None else None
+        if pid is not None:
+            self.tabs().active = "tab-procs"
+            tree = self.query_one(ProcTree)
+            if tree.select_pid(pid):
+                tree.focus()
+                return
+        grid = self.query_one(GpuGrid)
+        if finding.gpus and grid.pick(finding.gpus):
+            grid.focus()
+            return
+        self.app.notify(f"{finding.code} names no GPU or process shown here", timeout=3)
 
     # -- the views the keys act on --
 

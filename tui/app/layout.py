@@ -43,12 +43,13 @@ KEYS: tuple[tuple[str, str, str, str], ...] = (
         "Procs/Events",
         "switch the process tree, the event timeline, the history plots",
     ),
+    ("w", "whole_machine", "All procs", "tree: the whole machine / the run's and GPU holders"),
     ("question_mark", "help", "Help", "this help"),
     ("q", "quit", "Quit (run stays)", "quit the app; the run keeps running"),
 )
 DESTRUCTIVE = frozenset({"launch", "kill", "restart", "kill_process", "auto_restart"})
 HIDDEN = frozenset(
-    {"toggle_filter", "other_tab", "auto_restart"}
+    {"toggle_filter", "other_tab", "auto_restart", "whole_machine"}
 )  # in the help and the palette; the footer is full
 # The footer's order: help and quit first, so a narrow terminal (80 columns) still shows them
 # whatever is cut at the right. The help keeps KEYS' order.

@@ -60,6 +60,21 @@ class GpuGrid(ScrollableContainer, can_focus=True):
         if not self.panels:
             note.update(_no_gpus_text(diag))
 
+    def show_stale(self, age: int | None) -> None:
+        """No sample for ``age`` seconds (None: fresh): every panel is greyed and says so."""
+        self.set_class(age is not None, "-stale")
+        for panel in self.panels.values():
+            panel.show_stale(age)
+
+    def pick(self, indices: tuple[int, ...]) -> bool:
+        """Mark the panels of ``indices`` and scroll the first into view; False if none."""
+        for i, panel in self.panels.items():
+            panel.set_class(i in indices, "-picked")
+        shown = [self.panels[i] for i in indices if i in self.panels]
+        if shown:
+            self.scroll_to_widget(shown[0], animate=False)
+        return bool(shown)
+
     def _mount_in_order(self, new: list[GpuPanel]) -> None:
         # New GPUs after the first sample are rare (a recovered driver); keep index order.
         old = sorted(i for i, p in self.panels.items() if p not in new)

@@ -38,6 +38,10 @@ class GpuPanel(Static, Themed):
         &.-error { border: heavy $error; }
         &.-warning { border: round $warning; }
         &.-ok { border: round $success 70%; }
+        /* The GPUs of the finding entered last (enter or a click in the findings). */
+        &.-picked { border: double $accent; border-title-color: $accent; }
+        /* The last known readings while no sample comes: greyed, whatever their level. */
+        &.-stale { border: round $foreground 25%; text-opacity: 55%; border-title-color: $warning; }
     }
     """
 
@@ -50,6 +54,7 @@ class GpuPanel(Static, Themed):
         self.now = 0.0
         self.run_active = False
         self.since: dict[str, float] = {}
+        self.stale_s: int | None = None  # no sample for this long: the panel shows old data
 
     def show(self, view: GpuView, now: float, run_active: bool) -> None:
         gpu = view.gpu
@@ -66,6 +71,11 @@ class GpuPanel(Static, Themed):
         }
         self.redraw()
 
+    def show_stale(self, age: int | None) -> None:
+        if age != self.stale_s:
+            self.stale_s = age
+            self.redraw()
+
     def worst(self) -> str:
         if self.view is None:
             return "info"
@@ -80,6 +90,8 @@ class GpuPanel(Static, Themed):
         gpu = view.gpu
         name = _short_name(gpu.name if gpu else "not present")
         self.border_title = Text(f"GPU {view.index} {view.role} {name}")
+        if self.stale_s is not None:  # its label durations stopped with the last sample
+            self.border_title = Text(f"GPU {view.index} stale {duration(self.stale_s)} {name}")
         if gpu is not None:
             used = mib_pair(gpu.mem_used_mib, gpu.mem_total_mib)
             temp = f"{gpu.temp_c}°C" if gpu.temp_c is not None else "-°C"
@@ -87,8 +99,10 @@ class GpuPanel(Static, Themed):
             self.border_subtitle = Text(f"{used} {temp} {power}")
         else:
             self.border_subtitle = None
+        stale = self.stale_s is not None
         for sev in ("ok", "info", "warning", "error"):
-            self.set_class(self.worst() == sev, f"-{sev}")
+            self.set_class(self.worst() == sev and not stale, f"-{sev}")
+        self.set_class(stale, "-stale")
         self.update(self._body(view, self.palette))
 
     def _body(self, view: GpuView, pal: Palette) -> Text:

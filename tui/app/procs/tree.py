@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
 from rich.text import Text
+from textual.binding import Binding, BindingType
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
@@ -48,8 +50,19 @@ def gpus_by_pid(diag: Diagnosis) -> dict[int, tuple[int, ...]]:
 
 
 class ProcTree(Tree[ProcInfo]):
+    """By default the run's processes, the GPU holders and Z/D processes (with the way to them
+    from init); ``w`` shows the whole machine. ``h``/``l`` collapse/expand while it has the
+    focus: a user navigating the tree never launches a run by accident."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("w", "app.whole_machine", "Whole machine"),
+        Binding("l", "expand_here", "Expand", show=False),
+        Binding("h", "collapse_here", "Collapse", show=False),
+    ]
     DEFAULT_CSS = """
     ProcTree { height: 1fr; scrollbar-size-vertical: 1; }
+    /* The last known processes while no sample comes: greyed (their tab says how old). */
+    ProcTree.-stale { text-opacity: 50%; }
     """
 
     def __init__(self) -> None:
@@ -62,12 +75,41 @@ class ProcTree(Tree[ProcInfo]):
         self.open_path = True  # open the way to important processes (first sample, new run)
         self.guide_depth = 2
         self.show_root = False
+        self.whole = False  # the whole machine, not only what matters to the run
+        self.last: tuple[Snapshot, Diagnosis] | None = None
 
     def on_mount(self) -> None:
         self.watch(self.app, "theme", lambda _t: self._relabel_all(), init=False)
         self.root.expand()
 
+    def toggle_whole(self) -> None:
+        """Whole machine on/off (``whole``); redraws from the last sample."""
+        self.whole = not self.whole
+        if self.last is not None:
+            self.run_id = ()  # open the way to what matters again
+            self.show(*self.last)
+
+    def select_pid(self, pid: int) -> bool:
+        """Put the cursor on ``pid`` (opening the way to it); False when it is not listed."""
+        node = self.nodes.get(pid)
+        if node is None:
+            return False
+        _expand_ancestors(node)
+        self.call_after_refresh(self.move_cursor, node)  # its line exists once laid out
+        return True
+
+    def action_expand_here(self) -> None:
+        node = self.cursor_node
+        if node is not None and node.allow_expand:
+            node.expand()
+
+    def action_collapse_here(self) -> None:
+        node = self.cursor_node
+        if node is not None:
+            (node if node.is_expanded or node.parent is None else node.parent).collapse()
+
     def show(self, snap: Snapshot, diag: Diagnosis) -> None:
+        self.last = (snap, diag)
         procs = {p.pid: p for p in snap.procs}
         run_pids = {p.pid for p in group_members(diag.run, snap.procs)}
         holders = gpus_by_pid(diag)
@@ -87,7 +129,10 @@ class ProcTree(Tree[ProcInfo]):
         parent_of = {
             pid: (p.ppid if p.ppid in procs and p.ppid != pid else None) for pid, p in procs.items()
         }
+        if not self.whole:
+            parent_of = _what_matters(parent_of, infos)
         self._remove_stale(parent_of)
+        infos = {pid: infos[pid] for pid in parent_of}
         run_id = diag.run.id if diag.run else None
         # Open the way to what matters on the first sample and for a new run; otherwise the
         # user's expand/collapse is never overridden.
@@ -97,6 +142,10 @@ class ProcTree(Tree[ProcInfo]):
         for pid in _parents_first(parent_of):
             self._place(pid, parent_of[pid], infos[pid], pal)
         self.infos = infos
+
+    def show_stale(self, age: int | None) -> None:
+        """No sample for ``age`` seconds (None: fresh): a PID listed may be gone by now."""
+        self.set_class(age is not None, "-stale")
 
     def _remove_stale(self, parent_of: Mapping[int, int | None]) -> None:
         """Drop nodes whose process is gone or moved (reparented to init): re-added later."""
@@ -145,6 +194,31 @@ class ProcTree(Tree[ProcInfo]):
     def selected(self) -> ProcInfo | None:
         node = self.cursor_node
         return node.data if node is not None else None
+
+
+def _what_matters(
+    parent_of: Mapping[int, int | None], infos: Mapping[int, ProcInfo]
+) -> dict[int, int | None]:
+    """The run's processes and their children, GPU holders, Z/D processes, and the way to
+    them from init; everything when none of these exists (the tree is never empty)."""
+    important = {pid for pid, i in infos.items() if i.in_run or i.gpus or i.state in ("Z", "D")}
+    if not important:
+        return dict(parent_of)
+    keep = set(important)
+    for pid in parent_of:  # the run's subtree: whatever descends from one of its processes
+        cur: int | None = parent_of[pid]
+        seen = 0
+        while cur is not None and seen < 256:
+            if infos[cur].in_run:
+                keep.add(pid)
+                break
+            cur, seen = parent_of.get(cur), seen + 1
+    for pid in list(keep):  # the way from init
+        cur, seen = parent_of.get(pid), 0
+        while cur is not None and cur not in keep and seen < 256:
+            keep.add(cur)
+            cur, seen = parent_of.get(cur), seen + 1
+    return {pid: parent for pid, parent in parent_of.items() if pid in keep}
 
 
 def _expand_ancestors(node: TreeNode[ProcInfo]) -> None:

@@ -17,7 +17,7 @@ from dflash_tui.core.diagnosis.findings_run import (
     telemetry_findings,
 )
 from dflash_tui.core.diagnosis.progress import Progress
-from dflash_tui.core.diagnosis.severity import label_severity, rank
+from dflash_tui.core.diagnosis.severity import label_severity, rank, summary_severity
 from dflash_tui.core.diagnosis.thresholds import Thresholds
 
 if TYPE_CHECKING:
@@ -221,17 +221,24 @@ def _hidden_processes_finding(diag: Diagnosis, th: Thresholds) -> Finding | None
     )
 
 
-def _topology_finding(diag: Diagnosis) -> Finding | None:
+def _causes(diag: Diagnosis, bad: tuple[int, ...], found: list[Finding]) -> list[str]:
+    """The levels of what makes those GPUs unhealthy: the findings that name them, and a
+    holder the probe cannot place (not healthy, yet no finding of its own says worse)."""
+    levels = [f.severity for f in found if set(f.gpus) & set(bad)]
+    if any(v.unseen_holder for v in diag.gpus if v.index in bad):
+        levels.append("warning")
+    return levels
+
+
+def _topology_finding(diag: Diagnosis, found: list[Finding]) -> Finding | None:
     ht, nt = diag.healthy("target")
     hd, nd = diag.healthy("drafter")
     if ht == nt and hd == nd:
         return None
     bad = tuple(i for i in diag.topology.indices if not _healthy(diag, i))
-    others = any(set(v.codes) - {"idle", "ok"} or v.unseen_holder for v in diag.gpus)
-    severity = "error" if diag.run_state in ACTIVE else ("warning" if others else "info")
     return Finding(
         "topology-mismatch",
-        severity,
+        summary_severity(_causes(diag, bad, found)),
         bad,
         f"{ht}/{nt} target and {hd}/{nd} drafter GPUs healthy (topology "
         f"{diag.topology.spec()}); the pipeline needs every one of them. "
@@ -256,7 +263,7 @@ def build_findings(
     hidden = _hidden_processes_finding(diag, th)
     if hidden is not None:
         found.append(hidden)
-    topo = _topology_finding(diag) if diag.telemetry_source != "none" else None
+    topo = _topology_finding(diag, found) if diag.telemetry_source != "none" else None
     if topo is not None:
         found.append(topo)
     return sorted(found, key=lambda f: -rank(f.severity))

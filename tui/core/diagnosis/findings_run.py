@@ -13,38 +13,71 @@ from dflash_tui.core.diagnosis.progress import Progress
 from dflash_tui.core.diagnosis.thresholds import Thresholds
 
 if TYPE_CHECKING:
-    from dflash_tui.core.diagnosis.diagnose import Diagnosis
+    from dflash_tui.core.diagnosis.diagnose import Diagnosis, LogView
 
 
 def log_findings(diag: Diagnosis, th: Thresholds) -> list[Finding]:
+    """log-missing. "The launch failed" is said as a fact only of the run's own log or of a
+    log its command names (it redirects there); an extra watched log that is absent is a
+    warning that says so; with no run of ours recorded, a failed launch is a likely cause."""
     out = []
-    run = diag.run
     for log in diag.logs:
-        if log.exists:
-            continue
-        if run is not None and run.started_at is not None and log.is_run_log:
-            missing_for: float | None = diag.time - run.started_at
-        elif log.missing_since is not None and log.missing_since < diag.time:
-            missing_for = diag.time - log.missing_since
-        else:
-            missing_for = None
-        how_long = f" for {duration(missing_for)}" if missing_for is not None else ""
-        late = diag.run_state in ACTIVE and (missing_for or 0) >= th.log_grace_s
-        out.append(
-            Finding(
-                "log-missing",
-                "error" if late or log.is_run_log else "warning",
-                (),
-                f"log {log.path!r} does not exist{how_long}"
-                + (f" ({log.error})" if log.error else "")
-                + ": a program that started would have created it, so the launch failed "
-                "before it could write a line (shell, container, interpreter or a wrong path). "
-                "Next: check the launch command and the path; launch again to capture the "
-                "launcher's own error.",
-                "launch",
-            )
-        )
+        if not log.exists:
+            out.append(_log_missing(diag, log, th))
     return out
+
+
+def tied_to_run(diag: Diagnosis, path: str, is_run_log: bool) -> bool:
+    """The run's own log, or a log the run's recorded command writes (names its path)."""
+    run = diag.run
+    return is_run_log or (run is not None and bool(run.command) and path in (run.command or ""))
+
+
+def _log_missing(diag: Diagnosis, log: LogView, th: Thresholds) -> Finding:
+    run = diag.run
+    if run is not None and run.started_at is not None and log.is_run_log:
+        missing_for: float | None = diag.time - run.started_at
+    elif log.missing_since is not None and log.missing_since < diag.time:
+        missing_for = diag.time - log.missing_since
+    else:
+        missing_for = None
+    how_long = f" for {duration(missing_for)}" if missing_for is not None else ""
+    what = f"log {log.path!r} does not exist{how_long}" + (f" ({log.error})" if log.error else "")
+    if tied_to_run(diag, log.path, log.is_run_log) and run is not None:
+        late = diag.run_state in ACTIVE and (missing_for or 0) >= th.log_grace_s
+        return Finding(
+            "log-missing",
+            "error" if late or log.is_run_log else "warning",
+            (),
+            f"{what}: it is run {run.id}'s "
+            + ("own log" if log.is_run_log else "log (its command writes there)")
+            + ", and a program that started would have created it, so the launch failed "
+            "before it could write a line (shell, container, interpreter or a wrong path). "
+            "Next: check the launch command and the path; launch again to capture the "
+            "launcher's own error.",
+            "launch",
+        )
+    if run is None:
+        return Finding(
+            "log-missing",
+            "warning",
+            (),
+            f"{what}, and no run was launched from here. If a job started by hand should "
+            "write it, it likely failed before writing a line (shell, container, interpreter) "
+            "or writes elsewhere (a wrong path). Next: check the path and that job; or launch "
+            "the run from here, which records the launcher's own error.",
+            "launch",
+        )
+    alive = diag.run_state in ACTIVE
+    return Finding(
+        "log-missing",
+        "warning",
+        (),
+        f"{what}. It is a log watched besides run {run.id}'s own, which "
+        + ("is alive and has its own log" if alive else f"is {diag.run_state}")
+        + ": this file says nothing about that launch. Next: check the path (--log, "
+        "run.logs), or whether the program that should write it runs.",
+    )
 
 
 def run_findings(diag: Diagnosis, th: Thresholds, progress: Progress | None) -> list[Finding]:

@@ -68,3 +68,11 @@ def worst(levels: Iterable[str]) -> str | None:
     """The worst of ``levels``, or None when there are none."""
     found = list(levels)
     return max(found, key=rank) if found else None
+
+
+def summary_severity(causes: Iterable[str]) -> str:
+    """A finding that sums up others (topology-mismatch) says no more than its causes: the
+    worst of their levels, at least info. A live run does not raise it by itself: an extra log
+    that is absent, or GPUs still idle while the job loads, stay what their own findings say."""
+    level = worst(c for c in causes if c in SEVERITIES)
+    return level or "info"

@@ -1,0 +1,112 @@
+"""While no sample comes, nothing is called healthy (issue 12, item 5).
+
+The feed stops (samples overdue) or says the link is down: the findings never say ``OK nothing
+wrong``; the last known GPU panels and the process tree are greyed and say how old they are,
+counting up; the next sample makes them live again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from support import until
+from textual.pilot import Pilot
+from textual.widgets import TabbedContent
+
+from dflash_tui.app import scenes
+from dflash_tui.app.app import DflashApp
+from dflash_tui.app.findings.panel import FindingsList
+from dflash_tui.app.gpus.panel import GpuPanel
+from dflash_tui.app.procs.tree import ProcTree
+from dflash_tui.app.source import Disconnected, ScriptedSource
+from dflash_tui.core.base.config import Config, HostConfig
+
+SIZE = (120, 40)
+INTERVAL = 0.5
+
+
+def findings_text(app: DflashApp) -> str:
+    return str(app.screen.query_one(FindingsList).query_one(".body").render())
+
+
+def procs_tab(app: DflashApp) -> str:
+    return app.screen.query_one("#right-tabs", TabbedContent).get_tab("tab-procs").label_text
+
+
+def panels(app: DflashApp) -> list[GpuPanel]:
+    return list(app.screen.query(GpuPanel))
+
+
+def titles(app: DflashApp) -> list[str]:
+    return [str(p.border_title) for p in panels(app)]
+
+
+def healthy() -> list:  # type: ignore[type-arg]
+    """The healthy scene, as a live probe would send it (with its interval)."""
+    return [replace(s, interval=INTERVAL) for s in scenes.healthy_run(samples=4)]
+
+
+async def fresh(pilot: Pilot, app: DflashApp, n: int) -> None:
+    await until(pilot, lambda: app.samples >= n)
+    await pilot.pause(0.1)
+    assert "OK" in findings_text(app) and "nothing wrong" in findings_text(app)
+    assert not any(p.has_class("-stale") for p in panels(app))
+    assert not app.screen.query_one(ProcTree).has_class("-stale")
+    assert procs_tab(app) == "Processes"
+
+
+def assert_stale(app: DflashApp) -> None:
+    text = findings_text(app)
+    assert "nothing wrong" not in text and "OK" not in text.split(), text
+    assert "STALE" in text and "last sample" in text and "health now is unknown" in text
+    assert panels(app) and all(p.has_class("-stale") for p in panels(app))
+    assert not any(p.has_class("-ok") for p in panels(app))  # no green border on old data
+    assert all(" stale " in t for t in titles(app)), titles(app)
+    assert app.screen.query_one(ProcTree).has_class("-stale")
+    assert "stale" in procs_tab(app)
+
+
+def age_in(title: str) -> int:
+    return int(title.split(" stale ")[1].split("s")[0])
+
+
+async def test_a_link_down_greys_the_last_known_state_and_says_nothing_is_ok() -> None:
+    snaps = healthy()
+    source = ScriptedSource(snaps[:2])
+    app = DflashApp(Config(hosts=(HostConfig(),)), source=source)
+    async with app.run_test(size=SIZE) as pilot:
+        await fresh(pilot, app, 2)
+        source.push(Disconnected("ssh: connection to box lost", 30.0))
+        await until(pilot, lambda: app.current.link == "down")
+        await until(pilot, lambda: "STALE" in findings_text(app))
+        assert "LINK" in findings_text(app) and "connection to box lost" in findings_text(app)
+        assert_stale(app)
+        first = age_in(titles(app)[0])
+        await pilot.pause(2.2)  # the age counts up: it does not freeze silently
+        assert age_in(titles(app)[0]) >= first + 2, titles(app)
+        assert_stale(app)
+        source.push(snaps[2])  # the link is back: live again
+        await fresh(pilot, app, 3)
+
+
+async def test_overdue_samples_are_stale_without_any_error() -> None:
+    snaps = healthy()
+    source = ScriptedSource(snaps[:2])
+    app = DflashApp(Config(hosts=(HostConfig(),)), source=source)
+    async with app.run_test(size=SIZE) as pilot:
+        await fresh(pilot, app, 2)
+        # No more samples and no error (a frozen link): stale from 1.5 intervals on.
+        await until(pilot, lambda: "STALE" in findings_text(app), timeout=10)
+        assert_stale(app)
+        source.push(snaps[2])
+        await fresh(pilot, app, 3)
+
+
+async def test_a_link_down_before_any_sample_calls_nothing_healthy() -> None:
+    source = ScriptedSource([Disconnected("ssh: connect refused", 30.0)])
+    app = DflashApp(Config(hosts=(HostConfig(),)), source=source)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.current.link == "down")
+        await until(pilot, lambda: "LINK" in findings_text(app))
+        text = findings_text(app)
+        assert "nothing wrong" not in text and "no sample yet" in text, text
