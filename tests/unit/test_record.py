@@ -16,7 +16,7 @@ import pytest
 from dflash_tui.app import scenes
 from dflash_tui.core.base.config import ConfigError, HostConfig, load_file
 from dflash_tui.core.base.config_record import RecordSettings
-from dflash_tui.core.base.snapshot import Proc, Snapshot
+from dflash_tui.core.base.snapshot import Proc, Snapshot, StepPoints
 from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.record.recorder import Recorder, enforce_cap
 from dflash_tui.core.record.replay import Cursor, RecordError, load, parse_time, status_at
@@ -37,7 +37,10 @@ def _run(tmp_path: Path, samples: int = 40) -> tuple[HostConfig, list[Snapshot],
             Proc(9000 + j, 1, 9000 + j, 9000 + j, cmd=f"worker {j}") for j in range(k // 5)
         )
         kept = tuple(p for p in s.procs if not (k % 7 == 6 and p.pid == 5000))
-        out.append(replace(s, procs=kept + extra))
+        # The History tab's step points travel in samples too (a sample with them once failed
+        # to record: they were not JSON).
+        steps = StepPoints(f"{run}/events.jsonl", 100 * k, ((s.time, k, 2.5 - k / 100, 900.0),))
+        out.append(replace(s, procs=kept + extra, steps=steps if k % 3 else None))
     return HostConfig(run_root=str(tmp_path)), out, run
 
 

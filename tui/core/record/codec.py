@@ -12,7 +12,7 @@ import json
 from dataclasses import fields
 from typing import Any
 
-from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.base.snapshot import Snapshot, StepPoints
 from dflash_tui.core.diagnosis.diagnose import Diagnosis
 from dflash_tui.core.diagnosis.timeline import Event
 
@@ -23,6 +23,14 @@ _ROWS = ("gpus", "gpu_procs", "logs")
 
 def _row(obj: Any) -> dict[str, Any]:
     return dict(vars(obj))  # frozen dataclasses without slots: their fields, nothing else
+
+
+def _steps(steps: StepPoints | None) -> dict[str, Any] | None:
+    """The probe's ``steps`` object (its key for the start is ``from``)."""
+    if steps is None:
+        return None
+    points = [list(p) for p in steps.points]
+    return {"path": steps.path, "from": steps.start, "thinned": steps.thinned, "points": points}
 
 
 def snapshot_dict(snap: Snapshot) -> dict[str, Any]:
@@ -38,6 +46,8 @@ def snapshot_dict(snap: Snapshot) -> dict[str, Any]:
             continue  # written by the encoder (whole or as a delta)
         elif f.name == "supervisor":
             out[f.name] = v.doc if v is not None else None
+        elif f.name == "steps":
+            out[f.name] = _steps(v)
         else:
             out[f.name] = v
     return out
