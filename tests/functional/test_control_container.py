@@ -164,7 +164,10 @@ async def test_a_group_whose_leader_is_reaped_is_still_the_run(
         rep = await fetch_run(t, h.run_root)
         assert rep.record is not None
         gone = not any(pidns.inner_pid(p) == rep.record.pid for p, _ in pidns.procs(True))
-        if rep.record.exit_code is not None and gone:
+        # On a loaded machine the job's own shell can still be on its way out when the
+        # wrapper's exit code is there: wait for it too (a member that stays fails below).
+        only_sleep = [p.cmd for p in rep.members] == ["sleep"]
+        if rep.record.exit_code is not None and gone and only_sleep:
             break  # the wrapper ended and was reaped: its PID, the PGID, has no process
         await asyncio.sleep(0.05)
     assert rep.record.exit_code == 0 and gone
@@ -223,7 +226,13 @@ async def test_presets_launch_and_kill_inside_the_container(
     res = await launch(t, h, **FAST)
     assert res.ok and pidns.has(res.pid or 0), res
     k = await kill(t, h, grace=0.3, poll=0.05)
-    assert k.ok and k.signals == ("TERM", "KILL") and pidns.procs() == [], k
+    assert k.ok and k.signals == ("TERM", "KILL"), k
+    # The control script's own shell runs in the namespace too (through the wrapper) and may
+    # still be exiting when kill returns on a loaded machine: nothing may be left after that.
+    deadline = time.monotonic() + 5
+    while pidns.procs() and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert pidns.procs() == [], k
 
 
 async def test_a_container_that_is_not_running_is_reported_at_once(
