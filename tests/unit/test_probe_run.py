@@ -15,6 +15,7 @@ from dflash_tui.core.probe.main import read_run_dir
 RUN_KEYS = {
     "id", "dir", "command", "pid", "pgid", "start_ticks", "started_at", "exit_code", "ended_at",
     "launch_error", "kill_requested_at", "log_path", "events_path", "earlier_pgids", "earlier_runs",
+    "born",
 }  # fmt: skip
 
 
@@ -68,6 +69,7 @@ def test_latest_run_with_every_file(tmp_path: Path) -> None:
         "ended_at": 1764669700.25,
         "launch_error": None,
         "kill_requested_at": 1764669650.0,
+        "born": None,  # only without a pid file
         "log_path": str(d / "output.log"),
         "events_path": str(d / "events.jsonl"),
         "earlier_pgids": [81, 90, 100],

@@ -17,6 +17,7 @@ from fakes.scenario import FAKES, FakeSmi, app, box, gpu
 from support import busybox_bin
 
 from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.rundir import run_state
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.link.feed import sample_once
 from dflash_tui.core.link.transport import LocalTransport
@@ -252,3 +253,20 @@ def test_supervisor_and_last_step_as_the_python_probe(
     bad = shell_probe(*args, path=no_python_path(tmp_path / "bin2"))
     snap = Snapshot.from_dict(bad)
     assert snap.supervisor is None and any("supervisor: not JSON" in e for e in snap.errors)
+
+
+def test_both_probes_date_a_run_directory_without_a_pid_file(tmp_path: Path) -> None:
+    # What a SIGKILLed launcher leaves: a run directory with no pid file. Its age is what lets
+    # the app and `status` read it as launch-failed (abandoned) instead of starting for ever.
+    root = tmp_path / "runs"
+    d = root / "20261202-090000-abcd"
+    d.mkdir(parents=True)
+    (d / "command").write_text("python3 train.py\n")
+    old = int(time.time()) - 600
+    os.utime(d, (old, old))
+    py, sh = run_probe(f"--run-root={root}"), shell_probe(f"--run-root={root}")
+    assert py["run"]["born"] == sh["run"]["born"] == old
+    run = Snapshot.from_json(json.dumps(sh)).run
+    assert run is not None and run_state(run, [], time.time()) == "launch-failed"
+    (d / "pid").write_text("123 123 1\n")  # a pid file: its age no longer matters
+    assert run_probe(f"--run-root={root}")["run"]["born"] is None

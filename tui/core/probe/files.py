@@ -53,6 +53,9 @@ def read_run_dir(root, errors: list):
     run["command"] = cmd[:-1] if cmd and cmd.endswith("\n") else cmd
     run["pid"], run["pgid"], run["start_ticks"] = files.numbers("pid", (int, int, int))
     run["started_at"] = files.numbers("started_at", (float,))[0]
+    # Without a pid file the directory's age tells a launch in progress from one its launcher
+    # abandoned (SIGKILLed): rundir.abandoned. Whole seconds, as the shell probe reads them.
+    run["born"] = dir_mtime(d) if run["pgid"] is None else None
     run["exit_code"], run["ended_at"] = files.numbers("exit", (int, float))
     err = files.text("launch_error")
     if err is not None:
@@ -68,6 +71,13 @@ def read_run_dir(root, errors: list):
     # With their leaders' start ticks: a PGID number the kernel has since reused is not theirs.
     run["earlier_runs"] = earlier
     return run
+
+
+def dir_mtime(path: str):
+    try:
+        return int(os.stat(path).st_mtime)
+    except OSError:
+        return None
 
 
 class RunFiles:

@@ -142,6 +142,8 @@ run_dir() { # R key value / RC command lines / RE launch_error lines / RP earlie
 	echo "R dir $latest"
 	echo "R pid $(first_line "$latest/pid")"
 	echo "R started_at $(first_line "$latest/started_at")"
+	# the directory's age without a pid file: a launch in progress or abandoned (rundir.abandoned)
+	[ -f "$latest/pid" ] || echo "R born $(stat -c %Y "$latest" 2>/dev/null)"
 	echo "R exit $(first_line "$latest/exit")"
 	echo "R kill_requested $(first_line "$latest/kill_requested")"
 	[ -f "$latest/command" ] && head -c 65536 "$latest/command" | tr -d "\000" | sed "s/^/RC /"
@@ -337,6 +339,7 @@ function runjson(   a, n, o, e, r, i, INT, NUM) {
 	o = o ", \"pid\": " runnum(a[1], INT, "pid") ", \"pgid\": " runnum(a[2], INT, "pid")
 	o = o ", \"start_ticks\": " runnum(a[3], INT, "pid")
 	o = o ", \"started_at\": " runnum(RUN["started_at"], NUM, "started_at")
+	o = o ", \"born\": " runnum(RUN["born"], INT, "born")
 	n = split(RUN["exit"], a, " ")
 	o = o ", \"exit_code\": " runnum(a[1], INT, "exit") ", \"ended_at\": " runnum(a[2], NUM, "exit")
 	gsub(/^[ \t\n]+|[ \t\n]+$/, "", lerr)
