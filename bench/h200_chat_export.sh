@@ -65,7 +65,9 @@ grep -E '^(eval|dflash-train: (training|compil|warmed|done|exported|error|warnin
 grep -E '^step=' "$OUT/train.log" | sed -n '1p;$p' | tee -a "$OUT/summary.txt"
 cp "$W/export/config.json" "$OUT/export_config.json" 2>/dev/null
 
-t=$(date +%s)
-(cd "$W/neutral" && limit 150 python3 "$ROOT/bench/h200_decode.py" "$W/export" "$W/target" \
-  "$W/regen.jsonl" 4 128) >"$OUT/decode.json" 2>"$OUT/decode.err"
-note "decode: rc=$? in $(($(date +%s) - t)) s: $(tail -1 "$OUT/decode.json")"
+for dt in bfloat16 float32; do # fp32 (TF32 off) tells arithmetic from a wrong drafter
+  t=$(date +%s)
+  (cd "$W/neutral" && DECODE_DTYPE=$dt limit 150 python3 "$ROOT/bench/h200_decode.py" \
+    "$W/export" "$W/target" "$W/regen.jsonl" 4 128) >"$OUT/decode-$dt.json" 2>"$OUT/decode.err"
+  note "decode $dt: rc=$? in $(($(date +%s) - t)) s: $(tail -1 "$OUT/decode-$dt.json")"
+done

@@ -23,6 +23,7 @@ from dflash_tui.app.app import DflashApp
 from dflash_tui.app.feeds import HostFeeds
 from dflash_tui.app.findings.panel import TimelineList
 from dflash_tui.app.gpus.grid import GpuGrid
+from dflash_tui.app.history.view import HistoryView
 from dflash_tui.app.layout import MainScreen
 from dflash_tui.app.logs.area import LogArea
 from dflash_tui.app.messages import SampleReady
@@ -30,6 +31,7 @@ from dflash_tui.app.timebar import TimeBar
 from dflash_tui.core.base.config import Config
 from dflash_tui.core.base.snapshot import LogState, Snapshot
 from dflash_tui.core.base.text import terminal_safe
+from dflash_tui.core.diagnosis.history import RunHistory
 from dflash_tui.core.record.replay import Cursor, RecordError, Recording, parse_time
 
 TICK = 0.1  # seconds between play steps
@@ -107,6 +109,13 @@ class ReplayApp(DflashApp):
     def quit_note(self) -> str:
         return ""  # nothing of a recording keeps running
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # The time bar's keys are priority bindings: while a text box (the log filter) has
+        # focus, left/right/space/g belong to it, not to the recording.
+        if action in ("step", "jump", "play", "goto") and isinstance(self.focused, Input):
+            return False
+        return super().check_action(action, parameters)
+
     # -- keys --
 
     def action_play(self) -> None:
@@ -171,7 +180,10 @@ class ReplayApp(DflashApp):
             return
         diag = self.cursor.seek(index)
         state = self.host_states[0]
-        snap, events = self.cursor.snap, tuple(self.cursor.new_events)
+        # A recorded sample is as old as the moment it shows, never stale: without its probe
+        # interval the header, panels and findings do not count a paused replay's age.
+        snap, events = replace(self.cursor.snap, interval=None), tuple(self.cursor.new_events)
+        diag = replace(diag, interval=None)
         if not step:
             self._reset_panes()
             snap = replace(snap, logs=tuple(self._logs_so_far(snap)))
@@ -209,6 +221,13 @@ class ReplayApp(DflashApp):
         everything = list(self.cursor.timeline.events)
         timeline.events = everything[: len(everything) - len(self.cursor.new_events)]
         timeline.redraw()
+        # The History tab folds what each sample adds: after a jump, fold the samples before
+        # this one again (this one comes with its SampleReady).
+        history = pane.query_one(HistoryView)
+        history.history = RunHistory()
+        for s in self.rec.samples[: self.cursor.index]:
+            history.history.add(s.snap)
+        history.dirty = True
         grid = pane.query_one(GpuGrid)
         recent = self.rec.samples[max(self.cursor.index - 60, 0) : self.cursor.index]
         for index, panel in grid.panels.items():
