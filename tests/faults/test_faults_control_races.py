@@ -100,10 +100,17 @@ async def test_a_note_names_the_foreign_entries(runs: Path, tmp_path: Path) -> N
     t = LocalTransport()
     runs.mkdir(parents=True)
     (runs / "notes").mkdir()
+    # Our own files beside the runs are no foreign entries: the supervisor's, the recorder's.
+    for name in ("supervisor.json", "supervisor.log", "supervisor.policy.json"):
+        (runs / name).write_text("{}\n")
+    (runs / ".record").mkdir()
     from dflash_tui.core.control.launch import launch_script
 
     rep = await launch_script(t, host(runs, "true", tmp_path), 0, 2.0)
     assert any("notes" in n and "not a run directory" in n for n in rep.notes), rep.notes
+    assert [n for n in rep.notes if "not a run directory" in n] == [
+        "ignoring notes in the run root: not a run directory"
+    ], rep.notes
     res = await launch(t, host(runs, "true", tmp_path), **FAST)
     assert res.ok and "ignoring notes in the run root" in res.message, res
 

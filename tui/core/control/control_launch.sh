@@ -20,7 +20,8 @@ foreign() {  # ROOT: say which entries of the run root are no run of ours (they 
   for fo_e in "$1"/* "$1"/.[!.]*; do
     [ -e "$fo_e" ] || [ -L "$fo_e" ] || continue
     fo_n=${fo_e##*/}
-    case $fo_n in .lock | .lock.break | .supervisor* | .room.*) continue ;; esac
+    # ours beside the runs: the launch lock, the supervisor's files, the flight recorder's
+    case $fo_n in .lock | .lock.break | .supervisor* | supervisor.* | .room.* | .record) continue ;; esac
     case $fo_n in $IDGLOB) [ -d "$fo_e" ] && [ ! -L "$fo_e" ] && continue ;; esac
     say "note ignoring $fo_n in the run root: not a run directory"
   done
