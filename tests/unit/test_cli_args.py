@@ -8,7 +8,7 @@ from importlib import metadata
 import pytest
 
 from dflash_tui.app.themes import DEFAULT_THEME
-from dflash_tui.cli.main import build_parser
+from dflash_tui.cli.main import build_parser, main
 
 
 def _help(*argv: str, capsys: pytest.CaptureFixture[str]) -> str:
@@ -77,3 +77,9 @@ def test_help_shows_the_defaults(
     text = " ".join(_help(*argv, capsys=capsys).split())
     for words in shown:
         assert words in text, words
+
+
+def test_status_at_without_a_recording_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    # It printed the live status and exited 0: a script believed it had the status at TIME.
+    assert main(["status", "--at", "+10s", "--json"]) == 2
+    assert "status --at needs --replay DIR" in capsys.readouterr().err

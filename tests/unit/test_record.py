@@ -129,6 +129,7 @@ def test_the_record_table_is_checked(tmp_path: Path) -> None:
     for bad, needle in (
         ("maxmib = 5", "unknown key 'record.maxmib' (did you mean 'record.max_mib'?)"),
         ("max_mib = 0", "record.max_mib must be a number >= 1"),
+        ("max_mib = inf", "record.max_mib must be a number >= 1"),  # overflowed the byte cap
         ("enabled = 1", "record.enabled must be true or false"),
         ("segment_s = 'x'", "record.segment_s must be a number"),
     ):

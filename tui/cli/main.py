@@ -185,7 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--replay",
         metavar="DIR",
         help="read a recording (run dir or record dir) "
-        "instead of the host: the document at --at (no host is reached)",
+        "instead of the host: the document at --at (no host is reached; default: the host)",
     )
     st.add_argument(
         "--at",
@@ -236,6 +236,10 @@ def main(argv: list[str] | None = None) -> int:
         from dflash_tui.cli.config_cmd import print_example
 
         return print_example()
+    if args.subcommand == "status" and getattr(args, "at", None) and not args.replay:
+        # the live status would answer a question the script did not ask
+        print("dflash-tui: status --at needs --replay DIR (a recording)", file=sys.stderr)
+        return 2
     if args.subcommand == "replay" or getattr(args, "replay", None):  # no config, no host
         from dflash_tui.cli import replay
 

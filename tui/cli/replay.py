@@ -35,7 +35,11 @@ def add_replay_arguments(p: argparse.ArgumentParser) -> None:
         metavar="RUN_DIR|RECORD_DIR",
         help="a run directory (its record/) or a record directory",
     )
-    p.add_argument("--demo", choices=DEMOS, help="replay a shipped recording (the seed incident)")
+    p.add_argument(
+        "--demo",
+        choices=DEMOS,
+        help="replay a shipped recording (the seed incident; default: none)",
+    )
     p.add_argument("--at", metavar="TIME", help=f"start there: {TIME_HELP} (default: the start)")
     p.add_argument(
         "--speed",
@@ -44,7 +48,7 @@ def add_replay_arguments(p: argparse.ArgumentParser) -> None:
         metavar="X",
         help="playback speed, recorded seconds per second (default 1)",
     )
-    p.add_argument("--theme", default=None, help="the app's theme (as for dflash-tui)")
+    p.add_argument("--theme", default=None, help="the app's theme (default: as for dflash-tui)")
 
 
 def _load(path: str | None, demo: str | None) -> Recording:

@@ -10,6 +10,8 @@ segment_s = 300     # a new segment file every this many seconds
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +45,7 @@ def record_from_table(table: Any) -> RecordSettings:
 
 def _positive(table: dict[str, Any], key: str, default: float, least: float) -> float:
     v = table.get(key, default)
-    if isinstance(v, bool) or not isinstance(v, int | float) or not v >= least:
+    # inf passes ">= least" and overflows the byte cap later: only a finite number is a size
+    if isinstance(v, bool) or not isinstance(v, int | float) or not least <= v < math.inf:
         raise ValueError(f"record.{key} must be a number >= {least:g}, not {v!r}")
     return float(v)
