@@ -11,7 +11,6 @@ segment_s = 300     # a new segment file every this many seconds
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass
 from typing import Any
 
