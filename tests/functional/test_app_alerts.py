@@ -116,3 +116,38 @@ async def test_beside_a_live_supervisor_the_app_sends_none(root: Path, tmp_path:
         assert sorted(rx.codes()) == ["restart", "run-exited"], rx.codes()
         assert {b["alert"]["source"] for b in rx.bodies} == {"supervisor"}
         assert app.alerts.hosts[0].runs.end_alerted is not None  # the app did see the crash
+
+
+async def test_an_unreachable_host_is_told_even_beside_a_live_supervisor(tmp_path: Path) -> None:
+    """A supervisor on the host that went away cannot tell of it (its last record only looks
+    live from here): the app sends host-unreachable; the rest stays the supervisor's."""
+    import asyncio
+    import logging
+    import time
+
+    from dflash_tui.app.alerts import HostAlerts
+    from dflash_tui.app.hosts import make_hosts
+    from dflash_tui.app.messages import SampleReady
+    from dflash_tui.core.alerts.events import Said
+    from dflash_tui.core.base.snapshot import Snapshot
+    from dflash_tui.core.diagnosis.tracker import Tracker
+
+    now = time.time()
+    doc = {"pid": 4242, "host": "gpu-box", "heartbeat_at": now, "heartbeat_s": 2.0}
+    snap = Snapshot.from_dict({"time": now, "supervisor": doc})
+    assert snap is not None and snap.supervisor is not None
+    tracker = Tracker(HostConfig().topology)
+    diag = tracker.add(snap)
+    (state,) = make_hosts(Config(hosts=(HostConfig(run_root=str(tmp_path)),)), [None])
+    state.last = SampleReady(state.key, snap, diag, tracker.progress, (), ())
+    with Receiver() as rx:
+        on = ("host-unreachable", "run-exited")
+        h = HostAlerts(state, AlertSettings(webhook=rx.url, on=on), logging.getLogger("t"),
+                       lambda _data: None)  # fmt: skip
+        h.say(Said("run-exited", "error", "the run exited"))  # the supervisor's to tell
+        h.say(Said("host-unreachable", "error", "local unreachable: connection lost"))
+        deadline = time.monotonic() + 10
+        while not rx.codes() and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)
+        assert rx.codes() == ["host-unreachable"]

@@ -95,7 +95,9 @@ class HostAlerts:
     def say(self, said: Said) -> None:
         if said.code == STOPPED:
             return
-        supervised = shown_supervisor(self.state) is not None
+        # A supervisor on the host that went away cannot say so (its last record only looks
+        # live from here): the app tells of an unreachable host whoever supervises.
+        supervised = shown_supervisor(self.state) is not None and said.code != "host-unreachable"
         alert = Alert(said.code, said.severity, said.message, self.state.key, time.time(),
                       said.run_id or self._run_id(), source="app")  # fmt: skip
         if self.remote is not None and not supervised:  # else the supervisor tells
