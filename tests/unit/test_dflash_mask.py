@@ -98,7 +98,21 @@ def test_flex_forward_equals_dense_eager() -> None:
     assert torch.equal(dense[0, :, 3 * BLOCK :], torch.zeros_like(dense[0, :, 3 * BLOCK :]))
 
 
+def _avx512() -> bool:
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            return " avx512f" in f.read()
+    except OSError:
+        return False
+
+
 @pytest.mark.slow
+@pytest.mark.skipif(
+    not _avx512(),
+    reason="torch 2.13 Inductor's CPU flex_attention kernel computes wrong values on CPUs "
+    "without AVX-512 (an AVX2 AMD EPYC: max diff 1.9, at times nan, simdlen 256 too); the "
+    "pipeline never compiles flex on the CPU (refused), its GPU path is checked on the H200",
+)
 def test_compiled_flex_forward_equals_dense_on_cpu() -> None:
     """torch 2.13 compiles flex_attention's forward on the CPU (about 20 s cold)."""
     q, k, v = _qkv()

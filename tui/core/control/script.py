@@ -105,9 +105,8 @@ async def run_script(
     # container runtime's, a job's) never stands for one of control.sh's answers.
     if not rep.ended:
         err = res.stderr.strip()[-400:] or "no error text"
-        raise ControlError(
-            f"{verb} failed on {transport.label} (exit {res.rc}, the answer was cut short): {err}"
-        )
+        how = "the answer was cut short" if res.stdout.strip() else "no answer"
+        raise ControlError(f"{verb} failed on {transport.label} (exit {res.rc}, {how}): {err}")
     return rep
 
 
