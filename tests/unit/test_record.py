@@ -112,6 +112,11 @@ def test_over_the_cap_old_segments_are_thinned_keeping_lines_and_events(tmp_path
     assert lines(thin) == lines(full) and events(thin) == events(full)
     assert thin.samples[-1].snap == full.samples[-1].snap
 
+    def steps(r: object) -> list[tuple[float, int | None, float | None, float | None]]:
+        return [p for s in r.samples if s.snap.steps for p in s.snap.steps.points]  # type: ignore[attr-defined]
+
+    assert steps(thin) == steps(full) and len(steps(full)) > 40  # the History's whole run
+
 
 def test_recording_off_writes_nothing_and_a_failed_write_never_raises(tmp_path: Path) -> None:
     host, snaps, run = _run(tmp_path, samples=3)

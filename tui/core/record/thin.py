@@ -50,6 +50,17 @@ def _merge(pending: _Pending, logs: list[dict[str, Any]]) -> list[dict[str, Any]
     return out
 
 
+def _steps(pending: dict[str, Any] | None, steps: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A dropped sample's step points go on with the next kept one (the History tab's curves
+    are the whole run's); a new stream (another path, read from its start) starts afresh."""
+    if not steps:
+        return pending
+    if pending is None or steps.get("path") != pending.get("path") or steps.get("from") == 0:
+        return steps
+    points = list(pending.get("points") or []) + list(steps.get("points") or [])
+    return {**pending, "points": points}
+
+
 def thin_segment(path: Path, factor: int) -> tuple[Path, int]:
     """Rewrite ``path`` keeping 1 sample in ``factor``: the new file (its name says the level,
     ``seg-...-PID.tN.jsonl.gz``) and its size in bytes."""
@@ -64,13 +75,16 @@ def thin_segment(path: Path, factor: int) -> tuple[Path, int]:
         out.write(dumps({**meta, "thin": level}))
         dec, enc = Decoder(), Encoder()
         pending: _Pending = {}
+        steps: dict[str, Any] | None = None
         last = len(samples) - 1
         for i, rec in enumerate(samples):
             d = dec.snap(rec)
             if not (i % factor == 0 or i == last or rec.get("events")):
                 _carry(pending, d.get("logs") or [])
+                steps = _steps(steps, d.get("steps"))
                 continue
             d["logs"] = _merge(pending, d.get("logs") or [])
+            d["steps"], steps = _steps(steps, d.get("steps")), None
             rows = {r.get("pid"): r for r in d.pop("procs")}
             out.write(dumps(enc.record(d, rows, rec.get("diag"), rec.get("events") or [])))
         out.close()
