@@ -174,3 +174,25 @@ def test_a_step_back_is_the_same_state_as_folding_from_the_start(tmp_path: Path)
         assert list(moving.timeline.events) == list(fresh.timeline.events)
         assert moving.new_events == fresh.new_events
         assert list(moving.tracker.metrics) == list(fresh.tracker.metrics)
+
+
+def test_one_writer_per_record_dir(tmp_path: Path) -> None:
+    # Two viewers of one run, each recording the lines new to it, wrote every line twice.
+    import subprocess
+
+    host, snaps, run = _run(tmp_path, samples=6)
+    where = run / "record"
+    where.mkdir()
+    other = subprocess.Popen(["sleep", "30"])
+    try:
+        ticks = Path(f"/proc/{other.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+        (where / ".writer").write_text(f"{other.pid} {ticks}\n")
+        rec = _record(host, snaps)
+        assert rec.samples == 0 and segment_files(where) == []  # the live writer's dir
+    finally:
+        other.kill()
+        other.wait()
+    rec = _record(host, snaps)  # that writer is gone: this one takes its place
+    assert rec.samples == 6 and len(load(run).samples) == 6
+    rec.release()
+    assert not (where / ".writer").exists()

@@ -141,6 +141,7 @@ class HostState:
             await self._transport.close()
         if self.recorder is not None:
             self.recorder.close()
+            self.recorder.release()
 
 
 @dataclass(frozen=True)

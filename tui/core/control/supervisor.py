@@ -375,6 +375,7 @@ class Supervisor:
                 await feed
             await self.alerter.close(self.alerter.settings.timeout_s + 2)
             self.recorder.close()
+            self.recorder.release()
             await self.release()
             self.log.info("supervisor PID %d ends (%s)", self.pid, self.stop_reason or "error")
 
@@ -390,6 +391,7 @@ class Supervisor:
         finally:
             await self.alerter.close(self.alerter.settings.timeout_s + 2)
             self.recorder.close()
+            self.recorder.release()
             self.stop_reason = "once"
             await self.release()
         return decision

@@ -14,6 +14,7 @@ run stops: recording never stops supervision.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Sequence
@@ -53,6 +54,48 @@ def record_dir(host: HostConfig, snap: Snapshot, env: dict[str, str] | None = No
     return Path(base) / host.label.replace("/", "_") / run_id
 
 
+WRITER = ".writer"  # "PID START_TICKS" of the one process recording into a record dir
+
+
+def _start_ticks(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _me() -> list[str]:
+    return [str(os.getpid()), _start_ticks(os.getpid()) or "?"]
+
+
+def claim(where: Path) -> bool:
+    """Make this process the record dir's one writer, unless a live process (same PID and
+    start time, on this machine: recorders write locally) already is."""
+    where.mkdir(parents=True, exist_ok=True)
+    path = where / WRITER
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            try:
+                owner = path.read_text().split()
+            except OSError:
+                owner = []
+            if owner == _me():
+                return True
+            alive = len(owner) == 2 and owner[0].isdigit() and _start_ticks(int(owner[0]))
+            if alive and alive == owner[1]:
+                return False
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()  # a writer that is gone: take its place
+            continue
+        with os.fdopen(fd, "w") as f:
+            f.write(" ".join(_me()) + "\n")
+        return True
+    return False
+
+
 class Recorder:
     """``add`` one sample at a time; ``close`` at the end (a crash loses no whole record)."""
 
@@ -71,6 +114,8 @@ class Recorder:
         self.enc = Encoder()
         self.timeline = Timeline()
         self.failed: set[Path] = set()  # record dirs that could not be written
+        self.others: set[Path] = set()  # record dirs another live writer holds
+        self.claimed: Path | None = None  # the record dir whose .writer file is ours
         self.samples = 0  # samples recorded
 
     def add(
@@ -82,7 +127,7 @@ class Recorder:
         if events is None:
             events = self.timeline.fold(snap, diag) if diag is not None else []
         where = record_dir(self.host, snap)
-        if where in self.failed:
+        if where in self.failed or where in self.others:
             return
         try:
             self._write(where, snap, diag, events)
@@ -96,7 +141,13 @@ class Recorder:
     ) -> None:
         if where != self.dir:
             self.close()
-            self.dir = where
+            self.release()
+            if not claim(where):
+                # Two writers would each record the lines new to them: every line twice.
+                self.others.add(where)
+                self.log.info("not recording to %s: another live writer holds it", where)
+                return
+            self.dir = self.claimed = where
         if self.seg is not None and self._due(snap.time):
             self.close()
         if self.seg is None:
@@ -140,6 +191,14 @@ class Recorder:
             enforce_cap(seg.path.parent, self.settings.max_bytes, self.log)
         except OSError as exc:
             self.log.warning("recording to %s: %s", seg.path.parent, exc.strerror or exc)
+
+    def release(self) -> None:
+        """Give up the record dir we hold (its .writer file), e.g. at the end."""
+        where, self.claimed = self.claimed, None
+        if where is not None:
+            with contextlib.suppress(OSError):
+                if (where / WRITER).read_text().split() == _me():
+                    (where / WRITER).unlink()
 
     def _drop(self) -> None:
         seg, self.seg, self.dir = self.seg, None, None
