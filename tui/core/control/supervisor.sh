@@ -8,7 +8,8 @@
 #   read ROOT                        the record and the lock's owner
 #   request ROOT JSON                write supervisor.policy.json (a viewer asks for a policy)
 # Output: `status WORD`, then `token`, `owner`, `record`, `policy` lines (JSON on one line),
-# parsed by tui/core/control/supervisor_files.py. Files are written whole (tmp + mv).
+# and last `end` (an answer without it was cut short, as control.sh's), parsed by
+# tui/core/control/supervisor_files.py. Files are written whole (tmp + mv).
 LC_ALL=C
 unset CDPATH
 
@@ -48,6 +49,7 @@ claim() {  # TOKEN OWNER: write our names into the lock we just made
 verb=${1:-}
 R=$(root_abs "${2:-}") || { say "error cannot use the run root ${2:-}: $R"; exit 2; }
 L=$R/.supervisor.lock
+trap 'say end' EXIT
 case $verb in
   lock)
     if mkdir "$L" 2>/dev/null; then claim "$3" "$4"; else held; fi

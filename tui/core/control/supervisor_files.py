@@ -50,6 +50,8 @@ def parse_reply(out: str) -> Reply:
         raise ControlError(facts["error"])
     if "status" not in facts:
         raise ControlError(f"supervisor.sh said nothing understood: {out.strip()[-200:]!r}")
+    if "end" not in facts:  # cut short: a policy line lost would lose a viewer's request
+        raise ControlError(f"supervisor.sh's answer was cut short: {out.strip()[-200:]!r}")
     return Reply(
         status=facts["status"],
         token=facts.get("token"),
