@@ -26,13 +26,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dflash_tui.core.base.config import Config, HostConfig, expand_local
+from dflash_tui.core.base.local_proc import alive
 from dflash_tui.core.base.supervision import LOG_FILE, SupervisorRecord
 from dflash_tui.core.base.text import terminal_safe
 from dflash_tui.core.base.timings import START_WINDOW_S
 from dflash_tui.core.control import supervisor_files as files
 from dflash_tui.core.control.script import ControlError
 from dflash_tui.core.control.supervisor import LockLost, Options, Supervisor, SupervisorBusy
-from dflash_tui.core.control.supervisor_state import alive, describe_owner, hostname
+from dflash_tui.core.control.supervisor_state import describe_owner, hostname
 from dflash_tui.core.link.connect import make_transport
 from dflash_tui.core.link.transport import TransportError
 

@@ -31,6 +31,7 @@ from dflash_tui.core.alerts.notify import Alerter
 from dflash_tui.core.base.alert_config import AlertSettings
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.config_record import RecordSettings
+from dflash_tui.core.base.local_proc import start_ticks
 from dflash_tui.core.base.rundir import ALIVE_STATES, RunReport
 from dflash_tui.core.base.snapshot import RunRecord, Snapshot
 from dflash_tui.core.base.supervision import policy_request
@@ -47,7 +48,6 @@ from dflash_tui.core.control.supervisor_state import (
     kept_from,
     policy_json,
     stale_reason,
-    start_ticks,
     strip_tails,
 )
 from dflash_tui.core.diagnosis.tracker import Tracker

@@ -10,33 +10,13 @@ from __future__ import annotations
 import socket
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from dflash_tui.core.base.local_proc import alive
 from dflash_tui.core.base.supervision import SupervisorRecord
 from dflash_tui.core.base.timings import RestartPolicy
 from dflash_tui.core.control.policy import Decision
 from dflash_tui.core.diagnosis.document import iso_time
-
-
-def start_ticks(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot, None if it is gone (or a zombie)."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = text.rpartition(")")[2].split()
-    if len(fields) < 20 or fields[0] == "Z":
-        return None
-    return int(fields[19]) if fields[19].isdigit() else None
-
-
-def alive(pid: Any, ticks: Any) -> bool:
-    """Is process ``pid`` on this machine the one that started at ``ticks``?"""
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
-        return False
-    now = start_ticks(pid)
-    return now is not None and (ticks is None or now == ticks)
 
 
 def hostname() -> str:

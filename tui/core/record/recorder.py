@@ -23,6 +23,7 @@ from pathlib import Path
 from dflash_tui import __version__
 from dflash_tui.core.base.config import HostConfig, expand_local
 from dflash_tui.core.base.config_record import RecordSettings
+from dflash_tui.core.base.local_proc import alive, start_ticks
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.diagnosis.diagnose import Diagnosis
 from dflash_tui.core.diagnosis.timeline import Event, Timeline
@@ -57,16 +58,8 @@ def record_dir(host: HostConfig, snap: Snapshot, env: dict[str, str] | None = No
 WRITER = ".writer"  # "PID START_TICKS" of the one process recording into a record dir
 
 
-def _start_ticks(pid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            return f.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
 def _me() -> list[str]:
-    return [str(os.getpid()), _start_ticks(os.getpid()) or "?"]
+    return [str(os.getpid()), str(start_ticks(os.getpid()))]
 
 
 def claim(where: Path) -> bool:
@@ -84,8 +77,8 @@ def claim(where: Path) -> bool:
                 owner = []
             if owner == _me():
                 return True
-            alive = len(owner) == 2 and owner[0].isdigit() and _start_ticks(int(owner[0]))
-            if alive and alive == owner[1]:
+            whole = len(owner) == 2 and owner[0].isdigit() and owner[1].isdigit()
+            if whole and alive(int(owner[0]), int(owner[1])):
                 return False
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()  # a writer that is gone: take its place

@@ -1,0 +1,28 @@
+"""A process on this machine, told by PID and start time (so a reused PID is not taken for it):
+the supervisor's lock and record, and the flight recorder's one writer, check their owners
+with these. (Processes on a GPU host are read by the probe and control.sh instead.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def start_ticks(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot, None if it is gone (or a zombie)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text.rpartition(")")[2].split()
+    if len(fields) < 20 or fields[0] == "Z":
+        return None
+    return int(fields[19]) if fields[19].isdigit() else None
+
+
+def alive(pid: Any, ticks: Any) -> bool:
+    """Is process ``pid`` on this machine the one that started at ``ticks``?"""
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return False
+    now = start_ticks(pid)
+    return now is not None and (ticks is None or now == ticks)
