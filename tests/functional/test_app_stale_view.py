@@ -17,6 +17,7 @@ from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.findings.panel import FindingsList
 from dflash_tui.app.gpus.panel import GpuPanel
+from dflash_tui.app.header import RunHeader
 from dflash_tui.app.procs.tree import ProcTree
 from dflash_tui.app.source import Disconnected, ScriptedSource
 from dflash_tui.core.base.config import Config, HostConfig
@@ -31,6 +32,10 @@ def findings_text(app: DflashApp) -> str:
 
 def procs_tab(app: DflashApp) -> str:
     return app.screen.query_one("#right-tabs", TabbedContent).get_tab("tab-procs").label_text
+
+
+def header_text(app: DflashApp) -> str:
+    return str(app.screen.query_one(RunHeader).render()).split("\n")[0]
 
 
 def panels(app: DflashApp) -> list[GpuPanel]:
@@ -53,6 +58,8 @@ async def fresh(pilot: Pilot, app: DflashApp, n: int) -> None:
     assert not any(p.has_class("-stale") for p in panels(app))
     assert not app.screen.query_one(ProcTree).has_class("-stale")
     assert procs_tab(app) == "Processes"
+    assert " up " in header_text(app) and "(old)" not in header_text(app)
+    assert "last sample" not in header_text(app)
 
 
 def assert_stale(app: DflashApp) -> None:
@@ -64,6 +71,9 @@ def assert_stale(app: DflashApp) -> None:
     assert all(" stale " in t for t in titles(app)), titles(app)
     assert app.screen.query_one(ProcTree).has_class("-stale")
     assert "stale" in procs_tab(app)
+    # the run's uptime no sample measures now is not shown as if it were counting
+    head = header_text(app)  # the long form where the width allows
+    assert "at the last sample" in head or " (old)" in head, head
 
 
 def age_in(title: str) -> int:

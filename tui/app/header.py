@@ -215,7 +215,12 @@ class RunHeader(Static, Themed):
             return out
         out.append(part(f"  {safe_label(run.id, 40)}"))
         if state in ACTIVE and run.started_at is not None:
-            out.append(part(f"  up {duration(d.time - run.started_at)}"))
+            up = f"  up {duration(d.time - run.started_at)}"
+            if self.link != "connected" or self.stale_s is not None:
+                # No sample measures the run now: its uptime is the last sample's, said so.
+                out.append(part(f"{up} at the last sample", pal.fg("muted"), 40, f"{up} (old)"))
+            else:
+                out.append(part(up))
         elif run.exit_code is not None or state == "killed":
             if run.exit_code is not None:
                 out.append(part(f"  exit {run.exit_code}", pal.fg("muted")))
