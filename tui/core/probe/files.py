@@ -139,18 +139,10 @@ def last_step(run, errors: list):
     path = run.get("events_path") if run else None
     if not path:
         return None
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - EVENTS_TAIL))
-            data = f.read(EVENTS_TAIL)
-    except (FileNotFoundError, NotADirectoryError):
+    got = read_events(path, errors, lambda size: max(0, size - EVENTS_TAIL), EVENTS_TAIL)
+    if got is None:
         return None
-    except OSError as exc:
-        errors.append("cannot read events %s: %s" % (path, exc.strerror or exc))
-        return None
-    for raw in reversed(data.split(b"\n")):
+    for raw in reversed(got[1].split(b"\n")):
         if b'"step"' not in raw:
             continue
         try:
@@ -179,19 +171,10 @@ class StepReader:
             return None
         if path != self.path:
             self.path, self.offset = path, 0
-        try:
-            with open(path, "rb") as f:
-                size = f.seek(0, os.SEEK_END)
-                if size < self.offset:
-                    self.offset = 0
-                f.seek(self.offset)
-                data = f.read(STEPS_CHUNK)
-        except (FileNotFoundError, NotADirectoryError):
+        got = read_events(path, errors, self._start, STEPS_CHUNK)
+        if got is None:
             return None
-        except OSError as exc:
-            errors.append("cannot read events %s: %s" % (path, exc.strerror or exc))
-            return None
-        start = self.offset
+        start, data = got
         end = data.rfind(b"\n") + 1
         if end == 0 and len(data) == STEPS_CHUNK:
             end = len(data)  # one line longer than a chunk: skipped, not a step
@@ -199,6 +182,26 @@ class StepReader:
         lines, every = spread(data[:end], STEPS_MAX)
         return {"path": path, "from": start, "thinned": every,
                 "points": steps_of(ln for ln in lines if b'"step"' in ln)}  # fmt: skip
+
+    def _start(self, size):
+        if size < self.offset:  # replaced or truncated: read again from its start
+            self.offset = 0
+        return self.offset
+
+
+def read_events(path, errors: list, where, most: int):
+    """(start, up to `most` bytes from byte `where(size)`) of the run's event stream; None
+    when it does not exist (yet), or cannot be read (then said in `errors`)."""
+    try:
+        with open(path, "rb") as f:
+            start = where(f.seek(0, os.SEEK_END))
+            f.seek(start)
+            return start, f.read(most)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        errors.append("cannot read events %s: %s" % (path, exc.strerror or exc))
+        return None
 
 
 def spread(data: bytes, most: int):
