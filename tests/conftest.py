@@ -1,9 +1,12 @@
-"""Shared fixtures. ``fake_smi``: the stand-in nvidia-smi (tests/fakes/) first on PATH."""
+"""Shared fixtures. ``fake_smi``: the stand-in nvidia-smi (tests/fakes/) first on PATH;
+``tmux``: a private tmux server (tests/tmux_util.py)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,19 @@ if str(TESTS) not in sys.path:  # `from fakes.scenario import ...` in any test
     sys.path.insert(0, str(TESTS))
 
 from fakes.scenario import ENV_VARS, FAKES, NVML_FAKE_DIR, FakeSmi  # noqa: E402
+from tmux_util import Tmux  # noqa: E402
+
+
+@pytest.fixture
+def tmux(tmp_path: Path) -> Iterator[Tmux]:
+    """A private tmux server; fails under CI when tmux is missing, skips elsewhere."""
+    if shutil.which("tmux") is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI must run the tmux tests: install tmux", pytrace=False)
+        pytest.skip("tmux is not installed")
+    t = Tmux(tmp_path)
+    yield t
+    t.kill()
 
 
 @pytest.fixture

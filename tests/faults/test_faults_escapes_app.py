@@ -12,15 +12,13 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
+from tmux_util import Tmux
 
 ROOT = Path(__file__).resolve().parents[2]
 PRINTF = (
@@ -29,33 +27,6 @@ PRINTF = (
 )
 # What the payload would put in the stream if it got through (Textual's own output has none).
 SEQUENCES = (b"\x1b]52;", b"\x1b]0;PWNED", b"\x1b]8;;http://evil", b"\x1b[21t", b"\x1bP+q", b"\0")
-
-
-class Tmux:
-    """A private tmux server (its own socket), one 120x40 window."""
-
-    def __init__(self, folder: Path) -> None:
-        self.socket = str(folder / "tmux.sock")
-
-    def __call__(self, *args: str) -> str:
-        res = subprocess.run(
-            ["tmux", "-S", self.socket, *args], capture_output=True, text=True, timeout=20
-        )
-        return res.stdout
-
-    def kill(self) -> None:
-        self("kill-server")
-
-
-@pytest.fixture
-def tmux(tmp_path: Path) -> Iterator[Tmux]:
-    if shutil.which("tmux") is None:
-        if os.environ.get("CI"):
-            pytest.fail("CI must run the tmux recording tests: install tmux", pytrace=False)
-        pytest.skip("tmux is not installed")
-    t = Tmux(tmp_path)
-    yield t
-    t.kill()
 
 
 def dflash(*args: str) -> dict:  # type: ignore[type-arg]

@@ -6,49 +6,17 @@ sample shown are ever on screen."""
 
 from __future__ import annotations
 
-import os
 import shlex
-import shutil
-import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from replay_util import LAST_LINES, make_crash_recording
+from tmux_util import Tmux
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
-
-
-class Tmux:
-    def __init__(self, folder: Path) -> None:
-        self.socket = str(folder / "tmux.sock")
-
-    def __call__(self, *args: str) -> str:
-        res = subprocess.run(
-            ["tmux", "-S", self.socket, *args], capture_output=True, text=True, timeout=20
-        )
-        return res.stdout
-
-    def wait(self, needle: str, timeout: float = 30) -> str:
-        deadline = time.monotonic() + timeout
-        while needle not in (screen := self("capture-pane", "-p")):
-            assert time.monotonic() < deadline, f"{needle!r} not on screen:\n{screen}"
-            time.sleep(0.2)
-        return screen
-
-
-@pytest.fixture
-def tmux(tmp_path: Path) -> Iterator[Tmux]:
-    if shutil.which("tmux") is None:
-        if os.environ.get("CI"):
-            pytest.fail("CI must run the tmux tests: install tmux", pytrace=False)
-        pytest.skip("tmux is not installed")
-    t = Tmux(tmp_path)
-    yield t
-    t("kill-server")
 
 
 def test_step_to_the_crash_with_the_bracket_key_shows_the_last_lines(
