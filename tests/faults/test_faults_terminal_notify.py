@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_faults_escapes_app import PRINTF, Tmux
-from test_faults_escapes_app import tmux as tmux  # the fixture
+from test_faults_escapes_app import PRINTF
+from tmux_util import Tmux
 
 ROOT = Path(__file__).resolve().parents[2]
 OSC9 = re.compile(rb"\x1b\]9;([^\x07\x1b]*)\x07")
