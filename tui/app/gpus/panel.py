@@ -14,8 +14,8 @@ from dflash_tui.app.widgets import Themed
 from dflash_tui.core.base.text import mib, mib_pair, safe_label
 from dflash_tui.core.diagnosis.diagnose import GpuView, ProcView
 from dflash_tui.core.diagnosis.finding import duration
+from dflash_tui.core.diagnosis.severity import LEVELS, label_severity, worst
 from dflash_tui.core.diagnosis.severity import OWNER as _OWNER_SEVERITY
-from dflash_tui.core.diagnosis.severity import label_severity
 
 HISTORY = 60  # samples of utilisation and memory kept per GPU for the sparklines
 _BAR, _SPARK = 8, 7
@@ -79,9 +79,7 @@ class GpuPanel(Static, Themed):
     def worst(self) -> str:
         if self.view is None:
             return "info"
-        order = ("ok", "info", "warning", "error")
-        sevs = [label_severity(c, self.run_active) for c in self.view.codes] or ["info"]
-        return max(sevs, key=order.index)
+        return worst(label_severity(c, self.run_active) for c in self.view.codes) or "info"
 
     def redraw(self) -> None:
         view = self.view
@@ -100,7 +98,7 @@ class GpuPanel(Static, Themed):
         else:
             self.border_subtitle = None
         stale = self.stale_s is not None
-        for sev in ("ok", "info", "warning", "error"):
+        for sev in LEVELS:
             self.set_class(self.worst() == sev and not stale, f"-{sev}")
         self.set_class(stale, "-stale")
         self.update(self._body(view, self.palette))

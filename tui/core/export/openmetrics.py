@@ -25,9 +25,9 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from dflash_tui.core.base.codes import GPU_LABELS
 from dflash_tui.core.base.rundir import RUN_STATES
+from dflash_tui.core.diagnosis.severity import SEVERITIES
 
 PREFIX = "dflash"
-SEVERITIES = ("info", "warning", "error")
 MIB = 1024 * 1024
 
 
