@@ -130,7 +130,7 @@ class AppAlerts:
     def _timeline(self, state: HostState) -> Callable[[str, str], None]:
         def say(severity: str, text: str) -> None:
             ev = Event(time.time(), "alert", severity, text)
-            state.timeline.events.append(ev)
+            state.timeline.add([ev])  # kept in time order, as every source
             pane = self.app.pane_of(state)
             if pane is not None:
                 pane.add_events([ev])
