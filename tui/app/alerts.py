@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Protocol
 
+from dflash_tui.app.host_pane import post_events
 from dflash_tui.app.hosts import HostState
 from dflash_tui.app.messages import SampleReady
 from dflash_tui.app.ports import AppPort
@@ -130,10 +131,7 @@ class AppAlerts:
     def _timeline(self, state: HostState) -> Callable[[str, str], None]:
         def say(severity: str, text: str) -> None:
             ev = Event(time.time(), "alert", severity, text)
-            state.timeline.add([ev])  # kept in time order, as every source
-            pane = self.app.pane_of(state)
-            if pane is not None:
-                pane.add_events([ev])
+            post_events(self.app.pane_of(state), state, [ev])
 
         return say
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from textual.worker import Worker, WorkerState
 
+from dflash_tui.app.host_pane import post_events
 from dflash_tui.app.hosts import HostState
 from dflash_tui.app.ports import AppPort
 from dflash_tui.app.supervised import defer_toggle
@@ -151,10 +152,7 @@ class AutoRestarts:
 
     def _auto_event(self, state: HostState, severity: str, text: str, kind: str = "") -> None:
         ev = Event(time.time(), kind or "auto-restart", severity, text)
-        state.timeline.add([ev])
-        pane = self.app.pane_of(state)
-        if pane is not None:
-            pane.add_events([ev])
+        post_events(self.app.pane_of(state), state, [ev])
 
     def _show_auto(self, state: HostState) -> None:
         pane = self.app.pane_of(state)

@@ -22,6 +22,7 @@ from dflash_tui.app.findings.panel import FindingsList, TimelineList
 from dflash_tui.app.gpus.grid import GpuGrid
 from dflash_tui.app.header import STALE_CHECK_S, RunHeader, stale_after
 from dflash_tui.app.history.view import HistoryView
+from dflash_tui.app.hosts import HostState
 from dflash_tui.app.logs.area import LogArea
 from dflash_tui.app.messages import SampleReady
 from dflash_tui.app.procs.tree import ProcTree
@@ -46,6 +47,14 @@ def named_pid(diag: Diagnosis, finding: Finding) -> int | None:
             if p.owner == owner:
                 return p.container_pid if p.container_pid is not None else p.pid
     return None
+
+
+def post_events(pane: HostPane | None, state: HostState, events: list[Event]) -> None:
+    """Events of the app's own (auto-restart, alerts) on the host's timeline, in time order,
+    and on its pane while it is there."""
+    state.timeline.add(events)
+    if pane is not None:
+        pane.add_events(events)
 
 
 def pane_id(index: int) -> str:
