@@ -30,13 +30,6 @@ from dflash_tui.core.diagnosis.finding import duration
 from dflash_tui.core.diagnosis.severity import label_severity, run_chip
 
 KEEP = 100  # rank of a part that is never shortened
-STALE_CHECK_S = 0.5  # how often the header looks at the age of the last sample
-
-
-def stale_after(interval: float) -> float:
-    """Seconds without a sample after which the data shown is stale: the next sample was due
-    one interval after the last; half an interval more (at least 0.5 s) allows for jitter."""
-    return interval + max(interval / 2, 0.5)
 
 
 @dataclass
@@ -99,25 +92,19 @@ class RunHeader(Static, Themed):
         # Problem GPUs whose panel is scrolled out of the grid: (index, codes, arrow).
         self.offscreen: tuple[tuple[int, tuple[str, ...], str], ...] = ()
         self._watched: GpuGrid | None = None
-        self.sample_at: float | None = None  # time.monotonic() when the last sample came
-        self.stale_s: int | None = None  # whole seconds since it, once it is overdue
+        # Whole seconds since the last sample once it is overdue or the link is down; the
+        # host's pane (tui/app/host_pane.py) keeps that one clock and says it here.
+        self.stale_s: int | None = None
 
     def on_mount(self) -> None:
         self.redraw()
         self.call_after_refresh(self.recheck)
-        self.set_interval(STALE_CHECK_S, self.check_stale)
 
-    def check_stale(self) -> None:
+    def show_stale(self, age: int | None) -> None:
         """A probe that froze (a stuck mount, a frozen SSH link) sends nothing and no error:
-        from the first missed sample the header says ``stale Ns`` instead of ``connected``.
-        Only a live probe says its interval; scripted samples are never stale."""
-        interval = self.diag.interval if self.diag is not None else None
-        stale = None
-        if self.link == "connected" and interval and self.sample_at is not None:
-            age = time.monotonic() - self.sample_at
-            stale = int(age) if age >= stale_after(interval) else None
-        if stale != self.stale_s:
-            self.stale_s = stale
+        from the first missed sample the header says ``stale Ns`` instead of ``connected``."""
+        if age != self.stale_s:
+            self.stale_s = age
             self.redraw()
 
     def on_resize(self, _event: Resize) -> None:
@@ -126,7 +113,7 @@ class RunHeader(Static, Themed):
 
     def show(self, diag: Diagnosis) -> None:
         self.diag, self.link, self.link_detail = diag, "connected", diag.telemetry_source
-        self.sample_at, self.stale_s = time.monotonic(), None
+        self.stale_s = None
         self.redraw()
         self.call_after_refresh(self.recheck)  # once the grid has drawn this sample
 

@@ -20,7 +20,7 @@ from textual.widgets import TabbedContent, TabPane
 
 from dflash_tui.app.findings.panel import FindingsList, TimelineList
 from dflash_tui.app.gpus.grid import GpuGrid
-from dflash_tui.app.header import STALE_CHECK_S, RunHeader, stale_after
+from dflash_tui.app.header import RunHeader
 from dflash_tui.app.history.view import HistoryView
 from dflash_tui.app.hosts import HostState
 from dflash_tui.app.logs.area import LogArea
@@ -47,6 +47,15 @@ def named_pid(diag: Diagnosis, finding: Finding) -> int | None:
             if p.owner == owner:
                 return p.container_pid if p.container_pid is not None else p.pid
     return None
+
+
+STALE_CHECK_S = 0.5  # how often the pane looks at the age of the last sample
+
+
+def stale_after(interval: float) -> float:
+    """Seconds without a sample after which the data shown is stale: the next sample was due
+    one interval after the last; half an interval more (at least 0.5 s) allows for jitter."""
+    return interval + max(interval / 2, 0.5)
 
 
 def post_events(pane: HostPane | None, state: HostState, events: list[Event]) -> None:
@@ -150,6 +159,7 @@ class HostPane(Vertical):
         if age == self.stale_s and self.stale_s is None:
             return
         self.stale_s = age
+        self._draw("header", lambda: self.query_one(RunHeader).show_stale(age))
         self._draw("GPUs", lambda: self.query_one(GpuGrid).show_stale(age))
         self._draw("processes", lambda: self.query_one(ProcTree).show_stale(age))
         self._draw("findings", lambda: self.query_one(FindingsList).show_stale(age, self.down))
