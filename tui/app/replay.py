@@ -231,14 +231,9 @@ class ReplayApp(DflashApp):
         grid = pane.query_one(GpuGrid)
         recent = self.rec.samples[max(self.cursor.index - 60, 0) : self.cursor.index]
         for index, panel in grid.panels.items():
-            panel.util_hist.clear()
-            panel.mem_hist.clear()
-            panel.since = {}
+            panel.forget()
             for s in recent:
-                g = next((g for g in s.snap.gpus if g.index == index), None)
-                panel.util_hist.append(g.util if g else None)
-                used, total = (g.mem_used_mib, g.mem_total_mib) if g else (None, None)
-                panel.mem_hist.append(100.0 * used / total if used is not None and total else None)
+                panel.remember(next((g for g in s.snap.gpus if g.index == index), None))
 
     def _bar(self) -> None:
         screen = self.main_screen()

@@ -11,6 +11,7 @@ from textual.widgets import Static
 from dflash_tui.app.palette import Palette
 from dflash_tui.app.spark import bar, sparkline
 from dflash_tui.app.widgets import Themed
+from dflash_tui.core.base.snapshot import Gpu
 from dflash_tui.core.base.text import mib, mib_pair, safe_label
 from dflash_tui.core.diagnosis.diagnose import GpuView, ProcView
 from dflash_tui.core.diagnosis.finding import duration
@@ -56,13 +57,22 @@ class GpuPanel(Static, Themed):
         self.since: dict[str, float] = {}
         self.stale_s: int | None = None  # no sample for this long: the panel shows old data
 
-    def show(self, view: GpuView, now: float, run_active: bool) -> None:
-        gpu = view.gpu
+    def remember(self, gpu: Gpu | None) -> None:
+        """One reading into the sparklines (None: the GPU was not there)."""
         self.util_hist.append(gpu.util if gpu else None)
         frac = None
         if gpu and gpu.mem_used_mib is not None and gpu.mem_total_mib:
             frac = 100.0 * gpu.mem_used_mib / gpu.mem_total_mib
         self.mem_hist.append(frac)
+
+    def forget(self) -> None:
+        """Drop the sparklines and the labels' start times (a replay jumped elsewhere)."""
+        self.util_hist.clear()
+        self.mem_hist.clear()
+        self.since = {}
+
+    def show(self, view: GpuView, now: float, run_active: bool) -> None:
+        self.remember(view.gpu)
         self.view, self.now, self.run_active = view, now, run_active
         # The diagnosis looks back about a minute; remember since when each label has held
         # without a break, so "idle 6m00s" stays true past that window.
