@@ -18,6 +18,7 @@ from textual.worker import Worker, WorkerState
 from dflash_tui.app.control_bridge import ControlError, StepFn
 from dflash_tui.app.host_pane import HostPane
 from dflash_tui.app.hosts import HostState
+from dflash_tui.app.kill_many import kill_each, many_kill_text, refusals
 from dflash_tui.app.messages import ControlDone, ControlStep
 from dflash_tui.app.ports import AppPort
 from dflash_tui.app.procs.tree import ProcInfo
@@ -146,9 +147,16 @@ class ControlActions:
 
     def kill_process(self) -> None:
         state = self.app.current
-        info = self.app.detail().procs().selected()
+        infos, unseen = self.app.detail().kill_targets()
+        if len(infos) + len(unseen) > 1:
+            self._kill_many(state, infos, unseen)
+            return
+        info = infos[0] if infos else None
         if info is None:
-            self.app.notify("select a process in the tree first (tab to it)", severity="warning")
+            what = f"PID {unseen[0]} is not seen by the probe" if unseen else "no process"
+            self.app.notify(
+                f"{what}: select a process in the tree or the GPU process table", severity="warning"
+            )
             return
         procs = state.snapshot.procs if state.snapshot is not None else ()
         why = known_refusal(state.bridge.transport, info.pid, procs)
@@ -173,6 +181,22 @@ class ControlActions:
             job,
             f"killing PID {info.pid} …",
         )
+
+    def _kill_many(self, state: HostState, infos: list[ProcInfo], unseen: list[int]) -> None:
+        """Several tagged processes: one confirm naming every PID (and those refused), then
+        each is verified by its start time and signalled in turn (tui/app/kill_many.py)."""
+        procs = state.snapshot.procs if state.snapshot is not None else ()
+        refused = refusals(infos, unseen, lambda pid: known_refusal(state.bridge.transport, pid, procs))
+        sent = [i for i in infos if i.pid not in refused]
+        body = many_kill_text(sent, refused, state.bridge.grace)
+        if not sent:
+            title = f"None of these processes on {state.key} can be killed from here"
+            self.app.push_screen(ConfirmScreen(title, body, None), lambda _: None)
+            return
+        title = f"Kill {len(sent)} processes on {state.key}?"
+        job = functools.partial(kill_each, state.bridge, sent)
+        first = f"killing PIDs {', '.join(str(i.pid) for i in sent)} …"
+        self._confirm(state, ConfirmScreen(title, body, "Kill all"), "kill-process", job, first)
 
     def _confirm(
         self, state: HostState, screen: ConfirmScreen, name: str, job: Job, first: str

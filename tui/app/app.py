@@ -344,6 +344,20 @@ class DflashApp(App[None]):
     def action_whole_machine(self) -> None:
         self.detail().toggle_whole_machine()
 
+    def action_compact(self) -> None:
+        compact = self.detail().toggle_compact()
+        self.notify("GPUs: one line each" if compact else "GPUs: full panels", timeout=2)
+
+    def action_gpu_procs(self) -> None:
+        self.detail().show_gpu_procs()
+
+    def action_zoom(self) -> None:
+        pane = self.detail()
+        if pane.zoom.on:
+            pane.zoom.off()
+        elif pane.zoom.toggle(self.focused) is None:
+            self.notify("tab to an area first: + zooms the focused one", timeout=3)
+
     def action_escape(self) -> None:
         area = self.detail().logs()
         if area.has_class("-filtering"):

@@ -162,10 +162,9 @@ class RunHeader(Static, Themed):
         out = []
         for view in d.gpus:
             bad = tuple(c for c in view.codes if label_severity(c, active) in ("warning", "error"))
-            panel = grid.panels.get(view.index)
-            if not bad or panel is None:
+            region = grid.region_of(view.index)  # its panel, or its line when compact
+            if not bad or region is None:
                 continue
-            region = panel.region
             if not region.area or viewport.contains_region(region):
                 continue
             out.append((view.index, bad, "↓" if region.y >= viewport.y else "↑"))

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from textual.app import ComposeResult
+from textual.events import Resize
 from textual.containers import Horizontal, Vertical
 from textual.widgets import TabbedContent, TabPane
 
@@ -25,7 +26,9 @@ from dflash_tui.app.history.view import HistoryView
 from dflash_tui.app.hosts import HostState
 from dflash_tui.app.logs.area import LogArea
 from dflash_tui.app.messages import SampleReady
-from dflash_tui.app.procs.tree import ProcTree
+from dflash_tui.app.procs.gpu_table import GpuProcView
+from dflash_tui.app.procs.tree import ProcInfo, ProcTree
+from dflash_tui.app.zoom import Zoom
 from dflash_tui.app.progress_strip import MetricsStrip
 from dflash_tui.app.widgets import draw_guarded
 from dflash_tui.core.diagnosis.diagnose import Diagnosis
@@ -100,9 +103,16 @@ class HostPane(Vertical):
                         yield TimelineList()
                     with TabPane("History", id="tab-history"):
                         yield HistoryView()
+                    with TabPane("GPU procs", id="tab-gpuprocs"):
+                        yield GpuProcView()
 
     def on_mount(self) -> None:
+        self.zoom = Zoom(self)
         self.set_interval(STALE_CHECK_S, self.check_stale)
+
+    def on_resize(self, _event: Resize) -> None:
+        # The grid's mode depends on the pane's height too, which its own resize misses.
+        self.query_one(GpuGrid).refit()
 
     @property
     def can_draw(self) -> bool:
@@ -131,6 +141,7 @@ class HostPane(Vertical):
         self._draw("processes", lambda: self.query_one(ProcTree).show(snap, diag))
         self._draw("timeline", lambda: self.query_one(TimelineList).add(msg.events))
         self._draw("history", lambda: self.query_one(HistoryView).add(snap))
+        self._draw("GPU processes", lambda: self.query_one(GpuProcView).show(snap, diag))
         return True
 
     def show_link_down(self, text: str, findings: Sequence[Finding]) -> None:
@@ -217,9 +228,37 @@ class HostPane(Vertical):
     def history(self) -> HistoryView:
         return self.query_one(HistoryView)
 
+    def gpu_procs(self) -> GpuProcView:
+        return self.query_one(GpuProcView)
+
+    def grid(self) -> GpuGrid:
+        return self.query_one(GpuGrid)
+
+    def toggle_compact(self) -> bool:
+        """The GPU grid: one line per GPU / full panels (`c`); True when compact now. The
+        header names the problem GPUs out of sight again once the grid is laid out."""
+        compact = self.grid().toggle_compact()
+        self.call_after_refresh(self.query_one(RunHeader).recheck)
+        return compact
+
+    def show_gpu_procs(self) -> None:
+        """The GPU process table (`p`), with the focus on it."""
+        self.tabs().active = "tab-gpuprocs"
+        self.call_after_refresh(self.gpu_procs().table.focus)
+
+    def kill_targets(self) -> tuple[list[ProcInfo], list[int]]:
+        """What K acts on: with the GPU process table shown, its tagged rows (else the row
+        under its cursor); else the tree's selected process. The PIDs the probe does not see
+        come second (control cannot verify them)."""
+        if self.tabs().active == "tab-gpuprocs":
+            return self.gpu_procs().selected_infos()
+        info = self.procs().selected()
+        return ([info] if info is not None else []), []
+
     def next_tab(self) -> None:
-        """Processes, then Timeline, then History, then Processes again (`e`)."""
-        tabs, order = self.tabs(), ("tab-procs", "tab-timeline", "tab-history")
+        """Processes, Timeline, History, GPU procs, then Processes again (`e`)."""
+        tabs = self.tabs()
+        order = ("tab-procs", "tab-timeline", "tab-history", "tab-gpuprocs")
         at = order.index(tabs.active) if tabs.active in order else -1
         tabs.active = order[(at + 1) % len(order)]
 

@@ -44,18 +44,21 @@ KEYS: tuple[tuple[str, str, str, str], ...] = (
         "switch the process tree, the event timeline, the history plots",
     ),
     ("w", "whole_machine", "All procs", "tree: the whole machine / the run's and GPU holders"),
+    ("p", "gpu_procs", "GPU procs", "GPU process table (o sort, / filter, space tag, K kill)"),
+    ("c", "compact", "Compact", "GPU grid: one line per GPU / full panels"),
+    ("plus", "zoom", "Zoom", "the focused area (log, tree, findings, ...) fills the screen / back"),
     ("question_mark", "help", "Help", "this help"),
     ("q", "quit", "Quit (run stays)", "quit the app; the run keeps running"),
 )
 DESTRUCTIVE = frozenset({"launch", "kill", "restart", "kill_process", "auto_restart"})
 HIDDEN = frozenset(
-    {"toggle_filter", "other_tab", "auto_restart", "whole_machine"}
+    {"toggle_filter", "other_tab", "auto_restart", "whole_machine", "gpu_procs", "compact", "zoom"}
 )  # in the help and the palette; the footer is full
 # The footer's order: help and quit first, so a narrow terminal (80 columns) still shows them
 # whatever is cut at the right. The help keeps KEYS' order.
 FIRST = ("help", "quit")
 FOOTER_KEYS = [k for a in FIRST for k in KEYS if k[1] == a] + [k for k in KEYS if k[1] not in FIRST]
-KEY_NAMES = {"slash": "/", "question_mark": "?"}
+KEY_NAMES = {"slash": "/", "question_mark": "?", "plus": "+"}
 # Host keys: only with two or more hosts (check_action hides them otherwise).
 HOST_ACTIONS = frozenset({"next_host", "prev_host", "show_host"})
 HOST_HELP: tuple[tuple[str, str], ...] = (
@@ -132,6 +135,7 @@ class MainScreen(Screen[None], inherit_bindings=False):
         pane = next((a for a in event.tabbed_content.ancestors if isinstance(a, HostPane)), None)
         if pane is not None:
             pane.set_class(event.pane.id == "tab-history", "-history")
+            pane.set_class(event.pane.id == "tab-gpuprocs", "-wide")
             if event.pane.id == "tab-history":
                 self.call_after_refresh(pane.history().replot)
         self.refresh_bindings()  # the History keys show only with it

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.base.snapshot import GpuProcess, Proc, Snapshot
 
 T0 = 1_764_669_600.0  # 2025-12-02 10:00:00 UTC
 SEED_LOG = "/workspace/train_stdout_flex6.log"
@@ -195,4 +195,37 @@ def history_run(samples: int = 41, step: float = 30.0) -> list[Snapshot]:
              "gpus": gpus, "steps": {"path": events, "from": offset, "points": pts}}  # fmt: skip
         offset += 150 * len(pts)
         out.append(replace(Snapshot.from_dict(d), procs=base.procs, run=base.run, logs=base.logs))
+    return out
+
+
+def gpu_processes(samples: int = 2, step: float = 5.0) -> list[Snapshot]:
+    """The healthy run beside another user's job on GPU 5 and an orphan on GPU 2, with the CPU
+    %, RSS and start ticks the probe reads (the GPU process table's scene)."""
+    base = healthy_run(samples, step)
+    extra = [
+        _proc(7100, 1, 7100, "python3 eval.py --ckpt /data/ckpt-1200", user="alice"),
+        _proc(6600, 1, 6600, "python3 -m dflash_train.train (left over)", start=12000),
+    ]
+    usage = {4243: (812.5, 48_000_000), 7100: (97.0, 6_200_000), 6600: (0.0, 31_500_000)}
+    gpu_procs = [
+        {"pid": 7100, "gpu_uuid": "GPU-00000005", "used_mib": 20480, "name": "python3"},
+        {"pid": 6600, "gpu_uuid": "GPU-00000002", "used_mib": 71000, "name": "python3"},
+    ]
+    more = tuple(x for x in (GpuProcess.from_dict(g) for g in gpu_procs) if x is not None)
+    procs = [x for x in (Proc.from_dict(p) for p in extra) if x is not None]
+    out = []
+    for snap in base:
+        with_usage = tuple(
+            replace(p, cpu_pct=usage[p.pid][0], rss_kb=usage[p.pid][1]) if p.pid in usage else p
+            for p in (*snap.procs, *procs)
+        )
+        out.append(
+            replace(
+                snap,
+                procs=with_usage,
+                gpu_procs=snap.gpu_procs + more,
+                boot_time=T0 - 86400.0,
+                clk_tck=100,
+            )
+        )
     return out

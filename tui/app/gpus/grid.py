@@ -1,18 +1,21 @@
-"""The GPU grid: a panel per GPU, four across at 120 columns, two rows visible, then scroll."""
+"""The GPU grid: a panel per GPU (four across at 120 columns, eight at 240, two rows visible,
+then scroll), or one line per GPU when eight panels do not fit (tui/app/gpus/fit.py); ``c``
+switches between the two."""
 
 from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import ScrollableContainer
 from textual.events import Resize
+from textual.geometry import Region
 from textual.widgets import Static
 
+from dflash_tui.app.gpus.compact import GpuLine
+from dflash_tui.app.gpus.fit import GridFit, fit_grid
 from dflash_tui.app.gpus.panel import GpuPanel
 from dflash_tui.core.base.rundir import ALIVE_STATES as ACTIVE
 from dflash_tui.core.base.text import safe_label
 from dflash_tui.core.diagnosis.diagnose import Diagnosis
-
-PANEL_WIDTH = 30  # columns per panel: 4 x 30 = 120
 
 
 class GpuGrid(ScrollableContainer, can_focus=True):
@@ -26,20 +29,66 @@ class GpuGrid(ScrollableContainer, can_focus=True):
         height: auto;
         max-height: 14;
         overflow-y: auto;
+        /* fit.py takes this column from the panels when the grid scrolls. */
+        scrollbar-size-vertical: 1;
         &:focus { background-tint: $foreground 4%; }
-        #no-gpus { height: 1; column-span: 4; color: $text-muted; }
+        #no-gpus { height: 1; column-span: 8; color: $text-muted; }
+        /* The meter line is 26 cells: a 29-cell panel holds it with its left padding only. */
+        GpuPanel { padding: 0 0 0 1; }
+        GpuLine { display: none; }
+        &.-compact GpuPanel { display: none; }
+        &.-compact GpuLine { display: block; }
     }
     """
 
     def __init__(self) -> None:
         super().__init__(id="gpus")
         self.panels: dict[int, GpuPanel] = {}
+        self.lines: dict[int, GpuLine] = {}
+        self.choice: bool | None = None  # compact chosen by the key; None: by the size
+        self.fit = GridFit(False, 4, 29, 2)
 
     def compose(self) -> ComposeResult:
         yield Static("waiting for the first sample …", id="no-gpus")
 
-    def on_resize(self, event: Resize) -> None:
-        self.styles.grid_size_columns = max(1, event.size.width // PANEL_WIDTH)
+    def on_resize(self, _event: Resize) -> None:
+        self.refit()
+
+    @property
+    def compact(self) -> bool:
+        return self.fit.compact
+
+    def toggle_compact(self) -> bool:
+        """Full panels / one line per GPU, whatever the size says; True when compact now."""
+        self.choice = not self.fit.compact
+        self.refit()
+        return self.fit.compact
+
+    def refit(self) -> None:
+        """Choose mode, columns and height for the GPUs shown, the width and the pane's height
+        (after a resize of the grid or of the pane, and when GPUs come or go)."""
+        pane = self.parent.size.height if self.parent is not None else self.screen.size.height
+        width = max(1, self.size.width)
+        fit = fit_grid(len(self.panels), width, pane, self.choice)
+        if fit == self.fit and self.has_class("-compact") == fit.compact:
+            return
+        self.fit = fit
+        self.set_class(fit.compact, "-compact")
+        self.styles.grid_size_columns = fit.columns
+        self.styles.grid_columns = str(fit.column_width)  # every column the same width
+        self.styles.grid_rows = "1" if fit.compact else "7"
+        self.styles.max_height = max(1, fit.height) if self.panels else 1
+        if fit.compact:
+            self._redraw_lines()
+
+    def _redraw_lines(self) -> None:
+        for line in self.lines.values():
+            line.redraw()
+
+    def region_of(self, index: int) -> Region | None:
+        """Where GPU ``index`` is drawn now (its line or its panel); None if it is not."""
+        widget = self.lines.get(index) if self.fit.compact else self.panels.get(index)
+        return widget.region if widget is not None else None
 
     def show(self, diag: Diagnosis) -> None:
         active = diag.run_state in ACTIVE
@@ -54,7 +103,12 @@ class GpuGrid(ScrollableContainer, can_focus=True):
             panel.show(view, diag.time, active)
         for index in [i for i in self.panels if i not in seen]:
             self.panels.pop(index).remove()
+            self.lines.pop(index).remove()
         self._mount_in_order(new)
+        if new or len(seen) != len(self.panels):
+            self.refit()
+        if self.fit.compact:
+            self._redraw_lines()
         note = self.query_one("#no-gpus", Static)
         note.display = not self.panels
         if not self.panels:
@@ -65,25 +119,32 @@ class GpuGrid(ScrollableContainer, can_focus=True):
         self.set_class(age is not None, "-stale")
         for panel in self.panels.values():
             panel.show_stale(age)
+        if self.fit.compact:
+            self._redraw_lines()
 
     def pick(self, indices: tuple[int, ...]) -> bool:
         """Mark the panels of ``indices`` and scroll the first into view; False if none."""
         for i, panel in self.panels.items():
             panel.set_class(i in indices, "-picked")
-        shown = [self.panels[i] for i in indices if i in self.panels]
+        self._redraw_lines()
+        where = self.lines if self.fit.compact else self.panels
+        shown = [where[i] for i in indices if i in where]
         if shown:
             self.scroll_to_widget(shown[0], animate=False)
         return bool(shown)
 
     def _mount_in_order(self, new: list[GpuPanel]) -> None:
         # New GPUs after the first sample are rare (a recovered driver); keep index order.
+        # Each GPU's line follows its panel: one of the two kinds is hidden at a time.
         old = sorted(i for i, p in self.panels.items() if p not in new)
         for panel in sorted(new, key=lambda p: p.index):
+            line = self.lines[panel.index] = GpuLine(panel)
             later = [i for i in old if i > panel.index]
             if later:
-                self.mount(panel, before=self.panels[later[0]])
+                self.mount(panel, line, before=self.panels[later[0]])
             else:
-                self.mount(panel)
+                self.mount(panel, line)
+            line.redraw()
 
 
 def _no_gpus_text(diag: Diagnosis) -> str:

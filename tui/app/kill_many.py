@@ -1,0 +1,68 @@
+"""Killing several tagged processes at once (the GPU process table's ``space`` then ``K``,
+nvitop's PR#34): one confirm names every PID, with those control would refuse listed apart
+and never sent; then each is checked against its start time and signalled in turn, as ``K``
+does for one. A failure on one is reported and the others still go."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from rich.text import Text
+
+from dflash_tui.app.control_bridge import ControlError, StepFn
+from dflash_tui.app.procs.tree import ProcInfo
+from dflash_tui.core.base.text import safe_label
+
+UNSEEN = "the probe does not see it (another container's, without a PID mapping)"
+
+
+class KillsProcesses(Protocol):
+    async def kill_process(self, pid: int, start_ticks: int | None, step: StepFn) -> str: ...
+
+
+def refusals(
+    infos: Sequence[ProcInfo], unseen: Sequence[int], known: Callable[[int], str | None]
+) -> dict[int, str]:
+    """PID -> why control would refuse it (PID 1, a kernel thread, ours, no start time)."""
+    out = {pid: UNSEEN for pid in unseen}
+    for info in infos:
+        why = known(info.pid)
+        if why is None and info.start_ticks is None:
+            why = "its start time is unknown, so it cannot be verified"
+        if why is not None:
+            out[info.pid] = why
+    return out
+
+
+def many_kill_text(sent: Sequence[ProcInfo], refused: dict[int, str], grace: float) -> Text:
+    t = Text()
+    if sent:
+        t.append(f"SIGTERM to each of these {len(sent)} PIDs", style="bold")
+        t.append(f", then SIGKILL after {grace:.0f}s if it is still alive:\n")
+        for i in sent:
+            gpus = ",".join(str(g) for g in i.gpus) or "-"
+            t.append(f"  {i.pid:>7}  {safe_label(i.user, 12):<12} GPU {gpus:<5} ")
+            t.append(f"start {i.start_ticks}  {safe_label(i.cmd, 60)}\n")
+        t.append(
+            "Each is checked first against its start time: a PID that now belongs to another "
+            "process is not sent anything. Never by name.\n"
+        )
+        if any(i.in_run for i in sent):
+            t.append("Some are part of the run's group: k kills the whole run.\n", style="bold")
+    if refused:
+        t.append(f"Not sent ({len(refused)}):\n", style="bold")
+        for pid, why in refused.items():
+            t.append(f"  {pid:>7}  {safe_label(why, 120)}\n")
+    return t
+
+
+async def kill_each(bridge: KillsProcesses, infos: Sequence[ProcInfo], step: StepFn) -> str:
+    """Kill each in turn; one line per PID says what happened."""
+    results = []
+    for info in infos:
+        try:
+            results.append(await bridge.kill_process(info.pid, info.start_ticks, step))
+        except ControlError as exc:
+            results.append(f"PID {info.pid}: {exc}")
+    return "\n".join(results)
