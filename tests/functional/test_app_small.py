@@ -174,6 +174,10 @@ async def test_seed_incident_at_80x24_names_the_problem_gpu_out_of_sight() -> No
     async with app.run_test(size=SMALL) as pilot:
         await settle(pilot, app, len(snaps))
         grid = app.screen.query_one(GpuGrid)
+        assert grid.compact  # 80x24 shows one line per GPU; `c` asks for the panels
+        await pilot.press("c")
+        await until(pilot, lambda: not grid.compact and grid.panels[2].region.area > 0)
+        await pilot.pause(0.2)
         viewport = grid.scrollable_content_region
         assert not viewport.contains_region(grid.panels[7].region)  # GPU 7 is below
         assert viewport.contains_region(grid.panels[2].region)

@@ -11,6 +11,7 @@ import time
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import Log
 
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
@@ -68,6 +69,39 @@ def test_history_tab_shows_the_whole_run(snap_compare) -> None:  # type: ignore[
         await pilot.pause(0.1)
         while view.building and time.monotonic() - t0 < 60:  # the plots build in a thread
             await pilot.pause(0.05)
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_compact_gpus_at_80x24(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """80x24 with 8 GPUs: eight panels do not fit, so one line per GPU (role, bars,
+    temperature, power, chips, top process), all eight in sight."""
+    app, n = scene_app("seed_incident", "dflash-dark")
+    assert snap_compare(app, terminal_size=(80, 24), run_before=settled(app, n))
+
+
+def test_zoomed_log(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """The run's log focused, then `+`: it fills the screen; the footer stays."""
+    app, n = scene_app("healthy_run", "dflash-dark")
+
+    async def run_before(pilot: Pilot) -> None:
+        await settled(app, n)(pilot)
+        app.detail().logs().query_one(Log).focus()
+        await pilot.press("plus")
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_gpu_process_table(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """`p`: the GPU process table across all GPUs, sorted by GPU, with another user's job
+    and an orphan beside the run."""
+    app, n = scene_app("gpu_processes", "dflash-dark")
+
+    async def run_before(pilot: Pilot) -> None:
+        await settled(app, n)(pilot)
+        await pilot.press("p")
         await pilot.pause(0.3)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

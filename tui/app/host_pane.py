@@ -234,6 +234,10 @@ class HostPane(Vertical):
     def grid(self) -> GpuGrid:
         return self.query_one(GpuGrid)
 
+    def on_gpu_grid_reflowed(self, msg: GpuGrid.Reflowed) -> None:
+        msg.stop()
+        self.call_after_refresh(self.query_one(RunHeader).recheck)
+
     def toggle_compact(self) -> bool:
         """The GPU grid: one line per GPU / full panels (`c`); True when compact now. The
         header names the problem GPUs out of sight again once the grid is laid out."""

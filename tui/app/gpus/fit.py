@@ -73,5 +73,6 @@ def _fit(count: int, width: int, height: int, compact: bool | None) -> GridFit:
         lines = max(1, count)
         return GridFit(True, 1, max(1, width), max(1, min(lines, max(3, budget))))
     rows_all = math.ceil(max(1, count) / columns)
-    visible = max(1, min(rows_all, rows_first, budget // PANEL_H))
+    # Panels chosen by the key on a low terminal: two rows still (80x24: GPUs 0-3).
+    visible = max(1, min(rows_all, rows_first, max(2, budget // PANEL_H)))
     return GridFit(False, columns, max(PANEL_W, width // columns), visible)

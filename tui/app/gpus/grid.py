@@ -8,6 +8,7 @@ from textual.app import ComposeResult
 from textual.containers import ScrollableContainer
 from textual.events import Resize
 from textual.geometry import Region
+from textual.message import Message
 from textual.widgets import Static
 
 from dflash_tui.app.gpus.compact import GpuLine
@@ -51,8 +52,12 @@ class GpuGrid(ScrollableContainer, can_focus=True):
     def compose(self) -> ComposeResult:
         yield Static("waiting for the first sample …", id="no-gpus")
 
+    class Reflowed(Message):
+        """The grid's size changed: which GPUs are in sight may have too."""
+
     def on_resize(self, _event: Resize) -> None:
         self.refit()
+        self.post_message(self.Reflowed())
 
     @property
     def compact(self) -> bool:

@@ -31,9 +31,9 @@ class GpuProcView(Vertical):
     """The table with its title line (sort, filter, tags) and its filter box."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("o", "sort_next", "Sort"),
-        Binding("slash", "open_filter", "Filter rows"),
-        Binding("space", "tag", "Tag"),
+        Binding("o", "sort_next", "Sort", show=False),
+        Binding("slash", "open_filter", "Filter rows", show=False),
+        Binding("space", "tag", "Tag", show=False),
         Binding("escape", "close_filter", "Close filter", show=False),
     ]
     DEFAULT_CSS = """
