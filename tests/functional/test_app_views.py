@@ -4,6 +4,7 @@ zoom (``+``), and the GPU process table (``p``: sort, filter, tag, ``K`` on seve
 from __future__ import annotations
 
 import dataclasses
+import subprocess
 
 from support import screen_text, until
 from textual.pilot import Pilot
@@ -18,7 +19,7 @@ from dflash_tui.app.logs.tail import LogTail
 from dflash_tui.app.procs.gpu_table import GpuProcView
 from dflash_tui.app.screens import ConfirmScreen
 from dflash_tui.app.source import ScriptedSource
-from dflash_tui.core.base.config import Config
+from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 
 SMALL, MEDIUM = (80, 24), (120, 40)
@@ -209,3 +210,42 @@ async def test_tagged_rows_are_killed_after_one_confirm_naming_every_pid() -> No
         for pid in (6600, 7100):
             assert str(pid) in body
         assert "start time" in body and "alice" in body
+
+
+async def test_tagged_gpu_processes_are_really_killed(fake_smi, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Real processes, the real probe and control: two sleeps the stand-in nvidia-smi reports
+    on GPUs 1 and 2; `p`, tag both with space, `K`, `y`: both get SIGTERM, one confirm."""
+    from fakes.scenario import app as smi_app
+    from fakes.scenario import box
+
+    victims = [subprocess.Popen(["sleep", "300"], start_new_session=True) for _ in range(2)]
+    try:
+        fake_smi.write(box(8), [smi_app(v.pid, gpu=i + 1) for i, v in enumerate(victims)])
+        host = HostConfig(run_root=str(tmp_path / "runs"))
+        app = DflashApp(Config(hosts=(host,), interval=0.5))
+        async with app.run_test(size=MEDIUM) as pilot:
+            await pilot.press("p")
+            view = app.detail().query_one(GpuProcView)
+            pids = {v.pid for v in victims}
+            await until(pilot, lambda: {r.pid for r in view.shown} >= pids)
+            await until(pilot, lambda: app.focused is view.table)
+            while len(view.tagged) < 2:
+                row = view.cursor_row()
+                assert row is not None
+                if row.pid in pids:
+                    await pilot.press("space")
+                else:
+                    await pilot.press("down")
+            await pilot.press("K")
+            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+            assert isinstance(app.screen, ConfirmScreen)
+            body = str(app.screen.query_one("#confirm-body").render())
+            assert all(str(p) in body for p in pids), body
+            await pilot.press("y")
+            await until(pilot, lambda: all(v.poll() is not None for v in victims), timeout=30)
+        assert [v.returncode for v in victims] == [-15, -15]
+    finally:
+        for v in victims:
+            if v.poll() is None:
+                v.kill()
+            v.wait()
