@@ -186,7 +186,9 @@ class ControlActions:
         """Several tagged processes: one confirm naming every PID (and those refused), then
         each is verified by its start time and signalled in turn (tui/app/kill_many.py)."""
         procs = state.snapshot.procs if state.snapshot is not None else ()
-        refused = refusals(infos, unseen, lambda pid: known_refusal(state.bridge.transport, pid, procs))
+        refused = refusals(
+            infos, unseen, lambda pid: known_refusal(state.bridge.transport, pid, procs)
+        )
         sent = [i for i in infos if i.pid not in refused]
         body = many_kill_text(sent, refused, state.bridge.grace)
         if not sent:

@@ -27,6 +27,7 @@ from dflash_tui.app.feeds import HostFeeds
 from dflash_tui.app.history.view import HISTORY_ACTIONS, HISTORY_HELP
 from dflash_tui.app.host_pane import HostPane
 from dflash_tui.app.hosts import HostState, make_hosts, summarize
+from dflash_tui.app.log_keys import LogKeys
 from dflash_tui.app.layout import DESTRUCTIVE, HOST_ACTIONS, HOST_HELP, KEY_NAMES, KEYS, MainScreen
 from dflash_tui.app.messages import ControlDone, ControlStep, LinkDown, SampleMalformed, SampleReady
 from dflash_tui.app.overview import HostOverview
@@ -70,6 +71,7 @@ class DflashApp(App[None]):
         self.theme_names: list[str] = []
         self.feeds = HostFeeds(self)
         self.actions = ControlActions(self)
+        self.log_keys = LogKeys(self)  # tui/app/log_keys.py
         self.alerts = AppAlerts(self, cfg.alerts)  # tui/app/alerts.py
         self.auto_restarts = AutoRestarts(self, self.alerts.decision)
         self._register_themes()
@@ -358,10 +360,23 @@ class DflashApp(App[None]):
         elif pane.zoom.toggle(self.focused) is None:
             self.notify("tab to an area first: + zooms the focused one", timeout=3)
 
+    def action_search(self) -> None:
+        self.log_keys.search()
+
+    def action_search_step(self, forward: bool) -> None:
+        self.log_keys.step(forward)
+
+    def action_save_view(self) -> None:
+        self.log_keys.save()
+
+    def action_pager(self) -> None:
+        self.log_keys.pager()
+
     def action_escape(self) -> None:
         area = self.detail().logs()
-        if area.has_class("-filtering"):
+        if area.has_class("-filtering") or area.has_class("-searching"):
             area.close_filter()
+            area.close_search()
             self.get_screen_main().focus_next()
         elif self.waits_active():
             self.action_cancel_wait()

@@ -35,6 +35,9 @@ KEYS: tuple[tuple[str, str, str, str], ...] = (
     ("slash", "filter", "Filter", "edit the log filter (regex; enter applies, empty = off)"),
     ("a", "toggle_filter", "All/filter", "show all log lines / only the filtered ones"),
     ("f", "follow", "Follow", "follow the end of the logs on/off"),
+    ("s", "search", "Search", "search the logs (regex; n / N: next / previous match)"),
+    ("S", "save_view", "Save view", "save the log lines shown to a file (path in a notification)"),
+    ("v", "pager", "Pager", "open the whole log in $PAGER (a terminal-safe copy; q returns)"),
     ("tab", "focus_next", "Areas", "move between areas (GPUs, logs, findings, tree, timeline)"),
     ("t", "next_theme", "Theme", "next theme (dflash-dark, -light, -contrast, yours)"),
     (
@@ -52,7 +55,18 @@ KEYS: tuple[tuple[str, str, str, str], ...] = (
 )
 DESTRUCTIVE = frozenset({"launch", "kill", "restart", "kill_process", "auto_restart"})
 HIDDEN = frozenset(
-    {"toggle_filter", "other_tab", "auto_restart", "whole_machine", "gpu_procs", "compact", "zoom"}
+    {
+        "toggle_filter",
+        "other_tab",
+        "auto_restart",
+        "whole_machine",
+        "gpu_procs",
+        "compact",
+        "zoom",
+        "search",
+        "save_view",
+        "pager",
+    }
 )  # in the help and the palette; the footer is full
 # The footer's order: help and quit first, so a narrow terminal (80 columns) still shows them
 # whatever is cut at the right. The help keeps KEYS' order.
@@ -85,6 +99,8 @@ class MainScreen(Screen[None], inherit_bindings=False):
             for key, action, text, _ in FOOTER_KEYS[len(FIRST) :]
         ),
         Binding("escape", "app.escape", "Cancel", show=False),
+        Binding("n", "app.search_step(True)", "Next match", show=False),
+        Binding("N", "app.search_step(False)", "Previous match", show=False),
         Binding("shift+tab", "app.focus_previous", "Focus Previous", show=False),
         Binding("ctrl+c,super+c", "screen.copy_text", "Copy selected text", show=False),
         Binding("left_square_bracket", "app.prev_host", "Previous host", show=False),

@@ -14,6 +14,7 @@ from textual.containers import Vertical
 from textual.widgets import Input, Static
 
 from dflash_tui.app.logs.lines import DEFAULT_FILTER, compile_filter
+from dflash_tui.app.logs.search import compile_search
 from dflash_tui.app.logs.tail import LogTail
 from dflash_tui.core.base.snapshot import LogState
 from dflash_tui.core.diagnosis.diagnose import Diagnosis
@@ -41,6 +42,8 @@ class LogArea(Vertical):
         height: 1fr;
         #log-filter { display: none; height: 3; }
         &.-filtering #log-filter { display: block; }
+        #log-search { display: none; height: 3; }
+        &.-searching #log-search { display: block; }
         #no-logs { color: $text-muted; padding: 0 1; }
     }
     """
@@ -52,11 +55,13 @@ class LogArea(Vertical):
         self.filter_on = True  # the issue's default: errors, exceptions, progress
         self.follow = True
         self._next_id = 0
+        self.search_text = ""  # `s`: found and marked in every tail, beside the filter
 
     def compose(self) -> ComposeResult:
         yield Input(
             value=self.filter_text, placeholder="regex (enter: apply, esc: cancel)", id="log-filter"
         )
+        yield Input(placeholder="search regex (enter: find, n/N: next/previous)", id="log-search")
         yield Static(
             "no logs watched yet: press l to launch the run, or start with --log PATH",
             id="no-logs",
@@ -102,7 +107,59 @@ class LogArea(Vertical):
             self.mount(tail)
         if self.filter_on:
             tail.store.pattern = compile_filter(self.filter_text)
+        if self.search_text:
+            tail.set_search(compile_search(self.search_text))
         return tail
+
+    # -- search (`s`, then `n`/`N`; keys live on the app) --
+
+    def open_search(self) -> None:
+        self.add_class("-searching")
+        box = self.query_one("#log-search", Input)
+        box.value = self.search_text
+        box.focus()
+
+    def close_search(self) -> None:
+        self.remove_class("-searching")
+
+    def apply_search(self, text: str) -> None:
+        """Raises ValueError for a bad regex; empty text ends the search."""
+        pattern = compile_search(text) if text else None
+        self.search_text = text
+        for tail in self.tails.values():
+            tail.set_search(pattern)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id != "log-search":
+            return
+        event.stop()
+        try:
+            self.apply_search(event.value.strip())
+        except ValueError as exc:
+            self.app.notify(str(exc), severity="error")
+            return
+        self.close_search()
+        tail = self.current_tail(None)
+        if tail is not None:
+            tail.log_view.focus()
+            if self.search_text:
+                self.jump(tail, True)
+
+    def jump(self, tail: LogTail, forward: bool) -> None:
+        """The next match in ``tail``; following pauses, or the next flush would scroll away."""
+        if self.follow:
+            self.toggle_follow()
+        if tail.jump(forward) is None:
+            self.app.notify(f"no line matches /{self.search_text}/ here", timeout=2)
+
+    def current_tail(self, focused: object) -> LogTail | None:
+        """The tail holding ``focused``, else the first (the run's log)."""
+        for tail in self.tails.values():
+            if focused is not None and (
+                focused is tail or tail in getattr(focused, "ancestors", ())
+            ):
+                return tail
+        return next(iter(self.tails.values()), None)
 
     # -- filter and follow (keys live on the app; these do the work) --
 

@@ -17,6 +17,7 @@ from textual.containers import Vertical
 from textual.widgets import Log, Static
 
 from dflash_tui.app.logs.lines import ERROR_RE, MAX_LINES, LineStore
+from dflash_tui.app.logs.search import SearchState, hscroll_label
 from dflash_tui.app.palette import Palette, palette_for
 from dflash_tui.app.widgets import redraw_guarded
 from dflash_tui.core.base.text import safe_label
@@ -29,10 +30,16 @@ class ErrorHighlighter(Highlighter):
 
     def __init__(self) -> None:
         self.style = Style(color="red", bold=True)
+        self.search: re.Pattern[str] | None = None  # `s`: every match is marked too
+        self.match_style = Style(reverse=True, bold=True)
 
     def highlight(self, text: Text) -> None:
         if ERROR_RE.search(text.plain):
             text.stylize(self.style)
+        if self.search is not None:
+            for m in self.search.finditer(text.plain):
+                if m.end() > m.start():
+                    text.stylize(self.match_style, m.start(), m.end())
 
 
 class LogTail(Vertical):
@@ -69,6 +76,7 @@ class LogTail(Vertical):
         self.title_bar = Static(classes="tail-title")
         self.missing_bar = Static(classes="tail-missing")
         self.hidden_bar = Static(classes="tail-hidden")  # inside the pane: a title can be cut
+        self.search = SearchState()
 
     def compose(self) -> ComposeResult:
         yield self.title_bar
@@ -80,6 +88,9 @@ class LogTail(Vertical):
         self.watch(self.app, "theme", lambda _t: redraw_guarded(self, self.redraw), init=False)
         # is_mounted is only true once every Mount handler ran: draw the first sample after.
         self.call_after_refresh(self.redraw)
+        # Lines wider than the pane: the title says they are cut, or how far they are scrolled.
+        self.watch(self.log_view, "scroll_x", lambda _x: self._retitle(), init=False)
+        self.watch(self.log_view, "virtual_size", lambda _s: self._retitle(), init=False)
 
     def add_lines(self, lines: tuple[str, ...] | list[str]) -> None:
         if lines:
@@ -117,6 +128,9 @@ class LogTail(Vertical):
             # Log scrolls on its own only when it was at its end before the write; after a
             # clear (a filter change) its old offset is past the end and it would stay there.
             self.log_view.write_lines(pending, scroll_end=False)
+            if self.search.pattern is not None:
+                self.search.update(self.log_view.lines)
+                self._retitle()
         if self.follow and not self.log_view.is_vertical_scroll_end:
             self.log_view.scroll_end(animate=False, immediate=True, x_axis=False)
 
@@ -126,6 +140,7 @@ class LogTail(Vertical):
         if self.log_view.is_mounted:
             self.log_view.clear()
             self.flush()
+            self.search.update(self.log_view.lines)
             # The old offset means nothing in the new lines: a paused tail shows their end.
             self.log_view.scroll_end(animate=False, immediate=True, x_axis=False)
             self.redraw()
@@ -135,6 +150,27 @@ class LogTail(Vertical):
         if follow and self.log_view.is_mounted:
             self.log_view.scroll_end(animate=False)
         self.redraw()
+
+    def set_search(self, pattern: re.Pattern[str] | None) -> None:
+        """Mark and count the lines shown that match ``pattern`` (None: no search)."""
+        self.search.pattern, self.search.at = pattern, -1
+        self.highlighter.search = pattern
+        self.search.update(self.log_view.lines)
+        self.log_view.refresh()
+        self._retitle()
+
+    def jump(self, forward: bool) -> int | None:
+        """Scroll to the next (previous) match, a few lines below the top; None if none."""
+        line = self.search.step(forward, int(self.log_view.scroll_y))
+        if line is not None:
+            y = max(0, line - self.log_view.size.height // 3)
+            self.log_view.scroll_to(y=y, animate=False, immediate=True)
+        self._retitle()
+        return line
+
+    def _retitle(self) -> None:
+        if self.is_mounted:
+            self.title_bar.update(self._title(palette_for(self.app.current_theme)))
 
     def redraw(self) -> None:
         if not self.is_mounted:
@@ -157,6 +193,13 @@ class LogTail(Vertical):
         t = Text(no_wrap=True, overflow="ellipsis")
         t.append("run log " if self.is_run_log else "log ", pal.fg("info", bold=True))
         t.append(_short_path(self.path))
+        # Before the rest: a narrow pane cuts the title at the right.
+        found = self.search.label()
+        if found:
+            t.append(f"  {found} (n N)", pal.fg("info", bold=True))
+        cut = hscroll_label(self.log_view.scroll_x, self.log_view.max_scroll_x)
+        if cut:
+            t.append(f"  {cut}", pal.fg("warning"))
         v = self.view
         if v is not None and not v.exists:
             t.append("  MISSING", pal.fg("error", bold=True))
