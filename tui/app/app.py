@@ -27,8 +27,8 @@ from dflash_tui.app.feeds import HostFeeds
 from dflash_tui.app.history.view import HISTORY_ACTIONS, HISTORY_HELP
 from dflash_tui.app.host_pane import HostPane
 from dflash_tui.app.hosts import HostState, make_hosts, summarize
-from dflash_tui.app.log_keys import LogKeys
 from dflash_tui.app.layout import DESTRUCTIVE, HOST_ACTIONS, HOST_HELP, KEY_NAMES, KEYS, MainScreen
+from dflash_tui.app.log_keys import LogKeys
 from dflash_tui.app.messages import ControlDone, ControlStep, LinkDown, SampleMalformed, SampleReady
 from dflash_tui.app.overview import HostOverview
 from dflash_tui.app.screens import HelpScreen

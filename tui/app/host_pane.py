@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable, Sequence
 
 from textual.app import ComposeResult
-from textual.events import Resize
 from textual.containers import Horizontal, Vertical
+from textual.events import Resize
 from textual.widgets import TabbedContent, TabPane
 
 from dflash_tui.app.findings.panel import FindingsList, TimelineList
@@ -28,9 +28,9 @@ from dflash_tui.app.logs.area import LogArea
 from dflash_tui.app.messages import SampleReady
 from dflash_tui.app.procs.gpu_table import GpuProcView
 from dflash_tui.app.procs.tree import ProcInfo, ProcTree
-from dflash_tui.app.zoom import Zoom
 from dflash_tui.app.progress_strip import MetricsStrip
 from dflash_tui.app.widgets import draw_guarded
+from dflash_tui.app.zoom import Zoom
 from dflash_tui.core.diagnosis.diagnose import Diagnosis
 from dflash_tui.core.diagnosis.finding import Finding, duration
 from dflash_tui.core.diagnosis.timeline import Event

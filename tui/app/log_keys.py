@@ -19,7 +19,8 @@ from dflash_tui.app.ports import AppPort
 
 
 class LogKeysApp(AppPort, Protocol):
-    focused: Widget | None
+    @property
+    def focused(self) -> Widget | None: ...
 
     def detail(self) -> HostPane: ...
 
@@ -70,7 +71,9 @@ class LogKeys:
         tail = self._tail()
         if tail is not None:
             state = self.app.current
-            self.app.run_worker(self._page(state, tail.path), group="pager", exclusive=True)
+            self.app.run_worker(
+                self._page(state, tail.path), name="pager", group="pager", exclusive=True
+            )
 
     async def _page(self, state: HostState, path: str) -> None:
         try:

@@ -9,6 +9,7 @@ from textual.containers import ScrollableContainer
 from textual.events import Resize
 from textual.geometry import Region
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Static
 
 from dflash_tui.app.gpus.compact import GpuLine
@@ -72,7 +73,8 @@ class GpuGrid(ScrollableContainer, can_focus=True):
     def refit(self) -> None:
         """Choose mode, columns and height for the GPUs shown, the width and the pane's height
         (after a resize of the grid or of the pane, and when GPUs come or go)."""
-        pane = self.parent.size.height if self.parent is not None else self.screen.size.height
+        parent = self.parent
+        pane = parent.size.height if isinstance(parent, Widget) else self.screen.size.height
         width = max(1, self.size.width)
         fit = fit_grid(len(self.panels), width, pane, self.choice)
         if fit == self.fit and self.has_class("-compact") == fit.compact:

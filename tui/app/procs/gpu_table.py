@@ -133,8 +133,8 @@ class GpuProcView(Vertical):
                 if row.pid in self.tagged:
                     seen.setdefault(row.pid, row)
             return list(seen.values())
-        row = self.cursor_row()
-        return [row] if row is not None else []
+        here = self.cursor_row()
+        return [here] if here is not None else []
 
     def selected_infos(self) -> tuple[list[ProcInfo], list[int]]:
         """K's processes: those the probe sees, and the PIDs it does not (refused)."""
