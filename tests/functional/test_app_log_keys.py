@@ -133,3 +133,26 @@ async def test_v_opens_a_terminal_safe_copy_in_the_pager(
     got = seen.read_text()
     assert got.splitlines()[0] == "first line" and got.splitlines()[-1] == "last line"
     assert "\x1b" not in got and "\x07" not in got and "red [bold]not markup[/bold] tail" in got
+
+
+async def test_capital_w_wraps_long_lines_and_back() -> None:
+    long = "step=1 " + "".join(f"{i:03d}-" for i in range(100))  # 407 characters
+    snaps = with_log(scenes.healthy_run(samples=2), "/w/out.log", (long,))
+    app = DflashApp(Config(), source=ScriptedSource(snaps))
+    async with app.run_test(size=SIZE) as pilot:
+        tail = await settle(pilot, app, len(snaps))
+        before = len(tail.log_view.lines)
+        await until(pilot, lambda: "cut: ← →" in title(tail))
+        await pilot.press("W")
+        await pilot.pause(0.2)
+        width = tail.wrap_width
+        assert tail.wrap and 20 < width < SIZE[0]
+        rows = list(tail.log_view.lines)
+        assert len(rows) == before + (len(long) - 1) // width  # the long line, cut in rows
+        assert all(len(r) <= width for r in rows)
+        at = next(i for i, r in enumerate(rows) if r.startswith("step=1 000"))
+        assert "".join(rows[at : at + 1 + (len(long) - 1) // width]) == long  # nothing lost
+        await until(pilot, lambda: "cut" not in title(tail))
+        await pilot.press("W")
+        await pilot.pause(0.2)
+        assert not tail.wrap and len(tail.log_view.lines) == before and long in tail.log_view.lines

@@ -366,6 +366,12 @@ class DflashApp(App[None]):
     def action_search_step(self, forward: bool) -> None:
         self.log_keys.step(forward)
 
+    def action_wrap(self) -> None:
+        on = self.detail().logs().toggle_wrap()
+        self.notify(
+            "long log lines wrap" if on else "long log lines are cut (← → scroll)", timeout=2
+        )
+
     def action_save_view(self) -> None:
         self.log_keys.save()
 

@@ -36,6 +36,7 @@ KEYS: tuple[tuple[str, str, str, str], ...] = (
     ("a", "toggle_filter", "All/filter", "show all log lines / only the filtered ones"),
     ("f", "follow", "Follow", "follow the end of the logs on/off"),
     ("s", "search", "Search", "search the logs (regex; n / N: next / previous match)"),
+    ("W", "wrap", "Wrap", "wrap long log lines / cut them (← → scroll)"),
     ("S", "save_view", "Save view", "save the log lines shown to a file (path in a notification)"),
     ("v", "pager", "Pager", "open the whole log in $PAGER (a terminal-safe copy; q returns)"),
     ("tab", "focus_next", "Areas", "move between areas (GPUs, logs, findings, tree, timeline)"),
@@ -64,6 +65,7 @@ HIDDEN = frozenset(
         "compact",
         "zoom",
         "search",
+        "wrap",
         "save_view",
         "pager",
     }

@@ -55,6 +55,7 @@ class LogArea(Vertical):
         self.filter_on = True  # the default: errors, exceptions, progress
         self.follow = True
         self._next_id = 0
+        self.wrap = False  # `W`: every tail wraps its long lines
         self.search_text = ""  # `s`: found and marked in every tail, beside the filter
 
     def compose(self) -> ComposeResult:
@@ -99,6 +100,7 @@ class LogArea(Vertical):
         self._next_id += 1
         tail = LogTail(log.path, log.is_run_log, f"tail-{self._next_id}")
         tail.follow = self.follow
+        tail.wrap = self.wrap
         self.tails[log.path] = tail
         existing = [t for t in self.tails.values() if t is not tail and t.is_mounted]
         if first and existing:
@@ -184,6 +186,12 @@ class LogArea(Vertical):
     def toggle_filter(self) -> bool:
         self.apply_filter("" if self.filter_on else self.filter_text)
         return self.filter_on
+
+    def toggle_wrap(self) -> bool:
+        self.wrap = not self.wrap
+        for tail in self.tails.values():
+            tail.set_wrap(self.wrap)
+        return self.wrap
 
     def toggle_follow(self) -> bool:
         self.follow = not self.follow

@@ -8,6 +8,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from rich.cells import chop_cells
+
 
 def compile_search(text: str) -> re.Pattern[str]:
     """Case-insensitive regex; a bad one raises ValueError with the reason."""
@@ -67,3 +69,14 @@ def hscroll_label(scroll_x: float, max_scroll_x: float) -> str:
     if max_scroll_x > 0:
         return "cut: ← →"
     return ""
+
+
+def wrapped(lines: Sequence[str], width: int) -> list[str]:
+    """Each line cut into pieces of at most ``width`` cells (wide characters counted as
+    two), for the wrap mode: Textual's Log draws one row a line and never wraps."""
+    if width < 1:
+        return list(lines)
+    out: list[str] = []
+    for line in lines:
+        out.extend(chop_cells(line, width) if line else [line])
+    return out

@@ -17,7 +17,7 @@ from textual.containers import Vertical
 from textual.widgets import Log, Static
 
 from dflash_tui.app.logs.lines import ERROR_RE, MAX_LINES, LineStore
-from dflash_tui.app.logs.search import SearchState, hscroll_label
+from dflash_tui.app.logs.search import SearchState, hscroll_label, wrapped
 from dflash_tui.app.palette import Palette, palette_for
 from dflash_tui.app.widgets import redraw_guarded
 from dflash_tui.core.base.text import safe_label
@@ -77,6 +77,8 @@ class LogTail(Vertical):
         self.missing_bar = Static(classes="tail-missing")
         self.hidden_bar = Static(classes="tail-hidden")  # inside the pane: a title can be cut
         self.search = SearchState()
+        self.wrap = False  # `W`: long lines cut into rows of the pane's width
+        self.wrap_width = 0  # the width the lines shown were cut to
 
     def compose(self) -> ComposeResult:
         yield self.title_bar
@@ -123,7 +125,13 @@ class LogTail(Vertical):
         """Draw the lines that arrived since the last flush (one batched write)."""
         if not self.log_view.is_mounted:
             return  # lines wait in the store until the widget exists
+        if self.wrap and self._text_width() != self.wrap_width:
+            self.wrap_width = self._text_width()  # the pane's width changed: cut again
+            self.set_filter(self.store.pattern)
+            return
         pending = self.store.take_pending()
+        if pending and self.wrap:
+            pending = wrapped(pending, self.wrap_width)
         if pending:
             # Log scrolls on its own only when it was at its end before the write; after a
             # clear (a filter change) its old offset is past the end and it would stay there.
@@ -150,6 +158,16 @@ class LogTail(Vertical):
         if follow and self.log_view.is_mounted:
             self.log_view.scroll_end(animate=False)
         self.redraw()
+
+    def set_wrap(self, wrap: bool) -> None:
+        """Wrap long lines (cut at the pane's width) on/off; the lines shown are drawn again."""
+        self.wrap = wrap
+        self.wrap_width = self._text_width() if wrap else 0
+        self.set_filter(self.store.pattern)
+
+    def _text_width(self) -> int:
+        # One column for the scrollbar, whether it shows yet or not: no cut again when it comes.
+        return max(0, self.log_view.size.width - 1)
 
     def set_search(self, pattern: re.Pattern[str] | None) -> None:
         """Mark and count the lines shown that match ``pattern`` (None: no search)."""
