@@ -172,14 +172,16 @@ class Dist:
     @torch.no_grad()
     def reduce_grads(self, replicas: list[Replica]) -> None:
         """Replica 0's gradients (the process's mean) -> the mean over ranks, on every replica."""
-        grads = [p.grad for p in replicas[0].params()]
-        if any(g is None for g in grads):
-            raise RuntimeError("a drafter replica has no gradient for a trainable weight")
+        sizes = []
+        for p in replicas[0].params():
+            if p.grad is None:
+                raise RuntimeError("a drafter replica has no gradient for a trainable weight")
+            sizes.append(p.grad.numel())
         lo = 0
-        while lo < len(grads):
-            hi, n = lo, 0
-            while hi < len(grads) and (hi == lo or n + grads[hi].numel() <= BUCKET_ELEMENTS):  # type: ignore[union-attr]
-                n += grads[hi].numel()  # type: ignore[union-attr]
+        while lo < len(sizes):  # buckets of whole tensors, up to BUCKET_ELEMENTS (or one)
+            hi, n = lo + 1, sizes[lo]
+            while hi < len(sizes) and n + sizes[hi] <= BUCKET_ELEMENTS:
+                n += sizes[hi]
                 hi += 1
             self._reduce_bucket(replicas, lo, hi)
             lo = hi

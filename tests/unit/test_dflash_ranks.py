@@ -117,3 +117,37 @@ def test_restored_replicas_do_not_share_adamw_moments() -> None:
     step(b, opt_b)  # with shared moments, b's step would see a's update of them
     for pa, pb in zip(a.parameters(), b.parameters(), strict=True):
         assert torch.equal(pa, pb)
+
+
+def test_gradient_buckets_cover_every_weight(monkeypatch: pytest.MonkeyPatch) -> None:
+    """reduce_grads in buckets smaller than the weights: every replica ends with replica 0's
+    gradient (the process's mean) divided by the world size, element for element."""
+    torch = pytest.importorskip("torch")
+    import torch.distributed as tdist
+
+    from dflash_train import dist
+    from dflash_train.events import EventLog
+    from dflash_train.pipeline import Replica
+
+    class _Plain(Replica):  # any module: all its parameters are trained
+        def params(self) -> list[torch.nn.Parameter]:
+            return list(self.model.parameters())
+
+    monkeypatch.setattr(dist, "BUCKET_ELEMENTS", 20)  # splits a 4x4 + 4 + 3x4 + 3 model
+    tdist.init_process_group("gloo", store=tdist.HashStore(), rank=0, world_size=1)
+    try:
+        d = dist.Dist(resolve(["--preset", "tiny", "--device", "cpu"], {}), EventLog(None),
+                      "gloo", torch.device("cpu"))  # fmt: skip
+        reps = []
+        for k in range(3):
+            m = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 3))
+            for i, p in enumerate(m.parameters()):
+                p.grad = torch.arange(p.numel(), dtype=torch.float32).view_as(p) + 100 * i + k
+            reps.append(_Plain(m, torch.optim.AdamW(m.parameters()), torch.device("cpu")))
+        want = [p.grad.clone() for p in reps[0].model.parameters()]
+        d.reduce_grads(reps)
+        for r in reps:
+            for p, w in zip(r.model.parameters(), want, strict=True):
+                assert torch.equal(p.grad, w)
+    finally:
+        tdist.destroy_process_group()
