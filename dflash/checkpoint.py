@@ -7,6 +7,7 @@ temporary name and renamed, so a killed run never leaves a torn file behind.
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 from pathlib import Path
@@ -76,9 +77,14 @@ def load(path: Path) -> dict[str, Any]:
 
 
 def restore(state: dict[str, Any], model: nn.Module, optimizer: torch.optim.Optimizer) -> int:
-    """Load weights and optimiser state into one replica; returns the step to continue from."""
+    """Load weights and optimiser state into one replica; returns the step to continue from.
+
+    The optimiser state is copied: ``load_state_dict`` keeps a tensor already on the right
+    device and dtype as it is, so replicas on one device restored from one state would share
+    their AdamW moments (each replica's step then updates them again, and the replicas drift
+    apart: seen as ``max_replica_diff`` 1e-3 after a resume with 2 CPU replicas)."""
     model.load_state_dict(state["model"])
-    optimizer.load_state_dict(state["optimizer"])
+    optimizer.load_state_dict(copy.deepcopy(state["optimizer"]))
     return int(state["step"])
 
 

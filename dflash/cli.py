@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from dflash_train.drafter_dir import (
@@ -20,6 +20,14 @@ from dflash_train.drafter_dir import (
 )
 from dflash_train.jsonl import DataError, Record, check_trainable, check_vocab, read_jsonl
 from dflash_train.presets import PRESETS, Preset
+from dflash_train.ranks import (
+    DistFlags,
+    World,
+    add_dist_flags,
+    dist_flags,
+    shift_gpus,
+    world_from_env,
+)
 from dflash_train.topology import Topology, TopologyError, parse_indices
 from dflash_train.usage import (
     UsageError,
@@ -38,19 +46,25 @@ class Fault:
     role: str
     index: int
     step: int
+    rank: int | None = None  # under torchrun: only this rank (None: every rank)
 
 
-_FAULT = re.compile(r"^(target|drafter|loader):(\d+):(?:step:)?(\d+)$")
+# ``weights``: replica N's weights are nudged at that step (a cross-rank checksum mismatch).
+_FAULT = re.compile(r"^(target|drafter|loader|weights):(\d+):(?:step:)?(\d+)(?::rank:(\d+))?$")
 
 
 def parse_fault(spec: str | None) -> Fault | None:
-    """``drafter:1:step:3`` (or ``drafter:1:3``) -> Fault; empty -> None."""
+    """``drafter:1:step:3`` (or ``drafter:1:3``, ``drafter:1:step:3:rank:1``) -> Fault."""
     if not spec:
         return None
     m = _FAULT.match(spec.strip())
     if m is None:
-        raise UsageError(f"fault {spec!r} must look like drafter:1:step:3 or target:0:step:2")
-    return Fault(m.group(1), int(m.group(2)), int(m.group(3)))
+        raise UsageError(
+            f"fault {spec!r} must look like drafter:1:step:3, target:0:step:2 or "
+            "drafter:0:step:3:rank:1"
+        )
+    rank = int(m.group(4)) if m.group(4) is not None else None
+    return Fault(m.group(1), int(m.group(2)), int(m.group(3)), rank)
 
 
 @dataclass(frozen=True)
@@ -74,6 +88,10 @@ class Settings:
     gpus_given: bool = False  # --target-gpus/--drafter-gpus on the command line
     export_dir: Path | None = None  # a Hugging Face drafter directory written at the end
     init_drafter: Path | None = None  # warm start from an exported or released drafter
+    world: World = field(
+        default_factory=World
+    )  # torchrun's rank and world size (one process: rank 0 of 1)
+    dist: DistFlags = field(default_factory=DistFlags)
 
     def on(self, device: str) -> Settings:
         """The settings once the device is known: flex attention on CUDA, dense on the CPU."""
@@ -178,6 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--init-drafter", type=Path, help="warm start from an exported/released drafter dir"
     )
     o.add_argument("--fault", help=argparse.SUPPRESS)  # test-only, also $DFLASH_FAULT
+    add_dist_flags(p)
     return p
 
 
@@ -238,7 +257,7 @@ def _preset(ns: argparse.Namespace) -> Preset:
     return preset
 
 
-def _topology(ns: argparse.Namespace) -> Topology:
+def _topology(ns: argparse.Namespace, env: dict[str, str]) -> Topology:
     target = parse_indices("0-4" if ns.target_gpus is None else ns.target_gpus, "--target-gpus")
     drafter = parse_indices("5-7" if ns.drafter_gpus is None else ns.drafter_gpus, "--drafter-gpus")
     if not drafter:
@@ -246,6 +265,8 @@ def _topology(ns: argparse.Namespace) -> Topology:
     if not target:
         raise UsageError("no target GPU: --target-gpus is empty, the target needs at least one")
     shared = ns.allow_shared_gpus or ns.device == "cpu"  # on the CPU every role shares it
+    if ns.device != "cpu":  # under torchrun: the process's own GPUs on its host
+        target, drafter = shift_gpus(target, drafter, world_from_env(env), ns.rank_gpu_offset)
     try:
         return Topology(target, drafter, allow_shared=shared)
     except TopologyError as exc:
@@ -282,7 +303,9 @@ def resolve(argv: list[str], environ: dict[str, str] | None = None) -> Settings:
     env = dict(os.environ if environ is None else environ)
     ns = build_parser().parse_args(argv)
     preset = _preset(ns)
-    topology = _topology(ns)
+    topology = _topology(ns, env)
+    world = world_from_env(env)
+    dist = dist_flags(ns)
     target_model = check_target_model(ns.target_model, preset)
     fault = parse_fault(ns.fault or env.get("DFLASH_FAULT"))
     _positive("queue-size", ns.queue_size)
@@ -325,11 +348,12 @@ def resolve(argv: list[str], environ: dict[str, str] | None = None) -> Settings:
         raise UsageError("--attention flex needs CUDA: flex_attention has no backward on CPU")
     gpus_given = ns.target_gpus is not None or ns.drafter_gpus is not None
     out_dir = ns.out_dir or Path(env.get("DFLASH_RUN_DIR") or "dflash-out")
-    if ns.export_dir is not None:
+    if ns.export_dir is not None and world.main:
         check_empty_out(ns.export_dir, "--export-dir")
     if ns.init_drafter is not None:
         _check_init(ns.init_drafter, preset, target_model)
-    check_paths(ns, env, out_dir)  # last: every check before it touches no file
+    if world.main:  # rank 0 alone writes (and resumes): its checks, done once, not raced
+        check_paths(ns, env, out_dir)  # last: every check before it touches no file
     settings = Settings(
         preset=preset,
         target_model=target_model,
@@ -350,5 +374,7 @@ def resolve(argv: list[str], environ: dict[str, str] | None = None) -> Settings:
         gpus_given=gpus_given,
         export_dir=ns.export_dir,
         init_drafter=ns.init_drafter,
+        world=world,
+        dist=dist,
     )
     return settings if ns.device == "auto" else settings.on(ns.device)

@@ -157,6 +157,21 @@ class BatchStream:
                 yield collate(items, length, index)
                 index += 1
 
+    def shard(self, rank: int, world: int, replicas: int) -> Iterator[Batch]:
+        """Rank ``rank``'s part of the stream under torchrun: batch n of the (same, seeded)
+        stream goes to global replica n mod (world x replicas), held by rank (n mod G) div
+        replicas; renumbered 0, 1, 2, ... so the pipeline deals them to its replicas as in
+        one process. Every rank walks the whole stream (the shuffles stay in step) but only
+        collates its own batches."""
+        g = world * replicas
+        n = 0
+        while True:
+            for length, items in self._epoch():
+                owner, local = divmod(n % g, replicas)
+                if owner == rank:
+                    yield collate(items, length, (n // g) * replicas + local)
+                n += 1
+
     def first(self) -> Batch:
         """The fixed eval batch, the same before and after: the held-out one when there is
         one, else (too few samples) the first batch of the shortest bucket."""

@@ -28,16 +28,28 @@ EVENT_NAMES = (
     "error",
     "done",
     "exit",
+    "distributed",  # under torchrun: world size, backend, global batch (rank 0's stream)
+    "replica_checksum",  # under torchrun: every rank's weight checksums at a step
 )
 
 _print_lock = threading.Lock()
+_prefix = ""  # "[rank N] " on torchrun's ranks other than 0 (set_log_prefix)
+
+
+def set_log_prefix(prefix: str) -> None:
+    """Start every log line with ``prefix`` (each line of a multi-line message)."""
+    global _prefix
+    _prefix = prefix
 
 
 def log(line: str, stream: TextIO | None = None) -> None:
     """Print one line and flush at once: the supervisor tails this through a file."""
     out = stream if stream is not None else sys.stdout
+    text = line.rstrip("\n")
+    if _prefix:
+        text = "\n".join(_prefix + part for part in text.split("\n"))
     with _print_lock:  # worker threads log too; keep lines whole
-        out.write(line.rstrip("\n") + "\n")
+        out.write(text + "\n")
         out.flush()
 
 

@@ -16,6 +16,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import torch
 from torch import Tensor
@@ -61,6 +62,27 @@ class Report:
     accept_len: float
     tokens: int
     seconds: float
+
+
+@dataclass
+class Metrics:
+    """One step's figures: means over the replicas, tok/s summed, each replica's tok/s."""
+
+    loss: float
+    acc: float
+    accept: float
+    tok_s: float
+    per: list[float]
+
+
+class StepSync(Protocol):
+    """The other processes of a torchrun job (dflash_train.dist), met in the step barrier."""
+
+    def reduce_grads(self, replicas: list[Replica]) -> None: ...
+
+    def on_step(
+        self, done: int, replicas: list[Replica], local: Metrics, signal: int | None
+    ) -> tuple[Metrics, int | None]: ...
 
 
 @dataclass
@@ -150,9 +172,13 @@ class Pipeline:
         batches: Iterator[Batch],
         events: EventLog,
         on_checkpoint: Callable[[int], None],
+        sync: StepSync | None = None,
+        main: bool = True,
     ) -> None:
         self.plan, self.targets, self.replicas = plan, targets, replicas
         self.batches, self.events, self.on_checkpoint = batches, events, on_checkpoint
+        self.sync, self.main = sync, main  # main: this process logs steps (rank 0)
+        self.stop_after: int | None = None  # a stop agreed across ranks: the last step to run
         self.shared = Shared()
         self.batch_q: queue.Queue = queue.Queue(maxsize=plan.queue_size)
         # One feature queue per replica: batch n goes to replica n % R, so which batches a
@@ -226,6 +252,8 @@ class Pipeline:
             self.done[i] = step + 1
             if i == 0 and self._checkpoint_due(step + 1):
                 self.on_checkpoint(step + 1)
+            if self.stop_after is not None and step + 1 >= self.stop_after:
+                return  # every rank stops after this same step
 
     def _checkpoint_due(self, done: int) -> bool:
         """Periodic saves by drafter 0; the final one is saved by the main thread."""
@@ -269,6 +297,8 @@ class Pipeline:
 
     def _on_step(self) -> None:
         average_grads([r.params() for r in self.replicas])
+        if self.sync is not None:
+            self.sync.reduce_grads(self.replicas)
         self._watch_compiles()
         reports = [r for r in self.reports if r is not None]
         now = time.perf_counter()
@@ -276,24 +306,32 @@ class Pipeline:
         self.step += 1
         self.shared.last_progress = time.monotonic()
         n = len(reports)
-        loss = sum(r.loss for r in reports) / n
-        acc = sum(r.acc for r in reports) / n
-        accept = sum(r.accept_len for r in reports) / n
-        tok_s = sum(r.tokens for r in reports) / max(elapsed, 1e-9)
-        per = [r.tokens / max(r.seconds, 1e-9) for r in reports]
+        m = Metrics(
+            loss=sum(r.loss for r in reports) / n,
+            acc=sum(r.acc for r in reports) / n,
+            accept=sum(r.accept_len for r in reports) / n,
+            tok_s=sum(r.tokens for r in reports) / max(elapsed, 1e-9),
+            per=[r.tokens / max(r.seconds, 1e-9) for r in reports],
+        )
+        if self.sync is not None:
+            m, agreed = self.sync.on_step(self.step - 1, self.replicas, m, self.shared.signal)
+            if agreed is not None:
+                self.shared.signal, self.stop_after = agreed, self.step
         lr = lr_at(self.step - 1, self.plan.total_steps, self.plan.lr, self.plan.warmup_ratio)
         last = self.step == self.plan.total_steps
+        if not self.main:
+            return
         if self.step % self.plan.log_every == 0 or last or self.step == self.plan.start_step + 1:
             tq, dq = self.batch_q.qsize(), sum(q.qsize() for q in self.feat_qs)
-            log(format_step(self.step, loss, acc, tok_s, lr, tq, dq, accept, per))
+            log(format_step(self.step, m.loss, m.acc, m.tok_s, lr, tq, dq, m.accept, m.per))
             self.events.emit(
                 "step",
                 step=self.step,
-                loss=round(loss, 5),
-                acc=round(acc, 4),
-                accept_len=round(accept, 3),
-                tok_s=round(tok_s, 1),
-                drafter_tok_s=[round(v, 1) for v in per],
+                loss=round(m.loss, 5),
+                acc=round(m.acc, 4),
+                accept_len=round(m.accept, 3),
+                tok_s=round(m.tok_s, 1),
+                drafter_tok_s=[round(v, 1) for v in m.per],
                 lr=lr,
                 tq=tq,
                 dq=dq,

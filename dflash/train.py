@@ -24,8 +24,9 @@ from pathlib import Path
 from dflash_train.cli import Settings, resolve
 from dflash_train.commands import SUBCOMMANDS
 from dflash_train.commands import main as subcommand
-from dflash_train.events import EventLog, default_events_path, log
+from dflash_train.events import EventLog, default_events_path, log, set_log_prefix
 from dflash_train.jsonl import DataError
+from dflash_train.ranks import world_from_env
 from dflash_train.topology import TopologyError
 from dflash_train.usage import UsageError
 
@@ -58,9 +59,16 @@ def _flag_value(argv: list[str], name: str) -> str | None:
 def _named_events(argv: list[str]) -> Path | None:
     """The stream the caller named (``--events``, else ``$DFLASH_EVENTS``), found without
     trusting the arguments: where a usage error is reported. The default one under the out
-    dir is never created for it."""
+    dir is never created for it. Under torchrun only rank 0 writes events."""
     named = _flag_value(argv, "--events") or os.environ.get("DFLASH_EVENTS")
-    return Path(named) if named else None
+    return Path(named) if named and _rank() == 0 else None
+
+
+def _rank() -> int:
+    try:
+        return world_from_env().rank
+    except UsageError:  # reported by the checks (resolve reads the same variables)
+        return 0
 
 
 def _checked(argv: list[str]) -> Settings:
@@ -81,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in SUBCOMMANDS:  # export, regen: their own flags and checks
         return subcommand(argv)
+    if _rank():  # torchrun's other ranks: their lines say so (rank 0 writes the step= lines)
+        set_log_prefix(f"[rank {_rank()}] ")
     if not _asks_help(argv):  # help is not a start: a log holding only usage would mislead
         log(f"dflash-train starting pid={os.getpid()} argv={shlex.join(argv)}")
     _stack_dumps()
@@ -110,8 +120,11 @@ def main(argv: list[str] | None = None) -> int:
         events.release(_named_events(argv), warn=False)
         events.close()
         return 1
-    events.release(settings.events or default_events_path(str(settings.out_dir)))
-    log(f"dflash-train: events -> {events.path}")
+    if settings.world.main:
+        events.release(settings.events or default_events_path(str(settings.out_dir)))
+        log(f"dflash-train: events -> {events.path}")
+    else:
+        events.release(None)  # one event stream for the job: rank 0's
     try:
         return _run(settings, events, t0)
     finally:
