@@ -116,7 +116,8 @@ class Browser:
         """One printable key, as a person types it (keydown with its text, then keyup), into
         xterm.js's input (its hidden textarea, focused first as a click would)."""
         await self.call(
-            "Runtime.evaluate", expression="document.querySelector('.xterm-helper-textarea').focus()"
+            "Runtime.evaluate",
+            expression="document.querySelector('.xterm-helper-textarea').focus()",
         )
         await self.call("Input.dispatchKeyEvent", type="keyDown", key=char, text=char)
         await self.call("Input.dispatchKeyEvent", type="keyUp", key=char)

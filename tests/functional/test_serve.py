@@ -76,8 +76,12 @@ def test_the_browser_shows_the_app_read_only(served: tuple[str, Path], tmp_path:
             help_text = await browser.wait_text("closes this help", 30, since=mark)
             assert "Read-only mode" in help_text
             # the help lines of l, k, r, K (layout.KEYS) are left out
-            for line in ("returns once the job is seen alive", "kill the run's process group",
-                         "wait for GPU memory release", "kill the process selected"):
+            for line in (
+                "returns once the job is seen alive",
+                "kill the run's process group",
+                "wait for GPU memory release",
+                "kill the process selected",
+            ):
                 assert line not in help_text
             await browser.key("q")  # closes the help
             await asyncio.sleep(1)

@@ -91,10 +91,11 @@ class Watch:
             if key not in new:
                 out.append(f"finding gone {f['code']}{_gpus(f)}")
         progress = doc.get("progress")
-        if progress and progress.get("step") != self.progress_step:
-            if now - self.progress_at >= self.progress_every:
-                self.progress_at, self.progress_step = now, progress.get("step")
-                out.append(_progress_line(progress))
+        moved = progress and progress.get("step") != self.progress_step
+        if moved and now - self.progress_at >= self.progress_every:
+            assert progress is not None
+            self.progress_at, self.progress_step = now, progress.get("step")
+            out.append(_progress_line(progress))
         return out
 
 
