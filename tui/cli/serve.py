@@ -128,7 +128,7 @@ def make_web_app(command: str, token: str) -> Any:
     return app
 
 
-async def serve(command: str, addr: str, port: int, token: str) -> int:
+async def serve_app(command: str, addr: str, port: int, token: str) -> int:
     from aiohttp import web
 
     runner = web.AppRunner(make_web_app(command, token), handle_signals=False)
@@ -178,7 +178,7 @@ def run_serve(args: argparse.Namespace) -> int:
         print(f"dflash-tui serve: needs textual-serve: {INSTALL}", file=sys.stderr)
         return 1
     try:
-        return asyncio.run(serve(app_command(args), addr, port, secrets.token_urlsafe(24)))
+        return asyncio.run(serve_app(app_command(args), addr, port, secrets.token_urlsafe(24)))
     except OSError as exc:  # the port is taken, the address is not ours
         print(terminal_safe(f"dflash-tui serve: cannot listen on {args.bind}: {exc}"),
               file=sys.stderr)  # fmt: skip

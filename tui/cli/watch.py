@@ -99,7 +99,7 @@ class Watch:
         return out
 
 
-def emit(label: str, lines: list[str], several: bool, write: Callable[[str], None]) -> None:
+def print_lines(label: str, lines: list[str], several: bool, write: Callable[[str], None]) -> None:
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     where = f" {label}" if several else ""
     for line in lines:
@@ -124,7 +124,7 @@ async def _watch_host(cfg: Config, host: HostConfig, progress_every: float) -> N
                 doc = unreachable(host, with_host(host.label, ev.error))
             else:
                 continue
-            emit(host.label, watch.lines(doc, time.monotonic()), several, write)
+            print_lines(host.label, watch.lines(doc, time.monotonic()), several, write)
     finally:
         await transport.close()
 
