@@ -35,6 +35,7 @@ SUBCOMMANDS = (
     "supervise",
     "replay",
     "metrics",
+    "serve",
     "app",
 )
 SCRIPTS = ("status", "launch", "kill", "restart", "config")
@@ -193,6 +194,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --replay: when (ISO-8601, epoch "
         "seconds, +90s from the start, -10s from the end; default: the end)",
     )
+    st.add_argument(
+        "--watch",
+        action="store_true",
+        help="keep sampling every --interval; print one plain line per change (findings, run "
+        "state, step progress) until Ctrl-C",
+    )
+    st.add_argument(
+        "--progress-every",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="with --watch: step progress at most every S seconds (default %(default)s)",
+    )
     for name in ("launch", "kill", "restart"):
         _control(sub, name)
     cf = sub.add_parser("config", help="check the config and show what it sets")
@@ -212,10 +226,19 @@ def build_parser() -> argparse.ArgumentParser:
     mt = sub.add_parser("metrics", help="serve OpenMetrics (Prometheus) at /metrics")
     _common(mt, suppress=True, runs=False, watch=False)
     metrics.add_metrics_arguments(mt)
+    from dflash_tui.cli.serve import add_serve_arguments
+
+    sr = sub.add_parser("serve", help="the app in a browser (textual-serve), read-only by default")
+    _common(sr, suppress=True)
+    add_serve_arguments(sr)
     return parser
 
 
 def _script_command(cfg: Config, args: argparse.Namespace) -> int:
+    if args.subcommand == "status" and args.watch:
+        from dflash_tui.cli.watch import run_watch
+
+        return run_watch(cfg, args)
     if args.subcommand == "status":
         from dflash_tui.cli.status import run_status as status_main
 
@@ -240,6 +263,10 @@ def main(argv: list[str] | None = None) -> int:
         # the live status would answer a question the script did not ask
         print("dflash-tui: status --at needs --replay DIR (a recording)", file=sys.stderr)
         return 2
+    if getattr(args, "watch", False) and (args.json or args.openmetrics or args.replay):
+        print("dflash-tui: status --watch prints plain lines: not with --json, --openmetrics "
+              "or --replay", file=sys.stderr)  # fmt: skip
+        return 2
     if args.subcommand == "replay" or getattr(args, "replay", None):  # no config, no host
         from dflash_tui.cli import replay
 
@@ -263,6 +290,10 @@ def main(argv: list[str] | None = None) -> int:
         from dflash_tui.cli.metrics import run_metrics
 
         return run_metrics(cfg, args)
+    if args.subcommand == "serve":  # the config is checked here, once, before any tab opens
+        from dflash_tui.cli.serve import run_serve
+
+        return run_serve(args)
     if args.subcommand in SCRIPTS:
         try:
             return _script_command(cfg, args)

@@ -1,0 +1,185 @@
+"""``dflash-tui serve [COMMON FLAGS] [--bind 127.0.0.1:8765] [--allow-control]``: the app in a
+browser, through textual-serve (the ``serve`` extra).
+
+Each browser tab gets its own app process (textual-serve's AppService runs the command with
+Textual's web driver), started with the same common flags and ``--read-only`` unless
+``--allow-control``. Every tab is a viewer: it defers to a live ``dflash-tui supervise`` as any
+app does (docs/app.md, "In a browser"); serve starts no supervisor itself.
+
+Access: loopback by default (another address needs ``--allow-remote``, as ``metrics`` does),
+and a random token that every request but the static assets must carry: ``/?token=T`` for the
+page, ``/ws/T`` for the websocket the page opens. Anything else is refused with 403. The page's
+URLs are built from the request's Host header, so an SSH tunnel on another local port works.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hmac
+import secrets
+import shlex
+import signal
+import sys
+from typing import Any
+
+from dflash_tui.cli.metrics import is_loopback, parse_listen
+from dflash_tui.core.base.text import terminal_safe
+
+DEFAULT_BIND = "127.0.0.1:8765"
+INSTALL = "pip install 'dflash-tui[serve]' (or: pip install textual-serve)"
+# (attribute, flag): the common flags a tab's app is started with, as serve was given them
+_VALUE_FLAGS = (
+    ("config", "--config"),
+    ("host", "--host"),
+    ("container", "--container"),
+    ("topology", "--topology"),
+    ("run_root", "--run-root"),
+    ("command", "--command"),
+    ("interval", "--interval"),
+    ("keep_runs", "--keep-runs"),
+    ("theme", "--theme"),
+)
+_SWITCHES = (
+    ("auto_restart", "--auto-restart"),
+    ("insecure_accept_new_host_key", "--insecure-accept-new-host-key"),
+)
+
+
+def add_serve_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--bind",
+        default=DEFAULT_BIND,
+        metavar="ADDR:PORT",
+        help="where to serve the app (default %(default)s; port 0 picks a free one)",
+    )
+    p.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow a non-loopback --bind address (the token is the only guard; no TLS)",
+    )
+    p.add_argument(
+        "--allow-control",
+        action="store_true",
+        help="let the browser launch, kill and restart (default: read-only, as --read-only)",
+    )
+    p.add_argument("--theme", default=argparse.SUPPRESS, help="the app's theme in every tab")
+
+
+def app_command(args: argparse.Namespace) -> str:
+    """The shell command each tab's app runs: this Python, the flags serve was given."""
+    words = [sys.executable, "-m", "dflash_tui.cli.main"]
+    for attr, flag in _VALUE_FLAGS:
+        value = getattr(args, attr, None)
+        if value is not None:
+            words += [flag, str(value)]
+    for path in getattr(args, "log", None) or []:
+        words += ["--log", path]
+    words += [flag for attr, flag in _SWITCHES if getattr(args, attr, None)]
+    if not args.allow_control:
+        words.append("--read-only")
+    return shlex.join(words)
+
+
+def token_ok(given: str, token: str) -> bool:
+    return hmac.compare_digest(given.encode(), token.encode())
+
+
+def make_web_app(command: str, token: str) -> Any:
+    """The aiohttp application: textual-serve's handlers behind the token check."""
+    import aiohttp_jinja2
+    import jinja2
+    from aiohttp import web
+    from textual_serve.server import Server
+
+    server = Server(command, title="dflash-tui")
+
+    @web.middleware
+    async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
+        if request.path.startswith("/static/"):  # textual-serve's own JS, CSS, fonts
+            return await handler(request)
+        given = request.query.get("token", "")
+        if request.path.startswith("/ws/"):
+            given = request.path[len("/ws/") :]
+        if not token_ok(given, token):
+            raise web.HTTPForbidden(text="dflash-tui serve: this URL needs the token serve printed")
+        return await handler(request)
+
+    async def index(request: web.Request) -> web.Response:
+        ws = "wss" if request.secure else "ws"
+        http = "https" if request.secure else "http"
+        context = {
+            "font_size": 16,
+            "app_websocket_url": f"{ws}://{request.host}/ws/{token}",
+            "config": {"static": {"url": f"{http}://{request.host}/static/"}},
+            "application": {"name": "dflash-tui"},
+        }
+        return aiohttp_jinja2.render_template("app_index.html", request, context)
+
+    app = web.Application(middlewares=[guard])
+    aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(server.templates_path))
+    app.add_routes(
+        [
+            web.get("/", index),
+            web.get("/ws/{token}", server.handle_websocket),
+            web.static("/static", server.statics_path),
+        ]
+    )
+    return app
+
+
+async def serve_app(command: str, addr: str, port: int, token: str) -> int:
+    from aiohttp import web
+
+    runner = web.AppRunner(make_web_app(command, token), handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, addr, port)
+    await site.start()
+    bound = runner.addresses[0][1]
+    host = f"[{addr}]" if ":" in addr else addr
+    url = f"http://{host}:{bound}/?token={token}"
+    print(f"dflash-tui serve: open {url}", flush=True)
+    print(
+        f"dflash-tui serve: from another machine: ssh -L {bound}:{host}:{bound} THIS_HOST, then "
+        "open the same URL there; Ctrl-C stops serving (the run keeps running)",
+        flush=True,
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await runner.cleanup()  # closes the websockets: each tab's app ends
+    return 0
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    try:
+        addr, port = parse_listen(args.bind)
+    except ValueError as exc:
+        print(terminal_safe(f"dflash-tui serve: {exc}".replace("--listen", "--bind")),
+              file=sys.stderr)  # fmt: skip
+        return 2
+    if not is_loopback(addr) and not args.allow_remote:
+        print(
+            terminal_safe(
+                f"dflash-tui serve: {addr} is not a loopback address: pass --allow-remote to "
+                "serve the app beyond this machine (the URL's token is its only guard; no TLS), "
+                "or keep loopback and use an SSH tunnel (docs/app.md)"
+            ),
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        import textual_serve.server  # noqa: F401
+    except ImportError:
+        print(f"dflash-tui serve: needs textual-serve: {INSTALL}", file=sys.stderr)
+        return 1
+    try:
+        return asyncio.run(serve_app(app_command(args), addr, port, secrets.token_urlsafe(24)))
+    except OSError as exc:  # the port is taken, the address is not ours
+        print(terminal_safe(f"dflash-tui serve: cannot listen on {args.bind}: {exc}"),
+              file=sys.stderr)  # fmt: skip
+        return 1
