@@ -70,17 +70,26 @@ def parse_stat(text: str):
 
 
 class Procs:
-    """The process table from /proc; cpu_pct from the tick delta since the previous sample."""
+    """The process table from /proc; cpu_pct from the tick delta since the previous sample.
+
+    What a process keeps for its life (user, cmdline, NSpid) is read once per (pid, start
+    time, comm) and kept while the process lives: comm is in the key because exec changes it
+    (and the cmdline) but not the pid or start time. Each later sample reads only
+    /proc/PID/stat. A process whose cmdline is still empty (mid-exec, or a zombie) is not
+    cached. Entries of processes gone from /proc are dropped every sample.
+    """
 
     def __init__(self, root: str = "/proc"):
         self.root = root
         self.prev = {}  # type: dict[tuple[int, int], tuple[int, float]]  # (pid, start): (ticks, t)
+        self.static = {}  # type: dict[tuple[int, int, str], tuple[str, str, list]]
         self.users = {}  # type: dict[int, str]
         self.page_kb = os.sysconf("SC_PAGE_SIZE") // 1024
         self.clk_tck = os.sysconf("SC_CLK_TCK")
 
     def read(self, errors: list) -> list:
         now, procs, seen, denied = time.monotonic(), [], {}, []
+        static = {}  # type: dict[tuple[int, int, str], tuple[str, str, list]]
         try:
             names = [n for n in os.listdir(self.root) if n.isdigit()]
         except OSError as exc:
@@ -88,7 +97,7 @@ class Procs:
             return []
         for name in names:
             try:
-                p = self.one(name)
+                p = self.one(name, static)
             except (FileNotFoundError, ProcessLookupError):
                 continue  # it exited while we read it
             except OSError as exc:
@@ -102,33 +111,46 @@ class Procs:
                 p["cpu_pct"] = round(100.0 * (ticks - last[0]) / self.clk_tck / (now - last[1]), 1)
             seen[key] = (ticks, now)
             procs.append(p)
-        self.prev = seen
+        self.prev, self.static = seen, static  # what is not seen now has gone
         if denied:
             errors.append("unreadable /proc entries: %d, e.g. %s" % (len(denied), denied[0]))
         return procs
 
-    def one(self, name: str):
+    def one(self, name: str, static=None):
+        static = {} if static is None else static  # the next sample's cache, being built
         base = os.path.join(self.root, name)
         st = parse_stat(read_bytes(base + "/stat").decode("utf-8", "replace"))
         if st is None or st["flags"] & PF_KTHREAD:
             return None  # unparsable, or a kernel thread: not a job, and hundreds of them
+        key = (st["pid"], st["start_ticks"], st["comm"])
+        fixed = self.static.get(key)
+        if fixed is None:
+            fixed = self.fixed(base, st["comm"])
+        if not fixed[1].startswith("["):
+            static[key] = fixed
+        user, cmd, nspid = fixed
+        return {
+            "pid": st["pid"], "ppid": st["ppid"], "pgid": st["pgid"], "sid": st["sid"],
+            "state": st["state"], "start_ticks": st["start_ticks"],
+            "rss_kb": st["rss_pages"] * self.page_kb, "cpu_pct": None, "user": user,
+            "cmd": cmd, "nspid": nspid, "ticks": st["ticks"],
+        }  # fmt: skip
+
+    def fixed(self, base: str, comm: str):
+        """(user, cmd, nspid): what does not change while the process runs one program."""
         status = read_bytes(base + "/status").decode("utf-8", "replace")
         cmd = read_bytes(base + "/cmdline", CMD_CAP).decode("utf-8", "replace")
         uid = nspid = None
         for line in status.splitlines():
             key, _, val = line.partition(":")
-            vals = [int(x) for x in val.split() if x.isdigit()]
-            if key == "Uid" and len(vals) > 1:
-                uid = vals[1]  # effective uid, as ps shows
-            elif key == "NSpid":
-                nspid = vals
-        cmd = cmd.replace("\0", " ").strip() or "[%s]" % st["comm"]
-        return {
-            "pid": st["pid"], "ppid": st["ppid"], "pgid": st["pgid"], "sid": st["sid"],
-            "state": st["state"], "start_ticks": st["start_ticks"],
-            "rss_kb": st["rss_pages"] * self.page_kb, "cpu_pct": None, "user": self.user(uid),
-            "cmd": cmd, "nspid": nspid or [], "ticks": st["ticks"],
-        }  # fmt: skip
+            if key == "Uid" or key == "NSpid":
+                vals = [int(x) for x in val.split() if x.isdigit()]
+                if key == "Uid" and len(vals) > 1:
+                    uid = vals[1]  # effective uid, as ps shows
+                elif key == "NSpid":
+                    nspid = vals
+        cmd = cmd.replace("\0", " ").strip() or "[%s]" % comm
+        return self.user(uid), cmd, nspid or []
 
     def user(self, uid):
         if uid is None:
