@@ -17,8 +17,10 @@ from dflash_tui.core.base.snapshot import Gpu, GpuProcess, LogState, RunRecord, 
 from dflash_tui.core.base.supervision import SupervisorRecord
 from dflash_tui.core.diagnosis.finding import Finding
 from dflash_tui.core.diagnosis.findings_gpu import build_findings
+from dflash_tui.core.diagnosis.findings_machine import machine_findings
 from dflash_tui.core.diagnosis.ownership import judge, run_alive
 from dflash_tui.core.diagnosis.progress import Progress
+from dflash_tui.core.diagnosis.severity import rank
 from dflash_tui.core.diagnosis.thresholds import DEFAULT, Thresholds
 
 # Labels read off instantaneous readings: they must persist in live mode before being shown.
@@ -290,4 +292,6 @@ def diagnose(
         last_step=latest.last_step,
     )
     findings = build_findings(diag, latest, th, progress)
+    findings += machine_findings(diag, window, th, progress)
+    findings.sort(key=lambda f: -rank(f.severity))
     return Diagnosis(**{**diag.__dict__, "findings": tuple(findings)})
