@@ -55,7 +55,8 @@ def test_oom_killed_names_the_process_from_counter_and_vanished_pid() -> None:
     vm0 = H200["/proc/vmstat"]
     vm1 = vm0.replace("oom_kill 0", "oom_kill 1")
     run_procs = [{"pid": 10, "ppid": 1, "pgid": 10, "sid": 10, "cmd": "sh run.sh"},
-                 {"pid": 11, "ppid": 10, "pgid": 10, "sid": 10, "cmd": "python -m dflash_train.train"}]  # fmt: skip
+                 {"pid": 11, "ppid": 10, "pgid": 10, "sid": 10,
+                  "cmd": "python -m dflash_train.train"}]  # fmt: skip
     a = _snap(1000.0, {"oom_kill": vmstat_oom(vm0)}, procs=run_procs)
     b = _snap(1002.0, {"oom_kill": vmstat_oom(vm1)}, procs=run_procs[:1])
     f = _codes([a, b])["oom-killed"]
@@ -133,3 +134,13 @@ def test_checkpoint_stale() -> None:
     assert "checkpoint-stale" in {f.code for f in d.findings}
     d = diagnose([snap], TOPO, Thresholds(checkpoint_stale_s=500.0), prog)
     assert "checkpoint-stale" not in {f.code for f in d.findings}
+
+
+def test_threshold_keys_match_the_dataclass() -> None:
+    """config_keys' [thresholds] names are the Thresholds fields: one truth, held by this test."""
+    from dataclasses import fields
+
+    from dflash_tui.core.base.config_keys import THRESHOLD_KEYS
+    from dflash_tui.core.diagnosis.thresholds import Thresholds
+
+    assert tuple(f.name for f in fields(Thresholds)) == THRESHOLD_KEYS
