@@ -144,3 +144,13 @@ def test_threshold_keys_match_the_dataclass() -> None:
     from dflash_tui.core.diagnosis.thresholds import Thresholds
 
     assert tuple(f.name for f in fields(Thresholds)) == THRESHOLD_KEYS
+
+
+def test_status_document_carries_machine() -> None:
+    from dflash_tui.core.base.config import HostConfig
+    from dflash_tui.core.diagnosis.document import to_json
+
+    m = {**meminfo(H200["/proc/meminfo"]), "oom_kill": vmstat_oom(H200["/proc/vmstat"])}
+    doc = to_json(diagnose([_snap(1000.0, m)], TOPO), HostConfig())
+    assert doc["machine"]["mem_available_kb"] == 131423632 and doc["machine"]["oom_kill"] == 0
+    json.dumps(doc)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 
 from dflash_train.topology import Topology
 from dflash_tui.core.base.codes import GPU_LABELS
+from dflash_tui.core.base.machine import Machine, Worker
 from dflash_tui.core.base.rundir import run_state
 from dflash_tui.core.base.snapshot import Gpu, GpuProcess, LogState, RunRecord, Snapshot, StepEvent
 from dflash_tui.core.base.supervision import SupervisorRecord
@@ -94,6 +95,8 @@ class Diagnosis:
     interval: float | None = None  # the probe's seconds between samples (None: one-shot)
     supervisor: SupervisorRecord | None = None  # the headless supervisor's record, if any
     last_step: StepEvent | None = None  # the run's event stream's last step, if any
+    machine: Machine | None = None  # host memory, disks, kernel log, NVML health
+    workers: tuple[Worker, ...] = ()  # each pipeline worker's latest heartbeat
 
     def healthy(self, role: str) -> tuple[int, int]:
         """(healthy, expected) GPUs of a role."""
@@ -290,6 +293,8 @@ def diagnose(
         interval=latest.interval,
         supervisor=latest.supervisor,
         last_step=latest.last_step,
+        machine=latest.machine,
+        workers=latest.workers,
     )
     findings = build_findings(diag, latest, th, progress)
     findings += machine_findings(diag, window, th, progress)
