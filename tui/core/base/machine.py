@@ -27,6 +27,10 @@ def _str(v: Any) -> str | None:
     return v if isinstance(v, str) else None
 
 
+def _table(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
 def _dicts(v: Any) -> list[dict[str, Any]]:
     return [x for x in v if isinstance(x, dict)] if isinstance(v, list) else []
 
@@ -100,8 +104,8 @@ class GpuHealth:
         index = _int(d.get("index"))
         if index is None:
             return None
-        rows = d.get("remapped_rows") if isinstance(d.get("remapped_rows"), dict) else {}
-        pages = d.get("retired_pages") if isinstance(d.get("retired_pages"), dict) else {}
+        rows = _table(d.get("remapped_rows"))
+        pages = _table(d.get("retired_pages"))
         xids = tuple(
             (_num(x.get("time")), code)
             for x in _dicts(d.get("xids"))
@@ -142,8 +146,8 @@ class Machine:
         if isinstance(ck, dict) and _str(ck.get("path")):
             ckpt = Checkpoint(ck["path"], _int(ck.get("step")), _num(ck.get("mtime")),
                               _int(ck.get("size_bytes")))  # fmt: skip
-        kl = d.get("kernel_log") if isinstance(d.get("kernel_log"), dict) else {}
-        nv = d.get("nvml") if isinstance(d.get("nvml"), dict) else {}
+        kl = _table(d.get("kernel_log"))
+        nv = _table(d.get("nvml"))
         return cls(
             _int(d.get("mem_total_kb")), _int(d.get("mem_available_kb")),
             _int(d.get("swap_total_kb")), _int(d.get("swap_free_kb")), _int(d.get("oom_kill")),

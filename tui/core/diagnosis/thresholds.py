@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.timings import START_WINDOW_S
@@ -58,6 +59,7 @@ def thresholds_for(host: HostConfig) -> Thresholds:
     if not host.thresholds:
         return DEFAULT
     kinds = {f.name: f.type for f in fields(Thresholds)}
-    return replace(
-        DEFAULT, **{k: int(v) if kinds[k] == "int" else float(v) for k, v in host.thresholds}
-    )
+    values: dict[str, Any] = {
+        k: int(v) if kinds[k] == "int" else float(v) for k, v in host.thresholds
+    }
+    return replace(DEFAULT, **values)

@@ -70,7 +70,7 @@ def statvfs_dict(frsize, blocks, bavail, files, favail):
 
 def run_env(run_dir):
     """The run's environment as the launcher wrote it (`export K='v'` lines of its env file)."""
-    env = {}
+    env = {}  # type: dict[str, str]
     try:
         with open(os.path.join(run_dir, "env"), "rb") as f:
             text = f.read(65536).decode("utf-8", "replace")
@@ -167,7 +167,7 @@ class KernelLog:
 
     def read(self, boot_time):
         if self.fd is None:
-            return {"source": None, "error": "kernel log not readable (" + self.error + ")",
+            return {"source": None, "error": "kernel log not readable (%s)" % self.error,
                     "xids": [], "ooms": []}  # fmt: skip
         for _ in range(KMSG_MAX):
             try:
