@@ -30,7 +30,10 @@ EVENT_NAMES = (
     "exit",
     "distributed",  # under torchrun: world size, backend, global batch (rank 0's stream)
     "replica_checksum",  # under torchrun: every rank's weight checksums at a step
+    "worker",
 )
+HEARTBEAT_S = 5.0  # seconds between the `worker` heartbeats ($DFLASH_HEARTBEAT_S overrides)
+_current = threading.local()  # the worker record of the thread running it (Heartbeats.join)
 
 _print_lock = threading.Lock()
 _prefix = ""  # "[rank N] " on torchrun's ranks other than 0 (set_log_prefix)
@@ -161,6 +164,67 @@ class EventLog:
             if self._fh is not None:
                 self._fh.close()
                 self._fh = None
+
+
+class Heartbeats:
+    """Each pipeline worker's progress, as ``worker`` events (docs/pipeline.md): role, index,
+    GPU, ``rank`` under torchrun, step, queue depth, ``state`` (``work``, or ``wait:queue`` /
+    ``wait:barrier`` while it waits on another worker) and ``since`` (when it entered that
+    state). Worker threads only set their own record (no I/O); the pipeline's watch loop emits
+    every record at most once per ``every`` seconds, so a worker blocked in a wait is still
+    vouched for and one stuck in its own work stands out by its ``since``."""
+
+    def __init__(self, events: EventLog, environ: Mapping[str, str] | None = None) -> None:
+        env = os.environ if environ is None else environ
+        self.events = events
+        self.every = _number(env.get("DFLASH_HEARTBEAT_S"), HEARTBEAT_S)
+        rank = env.get("RANK", "")
+        self.rank = int(rank) if rank.isdigit() else None
+        self.workers: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._last = 0.0
+
+    def join(self, role: str, index: int, gpu: int | None) -> None:
+        """Called first in a worker's thread: its record, updated by ``beat`` and ``state``."""
+        w = {"role": role, "index": index, "gpu": gpu, "step": None, "queue": None,
+             "state": "work", "since": round(time.time(), 3)}  # fmt: skip
+        if self.rank is not None:
+            w["rank"] = self.rank
+        with self._lock:
+            self.workers.append(w)
+        _current.worker = w
+
+    def emit_due(self) -> None:
+        now = time.monotonic()
+        if now - self._last < self.every:
+            return
+        self._last = now
+        with self._lock:
+            records = [dict(w) for w in self.workers]
+        for w in records:
+            self.events.emit("worker", **w)
+
+
+def _number(text: str | None, default: float) -> float:
+    try:
+        v = float(text) if text else default
+    except ValueError:
+        return default
+    return v if v > 0 else default
+
+
+def beat(step: int, queue: int) -> None:
+    """A worker's progress: the step (or batch) it is on and its input queue's depth."""
+    w = getattr(_current, "worker", None)
+    if w is not None:
+        w["step"], w["queue"] = step, queue
+
+
+def state(what: str) -> None:
+    """The calling worker now works (``work``) or waits (``wait:queue``, ``wait:barrier``)."""
+    w = getattr(_current, "worker", None)
+    if w is not None and w["state"] != what:
+        w["state"], w["since"] = what, round(time.time(), 3)
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:

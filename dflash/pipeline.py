@@ -10,6 +10,7 @@ replicas meet at to average their gradients. Nothing waits forever.
 from __future__ import annotations
 
 import functools
+import os
 import queue
 import threading
 import time
@@ -23,7 +24,7 @@ from torch import Tensor
 
 from dflash_train.cli import Fault
 from dflash_train.data import Batch
-from dflash_train.events import EventLog, format_step, log
+from dflash_train.events import EventLog, Heartbeats, beat, format_step, log, state
 from dflash_train.loss import LossSpec, forward_loss
 from dflash_train.mask import compile_stats, forbid_flex_fallback
 from dflash_train.model import Drafter
@@ -123,23 +124,33 @@ def q_put(q: queue.Queue, item: object, stop: threading.Event) -> None:
     while not stop.is_set():
         try:
             q.put(item, timeout=POLL_S)
+            state("work")
             return
         except queue.Full:
-            continue
+            state("wait:queue")
     raise Stopped
 
 
 def q_get(q: queue.Queue, stop: threading.Event) -> object:
     while True:
         try:
-            return q.get(timeout=POLL_S)
+            item = q.get(timeout=POLL_S)
+            state("work")
+            return item
         except queue.Empty:
+            state("wait:queue")
             if stop.is_set():
                 raise Stopped from None
 
 
 def maybe_fault(fault: Fault | None, role: str, index: int, step: int) -> None:
-    """The test-only fault hook (--fault / $DFLASH_FAULT), e.g. drafter:1:step:3."""
+    """The test-only fault hooks: --fault / $DFLASH_FAULT (e.g. drafter:1:step:3) raises;
+    $DFLASH_STALL=ROLE:INDEX:STEP:SECONDS (e.g. drafter:1:3:30) makes that worker sleep there,
+    a stalled worker the others wait on (docs/pipeline.md)."""
+    stall = os.environ.get("DFLASH_STALL", "").split(":")
+    if len(stall) == 4 and stall[:3] == [role, str(index), str(step)]:
+        log(f"dflash-train: test hook: {role} worker {index} stalls at step {step} (DFLASH_STALL)")
+        time.sleep(float(stall[3]))
     if fault is not None and (fault.role, fault.index, fault.step) == (role, index, step):
         raise RuntimeError(f"injected fault: {role} worker {index} at step {step} (DFLASH_FAULT)")
 
@@ -180,6 +191,7 @@ class Pipeline:
         self.sync, self.main = sync, main  # main: this process logs steps (rank 0)
         self.stop_after: int | None = None  # a stop agreed across ranks: the last step to run
         self.shared = Shared()
+        self.beats = Heartbeats(events)
         self.batch_q: queue.Queue = queue.Queue(maxsize=plan.queue_size)
         # One feature queue per replica: batch n goes to replica n % R, so which batches a
         # replica trains on never depends on thread timing (same seed, same losses).
@@ -197,15 +209,19 @@ class Pipeline:
     # ---- threads -------------------------------------------------------------------------
 
     def _loader(self) -> None:
+        self.beats.join("loader", 0, None)
         for n, batch in enumerate(self.batches):
+            beat(n, self.batch_q.qsize())
             maybe_fault(self.plan.fault, "loader", 0, n)
             q_put(self.batch_q, batch, self.shared.stop)
 
     def _target(self, j: int) -> None:
         tgt = self.targets[j]
         thread_setup(tgt.device, flex=False)
+        self.beats.join("target", j, tgt.device.index)
         n = 0
         while True:
+            beat(n, self.batch_q.qsize())
             batch = q_get(self.batch_q, self.shared.stop)
             assert isinstance(batch, Batch)
             maybe_fault(self.plan.fault, "target", j, n)
@@ -228,7 +244,9 @@ class Pipeline:
         thread_setup(rep.device, self.flex)
         reps, accum = len(self.replicas), plan.grad_accum
         pending: dict[int, Features] = {}
+        self.beats.join("drafter", i, rep.device.index)
         for step in range(plan.start_step, plan.total_steps):
+            beat(step, self.feat_qs[i].qsize())
             t0 = time.perf_counter()
             parts = []
             for a in range(accum):
@@ -247,7 +265,9 @@ class Pipeline:
             )
             report.seconds = time.perf_counter() - t0
             self.reports[i] = report
+            state("wait:barrier")
             self.barrier.wait()  # the last to arrive averages the gradients and logs
+            state("work")
             self._optimizer_step(rep, step)
             self.done[i] = step + 1
             if i == 0 and self._checkpoint_due(step + 1):
@@ -394,6 +414,7 @@ class Pipeline:
 
     def _watch(self, drafters: list[threading.Thread]) -> None:
         while not self.shared.stop.wait(POLL_S):
+            self.beats.emit_due()
             if not any(t.is_alive() for t in drafters):
                 return  # every drafter finished its steps
             idle = time.monotonic() - self.shared.last_progress

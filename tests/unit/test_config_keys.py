@@ -46,7 +46,8 @@ def write(tmp_path: Path, text: str, name: str = "c.toml") -> Path:
         ("[[hosts]]\n[hosts.restart]\nretry = 1", "'hosts[0].restart.retry' (did you mean"),
         (
             "zzz = 2",
-            "unknown key 'zzz' (known: host, hosts, topology, run, restart, alerts, record)",
+            "unknown key 'zzz' (known: host, hosts, topology, run, restart, alerts, record, "
+            "thresholds)",
         ),
     ],
 )

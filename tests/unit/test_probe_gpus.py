@@ -27,6 +27,7 @@ CONTRACT_GPU_KEYS = {
 TOP_KEYS = {
     "format", "time", "host", "probe_mode", "clk_tck", "boot_time", "telemetry", "gpus",
     "gpu_procs", "procs", "logs", "run", "errors", "interval", "last_step", "supervisor",
+    "machine", "workers",
 }  # fmt: skip
 
 

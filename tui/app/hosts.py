@@ -24,6 +24,7 @@ from dflash_tui.core.base.rundir import ALIVE_STATES as ACTIVE
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.diagnosis.diagnose import Diagnosis
 from dflash_tui.core.diagnosis.severity import run_chip, worst
+from dflash_tui.core.diagnosis.thresholds import thresholds_for
 from dflash_tui.core.diagnosis.timeline import Timeline
 from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.link.transport import Transport
@@ -43,7 +44,7 @@ class HostState:
     ) -> None:
         self.index, self.key, self.cfg = index, key, cfg
         self.source = source
-        self.tracker = Tracker(cfg.topology)
+        self.tracker = Tracker(cfg.topology, thresholds_for(cfg))
         self.timeline = Timeline()
         self.last: SampleReady | None = None
         self.samples = 0  # samples drawn for this host

@@ -14,6 +14,7 @@ from dflash_tui.cli.status import status_doc, unreachable
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.text import with_host
+from dflash_tui.core.diagnosis.thresholds import thresholds_for
 from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.link.connect import make_transport
 from dflash_tui.core.link.feed import Disconnected, Feed
@@ -33,7 +34,7 @@ class Latest:
 
     async def watch(self, host: HostConfig, interval: float) -> None:
         transport = make_transport(host)
-        tracker = Tracker(host.topology)
+        tracker = Tracker(host.topology, thresholds_for(host))
         try:
             async for ev in Feed(transport, host, interval).events():
                 if isinstance(ev, Snapshot):

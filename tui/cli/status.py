@@ -14,6 +14,7 @@ from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.text import terminal_safe, with_host
 from dflash_tui.core.diagnosis.document import iso_time, to_json
+from dflash_tui.core.diagnosis.thresholds import thresholds_for
 from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.link.connect import make_transport
 from dflash_tui.core.link.feed import sample_once
@@ -28,7 +29,7 @@ async def diagnose_host(host: HostConfig) -> tuple[dict[str, Any], list[Any]]:
         snap = await sample_once(transport, host)
     finally:
         await transport.close()
-    tracker = Tracker(host.topology, live=False)
+    tracker = Tracker(host.topology, thresholds_for(host), live=False)
     doc, diag = status_doc(host, tracker, snap)
     return doc, render(diag, host)
 

@@ -30,4 +30,11 @@ FINDING_CODES = (
     "processes-not-visible",
     "host-unreachable",
     "supervisor-stale",
+    "host-memory-low",
+    "oom-killed",
+    "disk-low",
+    "checkpoint-stale",
+    "gpu-xid",
+    "gpu-lost",
+    "worker-stalled",
 )

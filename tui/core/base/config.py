@@ -9,6 +9,7 @@ an address in no entry gets the top-level settings, and ``Config.notes`` says so
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shlex
@@ -68,6 +69,9 @@ class HostConfig:
     restart: RestartPolicy = field(default_factory=RestartPolicy)  # auto-restart (opt-in)
     keep_runs: int = 0  # retention: prune older run directories beyond this many (0 keeps all)
     name: str | None = None  # the config's `label = "..."`
+    # [thresholds] (top level, for every host): (name, number) pairs over the diagnosis'
+    # defaults (tui/core/diagnosis/thresholds.py thresholds_for)
+    thresholds: tuple[tuple[str, float], ...] = ()
 
     @property
     def label(self) -> str:
@@ -168,7 +172,20 @@ def _host_from_table(doc: dict[str, Any], host: dict[str, Any], where: str) -> H
         name=validate_label(label, where) if label else None,
         restart=policy,
         keep_runs=keep_runs,
+        thresholds=_thresholds(doc.get("thresholds", {})),
     )
+
+
+def _thresholds(table: Any) -> tuple[tuple[str, float], ...]:
+    """``[thresholds]``: its keys were checked by check_keys; every value a finite number."""
+    if not isinstance(table, dict):
+        raise ConfigError("thresholds must be a table")
+    out = []
+    for key, v in table.items():
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
+            raise ConfigError(f"thresholds.{key} must be a number >= 0, not {v!r}")
+        out.append((key, v))
+    return tuple(out)
 
 
 def _unique(hosts: tuple[HostConfig, ...]) -> tuple[HostConfig, ...]:

@@ -53,6 +53,28 @@ ALERTS: Schema = {
     "terminal": None,
 }
 RECORD: Schema = {"enabled": None, "max_mib": None, "segment_s": None}
+# [thresholds]: the diagnosis' named settings (tui/core/diagnosis/thresholds.py, whose fields a
+# test holds equal to this list); each a number.
+THRESHOLD_KEYS = (
+    "near_zero_mib",
+    "high_util_pct",
+    "activity_util_pct",
+    "near_oom_fraction",
+    "throttle_mask",
+    "persist_s",
+    "no_progress_factor",
+    "no_progress_min_s",
+    "start_window_s",
+    "log_grace_s",
+    "host_mem_low_fraction",
+    "swap_used_fraction",
+    "disk_low_fraction",
+    "disk_full_horizon_s",
+    "checkpoint_stale_s",
+    "worker_stall_factor",
+    "worker_stall_min_s",
+)
+THRESHOLDS: Schema = dict.fromkeys(THRESHOLD_KEYS)
 TOP: Schema = {
     "host": HOST,
     "hosts": HOST,
@@ -61,6 +83,7 @@ TOP: Schema = {
     "restart": RESTART,
     "alerts": ALERTS,
     "record": RECORD,
+    "thresholds": THRESHOLDS,
 }
 
 

@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeVar
 
+from dflash_tui.core.base.machine import Machine, Worker, workers_of
 from dflash_tui.core.base.supervision import SupervisorRecord
 
 T = TypeVar("T")
@@ -364,6 +365,8 @@ class Snapshot:
     last_step: StepEvent | None = None  # from the run's event stream, when it writes one
     supervisor: SupervisorRecord | None = None  # <run_root>/supervisor.json, when there is one
     steps: StepPoints | None = None  # new step events of the run's event stream (--interval)
+    machine: Machine | None = None  # host memory, disks, kernel log, NVML health (base/machine)
+    workers: tuple[Worker, ...] = ()  # each pipeline worker's latest heartbeat
 
     @classmethod
     def from_json(cls, line: str | bytes) -> Snapshot:
@@ -421,6 +424,8 @@ class Snapshot:
             last_step=step,
             supervisor=sup,
             steps=StepPoints.from_dict(d.get("steps")),
+            machine=Machine.from_dict(d.get("machine")),
+            workers=workers_of(d.get("workers")),
         )
 
     @functools.cached_property

@@ -116,6 +116,13 @@ def mib(value: float | None) -> str:
     return f"{value / 1024:.1f} GiB" if value >= 1024 else f"{value:.0f} MiB"
 
 
+def size(n: float | None) -> str:
+    """Bytes as ``mib`` shows memory, with KiB below 1 MiB (a small disk, a small file)."""
+    if n is None:
+        return "?"
+    return f"{n / 1024:.0f} KiB" if n < 1 << 20 else mib(n / (1 << 20))
+
+
 def mib_pair(used: float | None, total: float | None) -> str:
     """``used/total`` in the total's unit, said once: ``0.0/140.4 GiB``, ``300/512 MiB``
     (never ``0M/140G``). Unknown parts are ``?``."""

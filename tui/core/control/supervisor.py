@@ -50,6 +50,7 @@ from dflash_tui.core.control.supervisor_state import (
     stale_reason,
     strip_tails,
 )
+from dflash_tui.core.diagnosis.thresholds import thresholds_for
 from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.link.feed import Feed, sample_once
 from dflash_tui.core.link.transport import Transport, TransportError
@@ -341,7 +342,7 @@ class Supervisor:
         self.findings = self.finding_watch.holding
 
     async def watch_feed(self) -> None:
-        tracker = Tracker(self.host.topology)
+        tracker = Tracker(self.host.topology, thresholds_for(self.host))
         async for ev in Feed(self.transport, self.host, self.opts.interval).events():
             if isinstance(ev, Snapshot):
                 try:
@@ -383,7 +384,7 @@ class Supervisor:
         """One cycle (``--once``): a sample's findings, a decision, its alerts, the record."""
         try:
             snap = await sample_once(self.transport, self.host)
-            self.on_sample(Tracker(self.host.topology, live=False), snap)
+            self.on_sample(Tracker(self.host.topology, thresholds_for(self.host), live=False), snap)
         except TransportError as exc:
             self._link_down(f"cannot sample: {exc}")
         try:

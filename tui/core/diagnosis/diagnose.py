@@ -12,13 +12,16 @@ from dataclasses import dataclass, field, replace
 
 from dflash_train.topology import Topology
 from dflash_tui.core.base.codes import GPU_LABELS
+from dflash_tui.core.base.machine import Machine, Worker
 from dflash_tui.core.base.rundir import run_state
 from dflash_tui.core.base.snapshot import Gpu, GpuProcess, LogState, RunRecord, Snapshot, StepEvent
 from dflash_tui.core.base.supervision import SupervisorRecord
 from dflash_tui.core.diagnosis.finding import Finding
 from dflash_tui.core.diagnosis.findings_gpu import build_findings
+from dflash_tui.core.diagnosis.findings_machine import machine_findings
 from dflash_tui.core.diagnosis.ownership import judge, run_alive
 from dflash_tui.core.diagnosis.progress import Progress
+from dflash_tui.core.diagnosis.severity import rank
 from dflash_tui.core.diagnosis.thresholds import DEFAULT, Thresholds
 
 # Labels read off instantaneous readings: they must persist in live mode before being shown.
@@ -92,6 +95,8 @@ class Diagnosis:
     interval: float | None = None  # the probe's seconds between samples (None: one-shot)
     supervisor: SupervisorRecord | None = None  # the headless supervisor's record, if any
     last_step: StepEvent | None = None  # the run's event stream's last step, if any
+    machine: Machine | None = None  # host memory, disks, kernel log, NVML health
+    workers: tuple[Worker, ...] = ()  # each pipeline worker's latest heartbeat
 
     def healthy(self, role: str) -> tuple[int, int]:
         """(healthy, expected) GPUs of a role."""
@@ -288,6 +293,10 @@ def diagnose(
         interval=latest.interval,
         supervisor=latest.supervisor,
         last_step=latest.last_step,
+        machine=latest.machine,
+        workers=latest.workers,
     )
     findings = build_findings(diag, latest, th, progress)
+    findings += machine_findings(diag, window, th, progress)
+    findings.sort(key=lambda f: -rank(f.severity))
     return Diagnosis(**{**diag.__dict__, "findings": tuple(findings)})

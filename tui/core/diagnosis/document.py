@@ -3,6 +3,7 @@ command line prints is tui/cli/table.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
 from typing import Any
@@ -115,4 +116,28 @@ def to_json(
         "findings": [f.to_json() for f in diag.findings],
         "supervisor": sup.to_status(diag.time) if sup is not None else None,
         "progress": progress_json(diag, progress, log_mtime),
+        "machine": machine_json(diag),
+    }
+
+
+def machine_json(diag: Diagnosis) -> dict[str, Any] | None:
+    """The host around the GPUs (docs/internals.md, "Host health"); None: not read."""
+    m = diag.machine
+    if m is None:
+        return None
+    ck = m.checkpoint
+    return {
+        "mem_total_kb": m.mem_total_kb,
+        "mem_available_kb": m.mem_available_kb,
+        "swap_total_kb": m.swap_total_kb,
+        "swap_free_kb": m.swap_free_kb,
+        "oom_kill": m.oom_kill,
+        "disks": [dataclasses.asdict(d) for d in m.disks],
+        "checkpoint": dataclasses.asdict(ck) if ck is not None else None,
+        "checkpoint_age_s": round(diag.time - ck.mtime, 1) if ck and ck.mtime else None,
+        "kernel_log": m.kernel_source,
+        "kernel_log_error": m.kernel_error,
+        "xid_watch": m.xid_watch,
+        "gpu_health": [dataclasses.asdict(h) for h in m.gpu_health],
+        "workers": [dataclasses.asdict(w) for w in diag.workers],
     }

@@ -76,3 +76,28 @@ def summary_severity(causes: Iterable[str]) -> str:
     that is absent, or GPUs still idle while the job loads, stay what their own findings say."""
     level = worst(c for c in causes if c in SEVERITIES)
     return level or "info"
+
+
+# The host and worker findings (findings_machine.py). disk-low is an error when the next
+# checkpoint no longer fits; gpu-xid is a warning for the codes NVIDIA's catalog puts on the
+# application (diagnosis/xid.py ``app``) and an error for the rest.
+MACHINE = {
+    "host-memory-low": "warning",
+    "oom-killed": "error",
+    "disk-low": "warning",
+    "checkpoint-stale": "warning",
+    "gpu-xid": "error",
+    "gpu-lost": "error",
+    "worker-stalled": "error",
+}
+DISK_NO_ROOM = "error"  # disk-low: the next checkpoint does not fit
+XID_BY_APP = "warning"  # gpu-xid: a code caused by the application, not the GPU
+
+
+def machine_severity(code: str, worse: bool = False) -> str:
+    """A host or worker finding's level; ``worse``: the escalated case named above."""
+    if code == "disk-low" and worse:
+        return DISK_NO_ROOM
+    if code == "gpu-xid" and worse:
+        return XID_BY_APP
+    return MACHINE[code]

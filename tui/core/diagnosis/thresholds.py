@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
+from typing import Any
 
+from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.timings import START_WINDOW_S
 
 
@@ -31,6 +33,33 @@ class Thresholds:
     start_window_s: float = START_WINDOW_S
     # After this long without a run log, a starting/running run's missing log is an error.
     log_grace_s: float = 10.0
+    # host-memory-low: MemAvailable below this fraction of MemTotal ...
+    host_mem_low_fraction: float = 0.05
+    # ... or swap in use above this fraction of SwapTotal.
+    swap_used_fraction: float = 0.5
+    # disk-low: free space (or free inodes) below this fraction of the filesystem ...
+    disk_low_fraction: float = 0.05
+    # ... or full within this many seconds at the rate it shrank over the recent samples
+    # (the next checkpoint not fitting is always low).
+    disk_full_horizon_s: float = 3600.0
+    # checkpoint-stale: a live, stepping run's newest checkpoint older than this (or none yet).
+    checkpoint_stale_s: float = 7200.0
+    # worker-stalled: a worker busy on its own step (or silent while the others beat) for
+    # this many times the usual step time ...
+    worker_stall_factor: float = 5.0
+    # ... and never less than this many seconds.
+    worker_stall_min_s: float = 60.0
 
 
 DEFAULT = Thresholds()
+
+
+def thresholds_for(host: HostConfig) -> Thresholds:
+    """The defaults with the config's ``[thresholds]`` (names checked by config_keys)."""
+    if not host.thresholds:
+        return DEFAULT
+    kinds = {f.name: f.type for f in fields(Thresholds)}
+    values: dict[str, Any] = {
+        k: int(v) if kinds[k] == "int" else float(v) for k, v in host.thresholds
+    }
+    return replace(DEFAULT, **values)

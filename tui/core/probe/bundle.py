@@ -10,7 +10,8 @@ import functools
 import re
 from pathlib import Path
 
-PROBE_PARTS = ("gpu.py", "tail.py", "files.py")  # sent ahead of main.py, in this order
+# sent ahead of main.py, in this order
+PROBE_PARTS = ("gpu.py", "tail.py", "files.py", "machine.py", "nvhealth.py")
 _PARTS_BLOCK = re.compile(rb"^# >>> parts.*?^# <<< parts\n", re.MULTILINE | re.DOTALL)
 
 

@@ -22,11 +22,15 @@ import time
 try:  # imported as dflash_tui.core.probe.main
     from dflash_tui.core.probe.files import *
     from dflash_tui.core.probe.gpu import *
+    from dflash_tui.core.probe.machine import *
+    from dflash_tui.core.probe.nvhealth import *
     from dflash_tui.core.probe.tail import *
 except ImportError:  # run as a file: python3 tui/core/probe/main.py
     # mypy checks the package, where these plain-file names do not resolve
     from files import *  # type: ignore[import-not-found]
     from gpu import *  # type: ignore[import-not-found]
+    from machine import *  # type: ignore[import-not-found]
+    from nvhealth import *  # type: ignore[import-not-found]
     from tail import *  # type: ignore[import-not-found]
 # <<< parts
 
@@ -187,6 +191,10 @@ class Probe:
             self.nvml = in_thread(Nvml, args.smi_timeout)[0]
         smi = None if self.nvml else shutil.which("nvidia-smi")
         self.smi = Smi(smi, args.smi_timeout) if smi else None
+        self.kernel = KernelLog()  # kept open: each sample reads the records new since the last
+        self.health = None
+        if self.nvml is not None:  # Xid events are queued only for a watcher: the set stays open
+            self.health = in_thread(lambda: NvHealth(self.nvml.nv, not args.once), 2.0)[0]
 
     def sample(self) -> dict:
         errors = []  # type: list[str]
@@ -207,11 +215,23 @@ class Probe:
         out["supervisor"] = guard(
             lambda: read_supervisor(self.args.run_root, errors), errors, "supervisor record"
         )
+        out["machine"] = guard(lambda: self.machine(out, errors), errors, "machine")
+        out["workers"] = guard(lambda: last_workers(out["run"], errors), errors, "workers")
         if len(errors) > MAX_ERRORS:
             errors[MAX_ERRORS:] = ["... and %d more errors" % (len(errors) - MAX_ERRORS)]
         out["errors"] = errors
         self.samples += 1
         return out
+
+    def machine(self, out: dict, errors: list) -> dict:
+        m = read_machine(out["run"], self.args.run_root, self.kernel, out["boot_time"], errors)
+        m["nvml"] = None
+        if self.health is not None and (self.nvml_stuck is None or not self.nvml_stuck.is_alive()):
+            res, exc, t = in_thread(lambda: self.health.read(errors), self.args.smi_timeout)
+            if exc is not None:
+                errors.append("NVML health failed: %s: %s" % (type(exc).__name__, exc))
+            m["nvml"] = res if not t.is_alive() else None
+        return m
 
     def gpus(self, errors: list):
         t0, source = time.monotonic(), "none"

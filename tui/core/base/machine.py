@@ -1,0 +1,198 @@
+"""The host around the GPUs, as the probe reads it (its ``machine`` and ``workers`` keys):
+memory, swap, the OOM-kill count, free space of the run's paths, the newest checkpoint, the
+kernel log's Xid and OOM lines, NVML's per-GPU health, and each pipeline worker's heartbeat.
+
+Parsed tolerantly like the rest of a snapshot: a value of the wrong type is unknown (None), a
+malformed row is skipped. docs/internals.md lists the keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+def _int(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    f = float(v)
+    return f if f == f and abs(f) != float("inf") else None
+
+
+def _str(v: Any) -> str | None:
+    return v if isinstance(v, str) else None
+
+
+def _table(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
+def _dicts(v: Any) -> list[dict[str, Any]]:
+    return [x for x in v if isinstance(x, dict)] if isinstance(v, list) else []
+
+
+@dataclass(frozen=True)
+class Disk:
+    """Free space of the filesystem under one of the run's paths (``what``: run_root, out_dir,
+    compile_cache)."""
+
+    what: str
+    path: str
+    exists: bool = False
+    free_bytes: int | None = None
+    total_bytes: int | None = None
+    free_inodes: int | None = None
+    total_inodes: int | None = None
+    error: str | None = None
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Disk | None:
+        what, path = _str(d.get("what")), _str(d.get("path"))
+        if what is None or path is None:
+            return None
+        return cls(what, path, d.get("exists") is True, _int(d.get("free_bytes")),
+                   _int(d.get("total_bytes")), _int(d.get("free_inodes")),
+                   _int(d.get("total_inodes")), _str(d.get("error")))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    path: str
+    step: int | None = None
+    mtime: float | None = None
+    size_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class KernelLine:
+    """An NVRM Xid line (``code`` set) or an OOM kill (``code`` None) of the kernel log."""
+
+    time: float | None
+    text: str
+    code: int | None = None
+    pci: str | None = None
+    pid: int | None = None
+    name: str | None = None
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> KernelLine:
+        return cls(_num(d.get("time")), _str(d.get("text")) or "", _int(d.get("code")),
+                   _str(d.get("pci")), _int(d.get("pid")), _str(d.get("name")))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class GpuHealth:
+    """NVML's health readings of one GPU; None where NVML does not offer them."""
+
+    index: int
+    uuid: str | None = None
+    lost: bool = False
+    error: str | None = None
+    xids: tuple[tuple[float | None, int], ...] = ()  # (time, code) seen since the last sample
+    remap_uncorrectable: int | None = None
+    remap_pending: bool | None = None
+    remap_failure: bool | None = None
+    retired_double_bit: int | None = None
+    pcie_replay: int | None = None
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> GpuHealth | None:
+        index = _int(d.get("index"))
+        if index is None:
+            return None
+        rows = _table(d.get("remapped_rows"))
+        pages = _table(d.get("retired_pages"))
+        xids = tuple(
+            (_num(x.get("time")), code)
+            for x in _dicts(d.get("xids"))
+            if (code := _int(x.get("code"))) is not None
+        )
+        pending, failure = rows.get("pending"), rows.get("failure")
+        return cls(index, _str(d.get("uuid")), d.get("lost") is True, _str(d.get("error")), xids,
+                   _int(rows.get("uncorrectable")),
+                   pending if isinstance(pending, bool) else None,
+                   failure if isinstance(failure, bool) else None,
+                   _int(pages.get("double_bit")), _int(d.get("pcie_replay")))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Machine:
+    """The probe's ``machine`` key. kB for memory (as /proc/meminfo), bytes for disks."""
+
+    mem_total_kb: int | None = None
+    mem_available_kb: int | None = None
+    swap_total_kb: int | None = None
+    swap_free_kb: int | None = None
+    oom_kill: int | None = None
+    disks: tuple[Disk, ...] = ()
+    checkpoint: Checkpoint | None = None
+    kernel_source: str | None = None  # "kmsg", or None: not readable (kernel_error says why)
+    kernel_error: str | None = None
+    kernel_xids: tuple[KernelLine, ...] = ()
+    kernel_ooms: tuple[KernelLine, ...] = ()
+    gpu_health: tuple[GpuHealth, ...] = ()
+    xid_watch: str | None = None  # "nvml" when NVML's Xid events are watched, else why not
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Machine | None:
+        if not isinstance(d, dict):
+            return None
+        ck = d.get("checkpoint")
+        ckpt = None
+        if isinstance(ck, dict) and _str(ck.get("path")):
+            ckpt = Checkpoint(ck["path"], _int(ck.get("step")), _num(ck.get("mtime")),
+                              _int(ck.get("size_bytes")))  # fmt: skip
+        kl = _table(d.get("kernel_log"))
+        nv = _table(d.get("nvml"))
+        return cls(
+            _int(d.get("mem_total_kb")), _int(d.get("mem_available_kb")),
+            _int(d.get("swap_total_kb")), _int(d.get("swap_free_kb")), _int(d.get("oom_kill")),
+            tuple(x for x in map(Disk.from_dict, _dicts(d.get("disks"))) if x is not None),
+            ckpt, _str(kl.get("source")), _str(kl.get("error")),
+            tuple(KernelLine.from_dict(x) for x in _dicts(kl.get("xids"))),
+            tuple(KernelLine.from_dict(x) for x in _dicts(kl.get("ooms"))),
+            tuple(x for x in map(GpuHealth.from_dict, _dicts(nv.get("gpus"))) if x is not None),
+            _str(nv.get("xid_watch")),
+        )  # fmt: skip
+
+    def disk(self, what: str) -> Disk | None:
+        return next((x for x in self.disks if x.what == what), None)
+
+
+@dataclass(frozen=True)
+class Worker:
+    """A pipeline worker's latest heartbeat (event ``worker``): ``state`` is ``work`` (busy on
+    its own step since ``since``) or ``wait:<what>`` (blocked on a queue or the step barrier)."""
+
+    role: str
+    index: int
+    gpu: int | None = None
+    rank: int | None = None
+    step: int | None = None
+    queue: int | None = None
+    state: str | None = None
+    since: float | None = None
+    time: float | None = None
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Worker | None:
+        role, index = _str(d.get("role")), _int(d.get("index"))
+        if role is None or index is None:
+            return None
+        return cls(role, index, _int(d.get("gpu")), _int(d.get("rank")), _int(d.get("step")),
+                   _int(d.get("queue")), _str(d.get("state")), _num(d.get("since")),
+                   _num(d.get("time")))  # fmt: skip
+
+    @property
+    def name(self) -> str:
+        rank = f"rank {self.rank} " if self.rank is not None else ""
+        gpu = f" (GPU {self.gpu})" if self.gpu is not None else ""
+        return f"{rank}{self.role} {self.index}{gpu}"
+
+
+def workers_of(v: Any) -> tuple[Worker, ...]:
+    return tuple(x for x in map(Worker.from_dict, _dicts(v)) if x is not None)
