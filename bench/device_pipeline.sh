@@ -23,6 +23,7 @@ PART=${1:-all}
 OUT=${OUT:-/tmp/dflash-device}
 mkdir -p "$OUT"
 cd "$(dirname "$0")/.."
+. bench/device_env.sh
 export PYTHONUNBUFFERED=1
 PY=${PYTHON:-python3}
 ROLES=(--target-gpus 0 --drafter-gpus 0 --allow-shared-gpus
@@ -49,7 +50,7 @@ run_train() { # name seconds args... (a retry appends to the same two files)
   shift 2
   local t=$(date +%s)
   echo "=== dflash-train $*" >>"$OUT/$name.log"
-  limit "$secs" $PY -m dflash.train "${ROLES[@]}" --out-dir "/tmp/dflash-$name" \
+  limit "$secs" $PY -m dflash_train.train "${ROLES[@]}" --out-dir "/tmp/dflash-$name" \
     --events "$OUT/${name}_events.jsonl" "$@" >>"$OUT/$name.log" 2>&1
   local rc=$?
   note "$name: rc=$rc in $(($(date +%s) - t)) s; fallback warnings: $(grep -c 'without torch.compile' "$OUT/$name.log")"
@@ -63,7 +64,7 @@ part_train() {
   run_train tiny 150 --preset tiny
   run_train medium 330 --preset medium
   local t=$(date +%s) # a worker that raises: non-zero exit within seconds (tiny's cached kernels)
-  DFLASH_FAULT=drafter:1:step:3 limit 60 $PY -m dflash.train "${ROLES[@]}" --preset tiny \
+  DFLASH_FAULT=drafter:1:step:3 limit 60 $PY -m dflash_train.train "${ROLES[@]}" --preset tiny \
     --out-dir /tmp/dflash-fault --events /tmp/dflash-fault/ev.jsonl >/tmp/dflash-fault.log 2>&1
   note "fault drafter:1:step:3: rc=$? in $(($(date +%s) - t)) s; $(grep -c Traceback /tmp/dflash-fault.log) traceback(s)"
   tail -n 2 /tmp/dflash-fault.log | tee -a "$SUMMARY"
@@ -96,13 +97,13 @@ part_mask() { # variant seconds [extra args]: one fresh process and Inductor cac
 part_drill() {
   local args=("${ROLES[@]}" --preset tiny --out-dir /tmp/dflash-drill --steps 100000)
   rm -rf /tmp/dflash-drill
-  $PY -m dflash.train "${args[@]}" >"$OUT/drill.log" 2>&1 &
+  $PY -m dflash_train.train "${args[@]}" >"$OUT/drill.log" 2>&1 &
   local p=$! i
   for i in $(seq 1 150); do grep -q '^step=40 ' "$OUT/drill.log" && break; sleep 1; done
   kill -TERM $p
   wait $p
   note "drill: SIGTERM rc=$?; checkpoints: $(ls /tmp/dflash-drill/checkpoints | tr '\n' ' ')"
-  $PY -m dflash.train "${args[@]}" --resume auto >"$OUT/resume.log" 2>&1 &
+  $PY -m dflash_train.train "${args[@]}" --resume auto >"$OUT/resume.log" 2>&1 &
   p=$!
   for i in $(seq 1 150); do grep -q '^step=' "$OUT/resume.log" && break; sleep 1; done
   sleep 2

@@ -21,10 +21,9 @@ PART=${1:-all}
 OUT=${OUT:-/tmp/dflash-torchrun}
 W=/tmp/dflash-torchrun-work
 rm -rf "$W"
-mkdir -p "$OUT" "$W/py"
-ROOT=$PWD
-ln -sfn "$ROOT/dflash" "$W/py/dflash_train" # the import name, without installing the repo
-export PYTHONPATH="$W/py" PYTHONUNBUFFERED=1
+mkdir -p "$OUT" "$W"
+. bench/device_env.sh
+export PYTHONUNBUFFERED=1
 PY=${PYTHON:-python3}
 T0=$(date +%s)
 SUMMARY="$OUT/summary.txt"

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Sourced by the device scripts (bench/device_*.sh) from the repo root: makes the repo's import
+# names (dflash_tui from tui/, dflash_train from dflash/; pyproject's package-dir) importable
+# without installing it, and installs the carried wheels (.whl/, when carried) into /tmp/site
+# if the machine lacks the supervisor's light dependencies. Nothing is installed system-wide.
+DEVICE_PY=/tmp/dflash-py
+mkdir -p "$DEVICE_PY"
+ln -sfn "$PWD/tui" "$DEVICE_PY/dflash_tui"
+ln -sfn "$PWD/dflash" "$DEVICE_PY/dflash_train"
+if ! python3 -c 'import rich, textual' 2>/dev/null && ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --upgrade --no-index --no-deps --target /tmp/site .whl/*.whl
+  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+export PYTHONPATH=$DEVICE_PY${PYTHONPATH:+:$PYTHONPATH}
