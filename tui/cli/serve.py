@@ -63,7 +63,11 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="let the browser launch, kill and restart (default: read-only, as --read-only)",
     )
-    p.add_argument("--theme", default=argparse.SUPPRESS, help="the app's theme in every tab")
+    p.add_argument(
+        "--theme",
+        default=argparse.SUPPRESS,
+        help="the app's theme in every tab (default: as for dflash-tui)",
+    )
 
 
 def app_command(args: argparse.Namespace) -> str:

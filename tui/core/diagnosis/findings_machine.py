@@ -16,7 +16,7 @@ from dflash_tui.core.diagnosis.finding import Finding, duration, gpus_text
 from dflash_tui.core.diagnosis.progress import Progress
 from dflash_tui.core.diagnosis.severity import machine_severity as sev
 from dflash_tui.core.diagnosis.thresholds import Thresholds
-from dflash_tui.core.diagnosis.xid import describe
+from dflash_tui.core.diagnosis.xid import describe_xid
 
 if TYPE_CHECKING:
     from dflash_tui.core.diagnosis.diagnose import Diagnosis
@@ -260,7 +260,7 @@ def _xids(diag: Diagnosis, window: Sequence[Snapshot], lost: set[int]) -> list[F
         if code == 79:
             continue  # said by gpu-lost
         ids = tuple(sorted({i for i, _ in where if i is not None}))
-        x = describe(code)
+        x = describe_xid(code)
         on = gpus_text(ids) if ids else "a GPU (its bus id matches no GPU read here)"
         src = " and ".join(sorted({w for _, w in where}))
         out.append(

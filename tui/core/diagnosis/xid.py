@@ -68,7 +68,7 @@ XIDS: dict[int, Xid] = {
 }
 
 
-def describe(code: int) -> Xid:
+def describe_xid(code: int) -> Xid:
     return XIDS.get(
         code,
         Xid(
