@@ -23,7 +23,6 @@ from dflash_tui.core.record.recorder import Recorder, enforce_cap
 from dflash_tui.core.record.replay import Cursor, RecordError, load, parse_time, status_at
 from dflash_tui.core.record.segments import read_segment, segment_files, thin_level
 
-
 # Host health and worker heartbeats travel in samples too (they once failed to record: not
 # JSON, and every live sample's diagnosis failed with them).
 MACHINE = Machine(

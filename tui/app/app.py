@@ -27,6 +27,7 @@ from dflash_tui.app.feeds import HostFeeds
 from dflash_tui.app.history.view import HISTORY_ACTIONS, HISTORY_HELP
 from dflash_tui.app.host_pane import HostPane
 from dflash_tui.app.hosts import HostState, make_hosts, summarize
+from dflash_tui.app.keymap import key_text
 from dflash_tui.app.layout import DESTRUCTIVE, HOST_ACTIONS, HOST_HELP, KEY_NAMES, KEYS, MainScreen
 from dflash_tui.app.log_keys import LogKeys
 from dflash_tui.app.messages import ControlDone, ControlStep, LinkDown, SampleMalformed, SampleReady
@@ -74,6 +75,8 @@ class DflashApp(App[None]):
         self.log_keys = LogKeys(self)  # tui/app/log_keys.py
         self.alerts = AppAlerts(self, cfg.alerts)  # tui/app/alerts.py
         self.auto_restarts = AutoRestarts(self, self.alerts.decision)
+        self.user_keys = dict(cfg.keys)  # [keys]: binding id -> keys (tui/app/keymap.py)
+        self.set_keymap(self.user_keys)
         self._register_themes()
 
     def notify(
@@ -156,6 +159,9 @@ class DflashApp(App[None]):
         self.feeds.worker_changed(event)
         self.actions.worker_changed(event)
         self.auto_restarts.worker_changed(event)
+
+    def action_refresh(self) -> None:
+        self.feeds.refresh_now()
 
     def on_sample_ready(self, msg: SampleReady) -> None:
         self.feeds.sample_ready(msg)
@@ -389,7 +395,7 @@ class DflashApp(App[None]):
 
     def action_help(self) -> None:
         keys = [
-            (KEY_NAMES.get(k, k), text)
+            (key_text(self.user_keys, action, KEY_NAMES.get(k, k)), text)
             for k, action, _, text in KEYS
             if not (self.read_only and action in DESTRUCTIVE)
         ]
