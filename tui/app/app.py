@@ -24,11 +24,11 @@ from dflash_tui.app.actions import ControlActions
 from dflash_tui.app.alerts import AppAlerts
 from dflash_tui.app.autorestart import AutoRestarts
 from dflash_tui.app.feeds import HostFeeds
-from dflash_tui.app.history.view import HISTORY_ACTIONS, HISTORY_HELP
+from dflash_tui.app.history.view import HISTORY_ACTIONS
 from dflash_tui.app.host_pane import HostPane
 from dflash_tui.app.hosts import HostState, make_hosts, summarize
-from dflash_tui.app.keymap import key_text
-from dflash_tui.app.layout import DESTRUCTIVE, HOST_ACTIONS, HOST_HELP, KEY_NAMES, KEYS, MainScreen
+from dflash_tui.app.keymap import help_keys
+from dflash_tui.app.layout import DESTRUCTIVE, HOST_ACTIONS, KEYS, MainScreen
 from dflash_tui.app.log_keys import LogKeys
 from dflash_tui.app.messages import ControlDone, ControlStep, LinkDown, SampleMalformed, SampleReady
 from dflash_tui.app.overview import HostOverview
@@ -394,17 +394,8 @@ class DflashApp(App[None]):
             self.action_cancel_wait()
 
     def action_help(self) -> None:
-        keys = [
-            (key_text(self.user_keys, action, KEY_NAMES.get(k, k)), text)
-            for k, action, _, text in KEYS
-            if not (self.read_only and action in DESTRUCTIVE)
-        ]
-        if len(self.host_states) > 1:
-            keys.extend(HOST_HELP)
-        if self.history_shown():
-            keys.extend(HISTORY_HELP)
-        keys.append(("esc", "close the filter box; cancel a wait (kill grace, release)"))
-        keys.append(("ctrl+p", "command palette: every action by name"))
+        many = len(self.host_states) > 1
+        keys = help_keys(self.user_keys, self.read_only, many, self.history_shown())
         notes = [QUIT_NOTE]
         if self.read_only:
             notes.append(

@@ -55,3 +55,24 @@ def key_text(user: Mapping[str, str], binding_id: str, default: str) -> str:
     if keys is None:
         return default
     return " / ".join(format_key(k) for k in _normalize_key_list(keys).split(","))
+
+
+def help_keys(
+    user: Mapping[str, str], read_only: bool, several_hosts: bool, history: bool
+) -> list[tuple[str, str]]:
+    """The help screen's keys: those that work now, each as the keymap has it."""
+    from dflash_tui.app.history.view import HISTORY_HELP
+    from dflash_tui.app.layout import DESTRUCTIVE, HOST_HELP, KEY_NAMES, KEYS
+
+    keys = [
+        (key_text(user, action, KEY_NAMES.get(k, k)), text)
+        for k, action, _, text in KEYS
+        if not (read_only and action in DESTRUCTIVE)
+    ]
+    if several_hosts:
+        keys.extend(HOST_HELP)
+    if history:
+        keys.extend(HISTORY_HELP)
+    keys.append(("esc", "close the filter box; cancel a wait (kill grace, release)"))
+    keys.append(("ctrl+p", "command palette: every action by name"))
+    return keys
