@@ -162,3 +162,20 @@ async def test_empty_log_area_names_only_keys_that_work(
         assert says in text, text
         if never is not None:
             assert never not in text, text
+
+
+async def test_two_bindings_may_swap_their_keys(tmp_path: Path) -> None:
+    cfg = load_file(write_config(tmp_path, 'follow = "W"\nwrap = "f"'))
+    assert keymap_problems(cfg.keys) == []
+    snaps = scenes.healthy_run()
+    app = DflashApp(cfg, source=ScriptedSource(snaps))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.samples >= len(snaps))
+        area = app.detail().logs()
+        assert area.follow and not area.wrap
+        await pilot.press("W")
+        await until(pilot, lambda: not area.follow)
+        assert not area.wrap
+        await pilot.press("f")
+        await until(pilot, lambda: area.wrap)
+        assert not area.follow
