@@ -147,7 +147,7 @@ class ProcessSignals:
 
     def _menu(self, state: HostState, sent: list[ProcInfo], refused: dict[int, str]) -> None:
         """Ask the host which helpers it has (py-spy), then show the menu."""
-        pids = ", ".join(str(i.pid) for i in sent)
+        pids = ", ".join(str(i.pid) for i in sent[:8]) + (", …" if len(sent) > 8 else "")
         title = f"Send what to PID {pids} on {state.key}?"
         if len(sent) > 1:
             title = f"Send what to {len(sent)} processes on {state.key} ({pids})?"
@@ -164,7 +164,13 @@ class ProcessSignals:
             menu = SignalMenu(title, menu_choices(tools, state.bridge.grace), note)
             self.app.push_screen(menu, functools.partial(self._chosen, state, sent, refused))
 
-        self.app.run_worker(ask_then_menu(), name="host tools", group="host-tools", exclusive=True)
+        self.app.run_worker(
+            ask_then_menu(),
+            name="host tools",
+            group="host-tools",
+            exclusive=True,
+            exit_on_error=False,
+        )
 
     def _chosen(
         self, state: HostState, sent: list[ProcInfo], refused: dict[int, str], choice: str | None
@@ -172,7 +178,7 @@ class ProcessSignals:
         if choice is None:
             return
         grace = state.bridge.grace
-        pids = ", ".join(str(i.pid) for i in sent)
+        pids = ", ".join(str(i.pid) for i in sent[:8]) + (", …" if len(sent) > 8 else "")
         if len(sent) == 1 and not refused:
             me = acting_user(state.cfg, state.snapshot, state.diagnosis)
             body = process_kill_text(sent[0], grace, me, choice)
@@ -195,7 +201,9 @@ class ProcessSignals:
         title = f"{verb} {where} on {state.key}?"
         job = functools.partial(kill_each, state.bridge, sent, signal=choice)
         first = f"SIG{choice} to PID {pids} …"
-        button = "Kill process" if choice == "TERM" and not many else f"Send SIG{choice}"
+        button = f"Send SIG{choice}"
+        if choice == "TERM":
+            button = "Kill all" if many else "Kill process"
         self.actions.confirm(state, ConfirmScreen(title, body, button), "kill-process", job, first)
 
     def _show_dump(self, state: HostState) -> Callable[[str, Text], None]:
