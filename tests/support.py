@@ -23,12 +23,11 @@ async def until(pilot: Pilot, cond: Callable[[], bool], timeout: float = 20.0) -
         await pilot.pause(0.02)
 
 
-async def open_kill_process_dialog(pilot: Pilot, app: Any, pid: int) -> str:
+async def open_kill_process_dialog(pilot: Pilot, app: Any, pid: int, signal: str = "TERM") -> str:
     """Select ``pid`` in the process tree as a user would (the whole machine with ``w``, as
     the tree shows only the run's processes and GPU holders at first; open the way to it),
-    press K, and return the confirm dialog's text."""
+    press K, choose ``signal`` in the menu, and return the confirm dialog's text."""
     from dflash_tui.app.procs.tree import ProcTree
-    from dflash_tui.app.screens import ConfirmScreen
 
     tree = app.screen.query_one(ProcTree)
     await until(pilot, lambda: app.samples >= 1)
@@ -44,8 +43,30 @@ async def open_kill_process_dialog(pilot: Pilot, app: Any, pid: int) -> str:
     tree.move_cursor(node)
     await pilot.pause(0.05)
     await pilot.press("K")
-    await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+    await pick_signal(pilot, app, signal)
     return str(app.screen.query_one("#confirm-body").render())
+
+
+async def pick_signal(pilot: Pilot, app: Any, choice: str | None) -> list[str]:
+    """After K: choose ``choice`` in the process menu as a user would (arrows, enter) and wait
+    for the confirm; the menu's choices are returned. A process control refuses gets no menu:
+    the refusal dialog comes at once (then nothing is chosen). ``choice`` None: esc."""
+    from dflash_tui.app.screens import ConfirmScreen
+    from dflash_tui.app.signals import SignalMenu
+
+    await until(pilot, lambda: isinstance(app.screen, (ConfirmScreen, SignalMenu)))
+    if isinstance(app.screen, ConfirmScreen):
+        return []
+    menu = app.screen.query_one("#signal-menu")
+    ids = [menu.get_option_at_index(i).id for i in range(menu.option_count)]
+    if choice is None:
+        await pilot.press("escape")
+        return ids
+    for _ in range(ids.index(choice)):
+        await pilot.press("down")
+    await pilot.press("enter")
+    await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+    return ids
 
 
 def require_busybox() -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 from fakes.rows import gpu_row as gpu
 from fakes.rows import proc_row as proc
-from support import until
+from support import pick_signal, until
 from textual.pilot import Pilot
 from textual.widgets import TabbedContent
 
@@ -98,7 +98,7 @@ async def test_an_orphan_finding_then_K_is_two_keys() -> None:
         info = tree.selected()
         assert info is not None and info.pid == ORPHAN, info
         await pilot.press("K")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pick_signal(pilot, app, "TERM")
         assert f"Kill process {ORPHAN}" in str(app.screen.query_one(".title").render())
 
 

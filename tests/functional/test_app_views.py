@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 
-from support import screen_text, until
+from support import pick_signal, screen_text, until
 from textual.pilot import Pilot
 from textual.widgets import Log
 
@@ -204,7 +204,7 @@ async def test_tagged_rows_are_killed_after_one_confirm_naming_every_pid() -> No
             await pilot.press("space")
         assert view.tagged == {6600, 7100}, view.tagged
         await pilot.press("K")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pick_signal(pilot, app, "TERM")
         body = str(app.screen.query_one("#confirm-body").render())
         assert "Kill 2 processes" in app.screen.title_text
         for pid in (6600, 7100):
@@ -237,7 +237,7 @@ async def test_tagged_gpu_processes_are_really_killed(fake_smi, tmp_path) -> Non
                 else:
                     await pilot.press("down")
             await pilot.press("K")
-            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+            await pick_signal(pilot, app, "TERM")
             assert isinstance(app.screen, ConfirmScreen)
             body = str(app.screen.query_one("#confirm-body").render())
             assert all(str(p) in body for p in pids), body

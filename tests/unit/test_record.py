@@ -16,11 +16,24 @@ import pytest
 from dflash_tui.app import scenes
 from dflash_tui.core.base.config import ConfigError, HostConfig, load_file
 from dflash_tui.core.base.config_record import RecordSettings
+from dflash_tui.core.base.machine import Checkpoint, Disk, GpuHealth, KernelLine, Machine, Worker
 from dflash_tui.core.base.snapshot import Proc, Snapshot, StepPoints
 from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.record.recorder import Recorder, enforce_cap
 from dflash_tui.core.record.replay import Cursor, RecordError, load, parse_time, status_at
 from dflash_tui.core.record.segments import read_segment, segment_files, thin_level
+
+# Host health and worker heartbeats travel in samples too (they once failed to record: not
+# JSON, and every live sample's diagnosis failed with them).
+MACHINE = Machine(
+    64_000_000, 3_000_000, 8_000_000, 7_000_000, 2,
+    (Disk("run_root", "/runs", True, 10, 100, 5, 50), Disk("out_dir", "/out", error="gone")),
+    Checkpoint("/out/step_100.pt", 100, 1_700_000_000.5, 4096), "kmsg", None,
+    (KernelLine(1.5, "NVRM: Xid 79", 79, "0000:3b:00", 77, "python"),),
+    (KernelLine(2.0, "Out of memory: Killed process 77", None, None, 77, "python"),),
+    (GpuHealth(0, "GPU-0", False, None, ((1.5, 79),), 1, True, False, 2, 3),), "nvml",
+)  # fmt: skip
+WORKERS = (Worker("drafter", 1, 5, 0, 42, 3, "wait:queue", 1.0, 2.0), Worker("target", 0))
 
 
 def _run(tmp_path: Path, samples: int = 40) -> tuple[HostConfig, list[Snapshot], Path]:
@@ -40,7 +53,8 @@ def _run(tmp_path: Path, samples: int = 40) -> tuple[HostConfig, list[Snapshot],
         # The History tab's step points travel in samples too (a sample with them once failed
         # to record: they were not JSON).
         steps = StepPoints(f"{run}/events.jsonl", 100 * k, ((s.time, k, 2.5 - k / 100, 900.0),))
-        out.append(replace(s, procs=kept + extra, steps=steps if k % 3 else None))
+        health = {"machine": MACHINE if k % 2 else None, "workers": WORKERS if k % 4 else ()}
+        out.append(replace(s, procs=kept + extra, steps=steps if k % 3 else None, **health))
     return HostConfig(run_root=str(tmp_path)), out, run
 
 

@@ -7,28 +7,24 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import os
-import pwd
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from rich.text import Text
+from textual.screen import ModalScreen
 from textual.worker import Worker, WorkerState
 
 from dflash_tui.app.control_bridge import ControlError, StepFn
 from dflash_tui.app.host_pane import HostPane
 from dflash_tui.app.hosts import HostState
-from dflash_tui.app.kill_many import kill_each, many_kill_text, refusals
 from dflash_tui.app.messages import ControlDone, ControlStep
 from dflash_tui.app.ports import AppPort
-from dflash_tui.app.procs.tree import ProcInfo
 from dflash_tui.app.screens import ConfirmScreen
+from dflash_tui.app.signals import ProcessSignals
 from dflash_tui.app.waits import WaitBar
-from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.rundir import group_members
 from dflash_tui.core.base.snapshot import Proc, Snapshot
 from dflash_tui.core.base.text import safe_label
-from dflash_tui.core.control.pid import known_refusal
 from dflash_tui.core.diagnosis.diagnose import Diagnosis
 
 Job = Callable[[StepFn], Awaitable[str]]
@@ -45,9 +41,7 @@ class ControlApp(AppPort, Protocol):
         """The wait bar; None once the app is shutting down."""
         ...
 
-    def push_screen(
-        self, screen: ConfirmScreen, callback: Callable[[bool | None], None]
-    ) -> object: ...
+    def push_screen(self, screen: ModalScreen[Any], callback: Callable[[Any], None]) -> object: ...
 
 
 class ControlActions:
@@ -57,6 +51,7 @@ class ControlActions:
         self.app = app
         self.steps: list[str] = []  # the latest progress texts (tests read them)
         self._host: HostState | None = None  # the host of the running action
+        self.signals = ProcessSignals(self)  # K: the process menu (tui/app/signals.py)
 
     # -- the actions --
 
@@ -76,7 +71,7 @@ class ControlActions:
             self._start(state, "launch", state.bridge.launch, f"launching on {state.key} …")
             return
         where = f" on {state.key}" if len(self.app.host_states) > 1 else ""
-        self._confirm(
+        self.confirm(
             state,
             ConfirmScreen(f"Launch{where} beside processes that are not ours?", busy, "Launch"),
             "launch",
@@ -115,7 +110,7 @@ class ControlActions:
     def _confirm_kill(self, state: HostState, body: Text) -> None:
         diag = state.diagnosis
         rid = diag.run.id if diag is not None and diag.run is not None else None
-        self._confirm(
+        self.confirm(
             state,
             ConfirmScreen(f"Kill run {rid} on {state.key}?", body, "Kill"),
             "kill",
@@ -137,7 +132,7 @@ class ControlActions:
         rid = diag.run.id if diag and diag.run else None
         what = f"run {rid}" if rid else "(launch) the run"
         where = f" on {state.key}" if len(self.app.host_states) > 1 else ""  # one host: no name
-        self._confirm(
+        self.confirm(
             state,
             ConfirmScreen(f"Restart {what}{where}?", body, "Restart"),
             "restart",
@@ -146,61 +141,10 @@ class ControlActions:
         )
 
     def kill_process(self) -> None:
-        state = self.app.current
-        infos, unseen = self.app.detail().kill_targets()
-        if len(infos) + len(unseen) > 1:
-            self._kill_many(state, infos, unseen)
-            return
-        info = infos[0] if infos else None
-        if info is None:
-            what = f"PID {unseen[0]} is not seen by the probe" if unseen else "no process"
-            self.app.notify(
-                f"{what}: select a process in the tree or the GPU process table", severity="warning"
-            )
-            return
-        procs = state.snapshot.procs if state.snapshot is not None else ()
-        why = known_refusal(state.bridge.transport, info.pid, procs)
-        if why is None and info.start_ticks is None:  # the bridge refuses it too
-            why = f"PID {info.pid}: its start time is unknown, so it cannot be verified"
-        if why is not None:  # control would refuse it: offer no kill button at all
-            title = f"Process {info.pid} on {state.key} cannot be killed from here"
-            self.app.push_screen(
-                ConfirmScreen(title, refused_text(info, why), None), lambda _: None
-            )
-            return
-        me = acting_user(state.cfg, state.snapshot, state.diagnosis)
-        body = process_kill_text(info, state.bridge.grace, me)
+        """K: the process menu, then a confirm naming the PIDs and the signal (signals.py)."""
+        self.signals.start()
 
-        async def job(step: StepFn) -> str:
-            return await state.bridge.kill_process(info.pid, info.start_ticks, step)
-
-        self._confirm(
-            state,
-            ConfirmScreen(f"Kill process {info.pid} on {state.key}?", body, "Kill process"),
-            "kill-process",
-            job,
-            f"killing PID {info.pid} …",
-        )
-
-    def _kill_many(self, state: HostState, infos: list[ProcInfo], unseen: list[int]) -> None:
-        """Several tagged processes: one confirm naming every PID (and those refused), then
-        each is verified by its start time and signalled in turn (tui/app/kill_many.py)."""
-        procs = state.snapshot.procs if state.snapshot is not None else ()
-        refused = refusals(
-            infos, unseen, lambda pid: known_refusal(state.bridge.transport, pid, procs)
-        )
-        sent = [i for i in infos if i.pid not in refused]
-        body = many_kill_text(sent, refused, state.bridge.grace)
-        if not sent:
-            title = f"None of these processes on {state.key} can be killed from here"
-            self.app.push_screen(ConfirmScreen(title, body, None), lambda _: None)
-            return
-        title = f"Kill {len(sent)} processes on {state.key}?"
-        job = functools.partial(kill_each, state.bridge, sent)
-        first = f"killing PIDs {', '.join(str(i.pid) for i in sent)} …"
-        self._confirm(state, ConfirmScreen(title, body, "Kill all"), "kill-process", job, first)
-
-    def _confirm(
+    def confirm(
         self, state: HostState, screen: ConfirmScreen, name: str, job: Job, first: str
     ) -> None:
         """Show ``screen``; on yes, start ``job`` as control action ``name``."""
@@ -357,58 +301,4 @@ def busy_gpus_text(diag: Diagnosis | None) -> Text | None:
     if len(rows) > 10:
         t.append(f"  … and {len(rows) - 10} more\n")
     t.append("\nThe new run may run out of memory or share these GPUs with them. Launch anyway?")
-    return t
-
-
-def acting_user(cfg: HostConfig, snap: Snapshot | None, diag: Diagnosis | None) -> str | None:
-    """The user this app acts as where the process runs, where that is known; else None.
-
-    Here: our effective user. Elsewhere: the owner of the live run's processes (we launched
-    them), else the user named in ``user@host``. Never a guess from an ssh config or a container.
-    """
-    if cfg.address is None and cfg.container is None:
-        try:
-            return pwd.getpwuid(os.geteuid()).pw_name
-        except KeyError:
-            return str(os.geteuid())  # as the probe names a user without a passwd entry
-    if diag is not None and snap is not None and diag.run is not None:
-        users = {p.user for p in group_members(diag.run, snap.procs)} - {"?", ""}
-        if len(users) == 1:
-            return users.pop()
-    if cfg.address and "@" in cfg.address and cfg.container is None:
-        return cfg.address.split("@", 1)[0]
-    return None
-
-
-def refused_text(info: ProcInfo, why: str) -> Text:
-    """The K dialog for a process control refuses: what it is, and why nothing is offered."""
-    t = Text()
-    t.append(f"Control refuses to signal PID {info.pid}: ", style="bold")
-    t.append(f"{safe_label(why, 300)}.\n")
-    t.append(f"  command: {safe_label(info.cmd, 200)}\n")
-    t.append(f"  user: {safe_label(info.user, 40)}   state: {info.state}   PGID: {info.pgid}\n")
-    t.append("Nothing can be sent to it from here.\n")
-    return t
-
-
-def process_kill_text(info: ProcInfo, grace: float, me: str | None = None) -> Text:
-    """The K dialog; ``me``: the user we act as there (None: unknown, no owner warning)."""
-    t = Text()
-    t.append(f"SIGTERM to PID {info.pid}", style="bold")
-    t.append(f", then SIGKILL after {grace:.0f}s if it is still alive.\n")
-    t.append(f"  command: {safe_label(info.cmd, 200)}\n")
-    t.append(f"  user: {safe_label(info.user, 40)}   state: {info.state}   PGID: {info.pgid}\n")
-    t.append("  GPUs held: " + (", ".join(f"GPU {g}" for g in info.gpus) or "none") + "\n")
-    if me is not None and info.user not in ("?", "", me):
-        t.append(
-            f"Warning: it belongs to user {safe_label(info.user, 40)}, not {safe_label(me, 40)}"
-            " (the user this app acts as there): another user's process.\n",
-            style="bold",
-        )
-    t.append(
-        f"Its identity is checked first (start time {info.start_ticks} ticks): if PID "
-        f"{info.pid} now belongs to another process, nothing is sent. Never by name.\n"
-    )
-    if info.in_run:
-        t.append("It is part of the run's group: k kills the whole run instead.\n", style="bold")
     return t

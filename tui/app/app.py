@@ -24,10 +24,11 @@ from dflash_tui.app.actions import ControlActions
 from dflash_tui.app.alerts import AppAlerts
 from dflash_tui.app.autorestart import AutoRestarts
 from dflash_tui.app.feeds import HostFeeds
-from dflash_tui.app.history.view import HISTORY_ACTIONS, HISTORY_HELP
+from dflash_tui.app.history.view import HISTORY_ACTIONS
 from dflash_tui.app.host_pane import HostPane
 from dflash_tui.app.hosts import HostState, make_hosts, summarize
-from dflash_tui.app.layout import DESTRUCTIVE, HOST_ACTIONS, HOST_HELP, KEY_NAMES, KEYS, MainScreen
+from dflash_tui.app.keymap import help_keys
+from dflash_tui.app.layout import DESTRUCTIVE, HOST_ACTIONS, KEYS, MainScreen
 from dflash_tui.app.log_keys import LogKeys
 from dflash_tui.app.messages import ControlDone, ControlStep, LinkDown, SampleMalformed, SampleReady
 from dflash_tui.app.overview import HostOverview
@@ -74,6 +75,8 @@ class DflashApp(App[None]):
         self.log_keys = LogKeys(self)  # tui/app/log_keys.py
         self.alerts = AppAlerts(self, cfg.alerts)  # tui/app/alerts.py
         self.auto_restarts = AutoRestarts(self, self.alerts.decision)
+        self.user_keys = dict(cfg.keys)  # [keys]: binding id -> keys (tui/app/keymap.py)
+        self.set_keymap(self.user_keys)
         self._register_themes()
 
     def notify(
@@ -156,6 +159,9 @@ class DflashApp(App[None]):
         self.feeds.worker_changed(event)
         self.actions.worker_changed(event)
         self.auto_restarts.worker_changed(event)
+
+    def action_refresh(self) -> None:
+        self.feeds.refresh_now()
 
     def on_sample_ready(self, msg: SampleReady) -> None:
         self.feeds.sample_ready(msg)
@@ -388,17 +394,8 @@ class DflashApp(App[None]):
             self.action_cancel_wait()
 
     def action_help(self) -> None:
-        keys = [
-            (KEY_NAMES.get(k, k), text)
-            for k, action, _, text in KEYS
-            if not (self.read_only and action in DESTRUCTIVE)
-        ]
-        if len(self.host_states) > 1:
-            keys.extend(HOST_HELP)
-        if self.history_shown():
-            keys.extend(HISTORY_HELP)
-        keys.append(("esc", "close the filter box; cancel a wait (kill grace, release)"))
-        keys.append(("ctrl+p", "command palette: every action by name"))
+        many = len(self.host_states) > 1
+        keys = help_keys(self.user_keys, self.read_only, many, self.history_shown())
         notes = [QUIT_NOTE]
         if self.read_only:
             notes.append(

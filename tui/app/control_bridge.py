@@ -148,20 +148,48 @@ class Bridge:
         except TransportError as exc:
             raise ControlError(f"{self.host.label} unreachable: {exc}") from None
 
-    async def kill_process(self, pid: int, start_ticks: int | None, step: StepFn) -> str:
+    async def kill_process(
+        self, pid: int, start_ticks: int | None, step: StepFn, signal: str = "TERM"
+    ) -> str:
+        """``signal`` from the process menu (TERM, INT, KILL, USR1: core/control/pid.py)."""
         from dflash_tui.core.control.pid import kill_process
 
         if start_ticks is None:
             raise ControlError(f"PID {pid}: its start time is unknown, so it cannot be verified")
-        step(f"SIGTERM to PID {pid}; SIGKILL after {self.grace:.0f}s")
+        then = f"; SIGKILL after {self.grace:.0f}s" if signal == "TERM" else ""
+        step(f"SIG{signal} to PID {pid}{then}")
         res = await self._call(
             lambda transport, _host, **kw: kill_process(transport, **kw),
             pid=pid,
             start_ticks=start_ticks,
             grace=self.grace,
             progress=self._progress(step),
+            signal=signal,
         )
         return _outcome(res.ok, res.message)
+
+    async def host_tools(self) -> dict[str, str]:
+        """The process menu's helpers on the host's PATH (py-spy), name -> path."""
+        from dflash_tui.core.control.pyspy import host_tools
+
+        try:
+            return await host_tools(self.transport)
+        except TransportError as exc:
+            raise ControlError(f"{self.host.label} unreachable: {exc}") from None
+
+    async def dump_process(self, pid: int, start_ticks: int | None) -> tuple[str, tuple[str, ...]]:
+        """py-spy dump of ``pid`` once verified: (what happened, py-spy's lines)."""
+        from dflash_tui.core.control.pyspy import dump
+
+        if start_ticks is None:
+            raise ControlError(f"PID {pid}: its start time is unknown, so it cannot be verified")
+        try:
+            res = await dump(self.transport, pid=pid, start_ticks=start_ticks)
+        except TransportError as exc:
+            raise ControlError(f"{self.host.label} unreachable: {exc}") from None
+        if not res.ok and not res.lines:
+            raise ControlError(res.message)
+        return res.message, res.lines
 
 
 def _outcome(ok: bool, message: str, log_tail: tuple[str, ...] = ()) -> str:

@@ -2,13 +2,14 @@
 whose link is down, or whose SSH connect hangs, never holds up another) turns that host's feed
 events into typed messages carrying the host's key; the app hands each message here, which
 keeps the host's state and has the host's pane (tui/app/host_pane.py) draw it, and keeps the
-overview's row of that host current."""
+overview's row of that host current. The refresh key (``R``) samples every host at once
+beside its stream; the sample goes through the same fold as the stream's, one at a time."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState
@@ -20,8 +21,10 @@ from dflash_tui.app.ports import AppPort
 from dflash_tui.app.source import Disconnected, Malformed
 from dflash_tui.core.base.config import Config
 from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.link.transport import TransportError
 
 FEED_GROUP = "feed:"
+REFRESH_GROUP = "refresh:"
 RESTART_AFTER = 2.0  # seconds before a crashed sample reader is started again
 
 
@@ -50,6 +53,7 @@ class HostFeeds:
 
     def __init__(self, app: FeedsApp) -> None:
         self.app = app
+        self._folding: dict[int, asyncio.Lock] = {}  # per host: one sample folded at a time
 
     def start(self) -> None:
         for state in self.app.host_states:
@@ -73,25 +77,65 @@ class HostFeeds:
         post = self.app.post_message
         async for ev in state.source.events():
             if isinstance(ev, Snapshot):
-                try:
-                    msg = await asyncio.to_thread(state.fold, ev)
-                except Exception as exc:  # a bug in diagnosis must not end the feed
-                    post(SampleMalformed(state.key, f"diagnosis failed: {exc!r}"))
-                    continue
-                # Backpressure: take this host's next sample only once this one is drawn, so
-                # a flood never queues ahead of the user's keys.
-                state.drawn.clear()
-                post(msg)
-                await state.drawn.wait()
+                await self._fold(state, ev)
             elif isinstance(ev, Disconnected):
                 post(LinkDown(state.key, ev.error, ev.retry_in))
             elif isinstance(ev, Malformed):
                 post(SampleMalformed(state.key, ev.error))
 
+    async def _fold(self, state: HostState, snap: Snapshot, refresh: bool = False) -> None:
+        """Diagnose ``snap`` (in a thread: big samples) and have it drawn. One at a time per
+        host: the tracker and the timeline take samples in order; a refresh sample older than
+        the last one drawn (the stream's came first) is dropped."""
+        async with self._folding.setdefault(state.index, asyncio.Lock()):
+            last = state.snapshot
+            if refresh and last is not None and snap.time <= last.time:
+                return
+            try:
+                msg = await asyncio.to_thread(state.fold, snap)
+            except Exception as exc:  # a bug in diagnosis must not end the feed
+                self.app.post_message(SampleMalformed(state.key, f"diagnosis failed: {exc!r}"))
+                return
+            # Backpressure: take this host's next sample only once this one is drawn, so
+            # a flood never queues ahead of the user's keys.
+            state.drawn.clear()
+            self.app.post_message(msg)
+            await state.drawn.wait()
+
+    def refresh_now(self) -> None:
+        """Sample every host whose source can be asked (a live probe) at once, beside its
+        stream; a recorded or scripted view has nothing to ask."""
+        asked = []
+        for state in self.app.host_states:
+            sample_now = getattr(state.source, "sample_now", None)
+            if sample_now is None:
+                continue
+            asked.append(state.key)
+            self.app.run_worker(
+                self._refresh(state, sample_now),
+                name=f"refresh {state.key}",
+                group=f"{REFRESH_GROUP}{state.index}",
+                exclusive=True,  # a second press restarts the wait, never stacks probes
+                exit_on_error=False,
+            )
+        if asked:
+            self.app.notify(f"sampling {', '.join(asked)} now …", timeout=2)
+        else:
+            self.app.notify("these samples are recorded: there is nothing to ask", timeout=3)
+
+    async def _refresh(self, state: HostState, sample_now: Callable[..., Any]) -> None:
+        try:
+            snap = await sample_now(state.snapshot)
+        except (TransportError, OSError) as exc:
+            title = self.app.host_title(state, "refresh")
+            self.app.notify(f"no sample now: {exc}", title=title, severity="warning", timeout=6)
+            return
+        await self._fold(state, snap, refresh=True)
+
     async def stop(self) -> None:
         """Stop every probe before the loop closes (the runs themselves are never touched)."""
         for w in self.app.workers:
-            if w.group.startswith(FEED_GROUP):
+            if w.group.startswith((FEED_GROUP, REFRESH_GROUP)):
                 w.cancel()
         for state in self.app.host_states:
             await state.close()

@@ -93,7 +93,7 @@ class HostPane(Vertical):
         with Horizontal(id="lower"):
             with Vertical(id="left"):
                 yield MetricsStrip()
-                yield LogArea()
+                yield LogArea(self.read_only)
             with Vertical(id="right"):
                 yield FindingsList()
                 with TabbedContent(id="right-tabs"):

@@ -1,6 +1,7 @@
 """Killing several tagged processes at once (the GPU process table's ``space`` then ``K``,
-nvitop's PR#34): one confirm names every PID, with those control would refuse listed apart
-and never sent; then each is checked against its start time and signalled in turn, as ``K``
+nvitop's PR#34): one confirm names every PID and the signal (the menu's choice,
+tui/app/signals.py), with those control would refuse listed apart and never sent; then each
+is checked against its start time and signalled (or dumped with py-spy) in turn, as ``K``
 does for one. A failure on one is reported and the others still go."""
 
 from __future__ import annotations
@@ -12,13 +13,21 @@ from rich.text import Text
 
 from dflash_tui.app.control_bridge import ControlError, StepFn
 from dflash_tui.app.procs.tree import ProcInfo
-from dflash_tui.core.base.text import safe_label
+from dflash_tui.core.base.text import clean_line, safe_label
 
 UNSEEN = "the probe does not see it (another container's, without a PID mapping)"
 
 
 class KillsProcesses(Protocol):
-    async def kill_process(self, pid: int, start_ticks: int | None, step: StepFn) -> str: ...
+    async def kill_process(
+        self, pid: int, start_ticks: int | None, step: StepFn, signal: str = ...
+    ) -> str: ...
+
+
+class DumpsProcesses(Protocol):
+    async def dump_process(
+        self, pid: int, start_ticks: int | None
+    ) -> tuple[str, tuple[str, ...]]: ...
 
 
 def refusals(
@@ -35,11 +44,15 @@ def refusals(
     return out
 
 
-def many_kill_text(sent: Sequence[ProcInfo], refused: dict[int, str], grace: float) -> Text:
+def many_kill_text(
+    sent: Sequence[ProcInfo], refused: dict[int, str], grace: float, signal: str = "TERM"
+) -> Text:
+    from dflash_tui.app.signals import sends  # (signals.py imports this module)
+
     t = Text()
     if sent:
-        t.append(f"SIGTERM to each of these {len(sent)} PIDs", style="bold")
-        t.append(f", then SIGKILL after {grace:.0f}s if it is still alive:\n")
+        what = sends(f"each of these {len(sent)} PIDs", grace, signal)
+        t.append(what.rstrip(".") + ":\n", style="bold")
         for i in sent:
             gpus = ",".join(str(g) for g in i.gpus) or "-"
             t.append(f"  {i.pid:>7}  {safe_label(i.user, 12):<12} GPU {gpus:<5} ")
@@ -57,12 +70,41 @@ def many_kill_text(sent: Sequence[ProcInfo], refused: dict[int, str], grace: flo
     return t
 
 
-async def kill_each(bridge: KillsProcesses, infos: Sequence[ProcInfo], step: StepFn) -> str:
-    """Kill each in turn; one line per PID says what happened."""
+async def kill_each(
+    bridge: KillsProcesses, infos: Sequence[ProcInfo], step: StepFn, signal: str = "TERM"
+) -> str:
+    """Signal each in turn; one line per PID says what happened. One process: its error is
+    the action's (the notification says it failed)."""
+    if len(infos) == 1:
+        return await bridge.kill_process(infos[0].pid, infos[0].start_ticks, step, signal)
     results = []
     for info in infos:
         try:
-            results.append(await bridge.kill_process(info.pid, info.start_ticks, step))
+            results.append(await bridge.kill_process(info.pid, info.start_ticks, step, signal))
         except ControlError as exc:
             results.append(f"PID {info.pid}: {exc}")
     return "\n".join(results)
+
+
+async def dump_each(
+    bridge: DumpsProcesses,
+    infos: Sequence[ProcInfo],
+    show: Callable[[str, Text], None],
+    step: StepFn,
+) -> str:
+    """py-spy dump of each in turn, all shown in one dialog (``show``); py-spy's lines are
+    outside bytes: each is made terminal-safe."""
+    body, done = Text(), []
+    for info in infos:
+        step(f"py-spy dump of PID {info.pid} …")
+        try:
+            said, lines = await bridge.dump_process(info.pid, info.start_ticks)
+        except ControlError as exc:
+            said, lines = f"PID {info.pid}: {exc}", ()
+        body.append(f"{safe_label(said, 300)}\n", style="bold")
+        for line in lines:
+            body.append(clean_line(line) + "\n")
+        done.append(said)
+    where = f"PID {infos[0].pid}" if len(infos) == 1 else f"{len(infos)} processes"
+    show(f"py-spy dump of {where}", body)
+    return "; ".join(done)

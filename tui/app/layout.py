@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import ActiveBinding, Binding, BindingType
 from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Input, TabbedContent
@@ -25,13 +25,16 @@ from dflash_tui.app.host_pane import HostPane, pane_id
 from dflash_tui.app.overview import HostOverview
 from dflash_tui.app.waits import WaitBar
 
-# (key, action, footer text, help text). Destructive ones are listed in DESTRUCTIVE.
+# (key, action, footer text, help text). Destructive ones are listed in DESTRUCTIVE. Each
+# binding's id (the action's name here) is what a config's [keys] table remaps
+# (tui/app/keymap.py; core/base/config_keys.py KEY_IDS lists the same ids).
 KEYS: tuple[tuple[str, str, str, str], ...] = (
     ("l", "launch", "Launch", "launch the run (returns once the job is seen alive)"),
     ("k", "kill", "Kill", "kill the run's process group (confirm names PIDs and GPUs)"),
     ("r", "restart", "Restart", "kill, wait for GPU memory release, launch again (confirm)"),
     ("K", "kill_process", "Kill PID", "kill the process selected in the tree (confirm)"),
     ("A", "auto_restart", "Auto-restart", "auto-restart after a crash on/off (config [restart])"),
+    ("R", "refresh", "Refresh", "sample every host now, not waiting for the interval"),
     ("slash", "filter", "Filter", "edit the log filter (regex; enter applies, empty = off)"),
     ("a", "toggle_filter", "All/filter", "show all log lines / only the filtered ones"),
     ("f", "follow", "Follow", "follow the end of the logs on/off"),
@@ -87,25 +90,27 @@ class MainScreen(Screen[None], inherit_bindings=False):
     # Not inherited: Screen binds tab first, which would put "tab Areas" first in the footer.
     BINDINGS: ClassVar[list[BindingType]] = [
         *(
-            Binding(key, f"app.{action}", text, show=action not in HIDDEN)
+            Binding(key, f"app.{action}", text, show=action not in HIDDEN, id=action)
             for key, action, text, _ in FOOTER_KEYS[: len(FIRST)]
         ),
         # Early, so the footer shows it (only with several hosts: check_action hides it).
-        Binding("right_square_bracket", "app.next_host", "Host", key_display="[ ]"),
+        Binding("right_square_bracket", "app.next_host", "Host", key_display="[ ]", id="next_host"),
         # Early too, and only while the History tab is shown (check_action hides them).
-        Binding("z", "app.history_zoom", "Zoom"),
-        Binding("less_than_sign", "app.history_pan(-1)", "Pan", key_display="< >"),
-        Binding("greater_than_sign", "app.history_pan(1)", "Pan later", show=False),
+        Binding("z", "app.history_zoom", "Zoom", id="history_zoom"),
+        Binding(
+            "less_than_sign", "app.history_pan(-1)", "Pan", key_display="< >", id="history_earlier"
+        ),
+        Binding("greater_than_sign", "app.history_pan(1)", "Pan later", False, id="history_later"),
         *(
-            Binding(key, f"app.{action}", text, show=action not in HIDDEN)
+            Binding(key, f"app.{action}", text, show=action not in HIDDEN, id=action)
             for key, action, text, _ in FOOTER_KEYS[len(FIRST) :]
         ),
         Binding("escape", "app.escape", "Cancel", show=False),
-        Binding("n", "app.search_step(True)", "Next match", show=False),
-        Binding("N", "app.search_step(False)", "Previous match", show=False),
+        Binding("n", "app.search_step(True)", "Next match", show=False, id="search_next"),
+        Binding("N", "app.search_step(False)", "Previous match", False, id="search_previous"),
         Binding("shift+tab", "app.focus_previous", "Focus Previous", show=False),
         Binding("ctrl+c,super+c", "screen.copy_text", "Copy selected text", show=False),
-        Binding("left_square_bracket", "app.prev_host", "Previous host", show=False),
+        Binding("left_square_bracket", "app.prev_host", "Previous host", False, id="prev_host"),
         *(
             Binding(str(n), f"app.show_host({n - 1})", f"Host {n}", show=False)
             for n in range(1, 10)
@@ -118,6 +123,21 @@ class MainScreen(Screen[None], inherit_bindings=False):
         """``on_filter``: called with the log filter's text once it is submitted."""
         super().__init__(id="main")
         self.hosts, self.read_only, self.on_filter = tuple(hosts), read_only, on_filter
+
+    @property
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        """As Textual's, but a keymap ([keys]) leaves the footer's order as declared: Textual
+        moves every remapped binding to the end, where help and quit would be cut first."""
+        active = super().active_bindings
+        if not getattr(self.app, "user_keys", None):
+            return active
+        order = {b.id: i for i, b in enumerate(self.BINDINGS) if isinstance(b, Binding) and b.id}
+        items = list(active.items())
+        mine = [i for i, (_, a) in enumerate(items) if a.binding.id in order]
+        ranked = sorted((items[i] for i in mine), key=lambda kv: order[kv[1].binding.id or ""])
+        for i, item in zip(mine, ranked, strict=True):
+            items[i] = item
+        return dict(items)
 
     def compose(self) -> ComposeResult:
         if len(self.hosts) == 1:

@@ -50,6 +50,13 @@ def terminal_problem(
 
 
 def run_app(cfg: Config, args: argparse.Namespace | None = None) -> int:
+    from dflash_tui.app.keymap import keymap_problems
+
+    clashes = keymap_problems(cfg.keys)  # a config error: before anything is drawn
+    if clashes:
+        where = f"config {cfg.source}: " if cfg.source else ""
+        print(terminal_safe(f"dflash-tui: {where}" + "; ".join(clashes)), file=sys.stderr)
+        return 2
     problem = terminal_problem()
     if problem is not None:
         print(terminal_safe(problem), file=sys.stderr)

@@ -11,7 +11,9 @@ from collections.abc import AsyncIterator, Iterable
 from typing import Protocol
 
 from dflash_tui.core.base.config import HostConfig
-from dflash_tui.core.link.feed import Disconnected, Feed, FeedEvent, Malformed
+from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.link.feed import Disconnected, Feed, FeedEvent, Malformed, sample_once
+from dflash_tui.core.link.refresh import between
 from dflash_tui.core.link.transport import CommandResult, Transport
 
 __all__ = ["Disconnected", "EventSource", "LiveSource", "Malformed", "ScriptedSource"]
@@ -56,6 +58,13 @@ class LiveSource:
 
     def events(self) -> AsyncIterator[FeedEvent]:
         return self.feed.events()
+
+    async def sample_now(self, last: Snapshot | None) -> Snapshot:
+        """One sample at once (the refresh key), through the same transport (one SSH
+        connection), fitted in between the stream's (core/link/refresh.py). Its logs resume
+        where the stream's stopped: the probe reads no more of them than it must."""
+        fresh = await sample_once(self.transport, self.feed.host, extra=self.feed.resume_args())
+        return between(fresh, last)
 
     async def close(self) -> None:
         await self.transport.close()

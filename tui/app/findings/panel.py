@@ -15,6 +15,7 @@ from textual.geometry import Region
 from textual.message import Message
 from textual.widgets import Static
 
+from dflash_tui.app.keymap import key_text
 from dflash_tui.app.palette import Palette, palette_for
 from dflash_tui.app.widgets import redraw_guarded
 from dflash_tui.core.base.text import safe_label
@@ -182,9 +183,10 @@ class FindingsList(_TextScroll):
         (--read-only hides every destructive action)."""
         if action is None or getattr(self.app, "read_only", False):
             return None
+        user = getattr(self.app, "user_keys", {})  # the config's [keys] (tui/app/keymap.py)
         for b in getattr(self.screen, "BINDINGS", ()):
             if isinstance(b, Binding) and b.action == f"app.{action}":
-                return b.key_display or b.key
+                return key_text(user, b.id, b.key_display or b.key) if b.id else b.key
         return None
 
 

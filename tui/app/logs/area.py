@@ -13,6 +13,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Input, Static
 
+from dflash_tui.app.keymap import key_text
 from dflash_tui.app.logs.lines import DEFAULT_FILTER, compile_filter
 from dflash_tui.app.logs.search import compile_search
 from dflash_tui.app.logs.tail import LogTail
@@ -48,8 +49,11 @@ class LogArea(Vertical):
     }
     """
 
-    def __init__(self) -> None:
+    def __init__(self, read_only: bool = False) -> None:
+        """``read_only``: no key launches anything here (a viewer, a browser tab without
+        --allow-control, a replay), so the empty area names none."""
         super().__init__(id="logs")
+        self.read_only = read_only
         self.tails: dict[str, LogTail] = {}
         self.filter_text = DEFAULT_FILTER
         self.filter_on = True  # the issue's default: errors, exceptions, progress
@@ -63,10 +67,13 @@ class LogArea(Vertical):
             value=self.filter_text, placeholder="regex (enter: apply, esc: cancel)", id="log-filter"
         )
         yield Input(placeholder="search regex (enter: find, n/N: next/previous)", id="log-search")
-        yield Static(
-            "no logs watched yet: press l to launch the run, or start with --log PATH",
-            id="no-logs",
-        )
+        yield Static(self._empty_text(), id="no-logs")
+
+    def _empty_text(self) -> str:
+        if self.read_only:  # read-only: launching is someone else's, and --log is the CLI's
+            return "no logs watched yet: a run's log shows here once it starts"
+        key = key_text(getattr(self.app, "user_keys", {}), "launch", "l")
+        return f"no logs watched yet: press {key} to launch the run, or start with --log PATH"
 
     def on_mount(self) -> None:
         self.set_interval(FLUSH_INTERVAL, self.flush)

@@ -21,6 +21,7 @@ from typing import Any
 
 from dflash_train.topology import Topology, TopologyError
 from dflash_tui.core.base.alert_config import AlertConfigError, AlertSettings, alerts_from_table
+from dflash_tui.core.base.config_keymap import Keymap, keymap_from_table
 from dflash_tui.core.base.config_keys import ConfigError, check_keys
 from dflash_tui.core.base.config_record import RecordSettings, record_from_table
 from dflash_tui.core.base.config_restart import restart_from_table
@@ -90,6 +91,7 @@ class Config:
     notes: tuple[str, ...] = ()  # for the user, said by the front end (stderr)
     alerts: AlertSettings = field(default_factory=AlertSettings)  # [alerts]
     record: RecordSettings = field(default_factory=RecordSettings)  # [record]
+    keys: Keymap = ()  # [keys]: binding id -> key(s), the app's keymap (config_keymap.py)
 
     @property
     def host(self) -> HostConfig:
@@ -223,6 +225,7 @@ def load_file(path: str | os.PathLike[str]) -> Config:
             source=str(path),
             alerts=_alerts(doc),
             record=_record(doc),
+            keys=_keymap(doc),
         )
     if "host" in doc:
         raise ConfigError(f"config {path}: use [host] (one machine) or [[hosts]], not both")
@@ -236,7 +239,15 @@ def load_file(path: str | os.PathLike[str]) -> Config:
         defaults=_host_from_table(doc, {}, ""),
         alerts=_alerts(doc),
         record=_record(doc),
+        keys=_keymap(doc),
     )
+
+
+def _keymap(doc: dict[str, Any]) -> Keymap:
+    try:
+        return keymap_from_table(doc.get("keys", {}))
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _record(doc: dict[str, Any]) -> RecordSettings:

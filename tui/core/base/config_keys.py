@@ -75,6 +75,40 @@ THRESHOLD_KEYS = (
     "worker_stall_min_s",
 )
 THRESHOLDS: Schema = dict.fromkeys(THRESHOLD_KEYS)
+# [keys]: the app's binding ids (each main-screen key's, tui/app/layout.py, which a test holds
+# equal to this list); each set to the key(s) that replace its default.
+KEY_IDS = (
+    "launch",
+    "kill",
+    "restart",
+    "kill_process",
+    "auto_restart",
+    "refresh",
+    "filter",
+    "toggle_filter",
+    "follow",
+    "search",
+    "search_next",
+    "search_previous",
+    "wrap",
+    "save_view",
+    "pager",
+    "focus_next",
+    "next_theme",
+    "other_tab",
+    "whole_machine",
+    "gpu_procs",
+    "compact",
+    "zoom",
+    "help",
+    "quit",
+    "next_host",
+    "prev_host",
+    "history_zoom",
+    "history_earlier",
+    "history_later",
+)
+KEYS: Schema = dict.fromkeys(KEY_IDS)
 TOP: Schema = {
     "host": HOST,
     "hosts": HOST,
@@ -84,6 +118,7 @@ TOP: Schema = {
     "alerts": ALERTS,
     "record": RECORD,
     "thresholds": THRESHOLDS,
+    "keys": KEYS,
 }
 
 

@@ -5,6 +5,9 @@
 #   state ROOT [ID] [LOG_LINES]                          read a run back
 #   signal ROOT ID SIG                                   verify the group is the run's, then kill
 #   clear-cache PATH ALLOWED                             remove the compile cache
+#   pid PID TICKS SIG                                    one process, verified by start time
+#   pid-dump PID TICKS                                   py-spy dump of it, verified likewise
+#   tools                                                which helpers are on PATH (py-spy)
 # Output: one `key value` line per fact (parsed by tui/core/base/rundir.py parse_report), then
 # `end`: an answer without it did not come from a whole run of this script, whatever the exit
 # status (2 error, 3 refused: for people; the caller reads only the lines, so a shell's, a
@@ -390,10 +393,14 @@ pd_refusal() {  # PID -> PD_WHY: why it must never be signalled from here ('' wh
   esac
 }
 
-do_pid() {  # PID TICKS SIG: one process, verified by its start time, never by its name
+pid_args() {  # PID TICKS: both whole numbers, PID not 0 (kill 0 is our own group)
   case $1$2 in '' | *[!0-9]*) die "bad pid $1 or start ticks $2" ;; esac
-  case $1 in 0*) die "bad pid $1" ;; esac  # (kill 0 is our own group; /proc/01 is no PID)
-  case $3 in TERM | KILL | 0) ;; *) die "bad signal $3" ;; esac
+  case $1 in 0*) die "bad pid $1" ;; esac  # (/proc/01 is no PID)
+}
+
+do_pid() {  # PID TICKS SIG: one process, verified by its start time, never by its name
+  pid_args "$1" "$2"
+  case $3 in TERM | KILL | INT | USR1 | 0) ;; *) die "bad signal $3" ;; esac
   if ! stat_of "$1" || [ "$S_STATE" = Z ]; then
     say "pid_gone $1"
   elif [ "$S_TICKS" != "$2" ]; then
@@ -410,6 +417,30 @@ do_pid() {  # PID TICKS SIG: one process, verified by its start time, never by i
   fi
 }
 
+do_tools() {  # the helpers the process menu may offer, where they are on this PATH
+  if tl_p=$(command -v py-spy 2>/dev/null) && [ -n "$tl_p" ]; then say "tool py-spy $tl_p"; fi
+}
+
+do_pid_dump() {  # PID TICKS: py-spy dump (each thread's Python stack), as `pid` verifies first
+  pid_args "$1" "$2"
+  if ! stat_of "$1" || [ "$S_STATE" = Z ]; then
+    say "pid_gone $1"
+  elif [ "$S_TICKS" != "$2" ]; then
+    say "pid_reused $1 $S_TICKS"
+  elif pd_refusal "$1" && [ -n "$PD_WHY" ]; then
+    say "pid_refused $PD_WHY"
+    return 3
+  elif ! command -v py-spy >/dev/null 2>&1; then
+    say "pid_error py-spy is not on PATH here"
+  else
+    # Every line of its answer is prefixed, so none can pass for one of ours (`end` above all).
+    dp_out=$(py-spy dump --pid "$1" </dev/null 2>&1)
+    dp_rc=$?
+    printf '%s\n' "$dp_out" | head -n 2000 | sed 's/^/dump /'
+    say "pid_dumped $1 $dp_rc"
+  fi
+}
+
 verb=$1
 shift
 case $verb in
@@ -418,6 +449,8 @@ case $verb in
   signal) do_signal "$@" ;;
   clear-cache) do_clear "$@" ;;
   pid) do_pid "$@" ;;
+  pid-dump) do_pid_dump "$@" ;;
+  tools) do_tools ;;
   *) die "unknown verb $verb" ;;
 esac
 rc=$?

@@ -118,6 +118,18 @@ async def _wait(
     return verdict != "pid_alive"
 
 
+# What each menu signal sends: (signal, seconds to wait for the process to end; None: the
+# grace). TERM escalates to KILL; INT is sent once and waited for; USR1 is sent once, not
+# waited for (a program that handles it keeps running: that is the point of it).
+SEQUENCES: dict[str, tuple[tuple[str, float | None], ...]] = {
+    "TERM": (("TERM", None), ("KILL", 3.0)),
+    "INT": (("INT", None),),
+    "KILL": (("KILL", 3.0),),
+    "USR1": (("USR1", 0.0),),
+}
+SIGNALS = tuple(SEQUENCES)  # the process menu's signals, in its order
+
+
 async def kill_process(
     transport: Transport,
     *,
@@ -127,13 +139,18 @@ async def kill_process(
     progress: ProgressFn | None = None,
     cancel: Cancel | None = None,
     poll: float = 0.2,
+    signal: str = "TERM",
 ) -> PidKillResult:
-    """SIGTERM ``pid``, wait ``grace`` s, then SIGKILL; each signal only if it is still the same."""
+    """Send ``signal`` (SEQUENCES: TERM waits ``grace`` s, then SIGKILL); each signal only if
+    the process is still the same (start time), never to a process control refuses."""
+    if signal not in SEQUENCES:
+        raise ValueError(f"signal {signal!r} is not one of {', '.join(SIGNALS)}")
     signals: list[str] = []
     why = local_refusal(transport, pid)
     if why is not None:
         return PidKillResult(False, f"refused: {why}; nothing sent", refused=True)
-    for sig, limit in (("TERM", grace), ("KILL", 3.0)):
+    for sig, wait in SEQUENCES[signal]:
+        limit = grace if wait is None else wait
         verdict, detail = await _pid(transport, pid, start_ticks, sig)
         if verdict == "pid_gone":
             return PidKillResult(True, f"PID {pid} is gone", tuple(signals))
@@ -151,11 +168,17 @@ async def kill_process(
         if verdict != "pid_signalled":
             return PidKillResult(False, f"PID {pid}: {detail or verdict}", tuple(signals))
         signals.append(sig)
+        if limit <= 0:
+            return PidKillResult(True, f"SIG{sig} sent to PID {pid}", tuple(signals))
         if await _wait(transport, pid, start_ticks, limit, sig.lower(), progress, cancel, poll):
             how = " then ".join(f"SIG{s}" for s in signals)
             return PidKillResult(True, f"PID {pid} stopped ({how})", tuple(signals))
         if is_cancelled(cancel):
             return PidKillResult(
-                False, f"kill of PID {pid} cancelled after SIGTERM", tuple(signals)
+                False, f"kill of PID {pid} cancelled after SIG{sig}", tuple(signals)
             )
+    if signals[-1] != "KILL":  # sent once, not escalated: it may well keep running
+        return PidKillResult(
+            True, f"PID {pid} still runs {limit:.0f}s after SIG{signals[-1]}", tuple(signals)
+        )
     return PidKillResult(False, f"PID {pid} survives SIGKILL (D state?)", tuple(signals))

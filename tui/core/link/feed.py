@@ -54,13 +54,15 @@ def probe_command(
     return " ".join(a if i == 0 else shlex.quote(a) for i, a in enumerate(args))
 
 
-async def sample_once(transport: Transport, host: HostConfig, timeout: float = 30.0) -> Snapshot:
+async def sample_once(
+    transport: Transport, host: HostConfig, timeout: float = 30.0, extra: Sequence[str] = ()
+) -> Snapshot:
     """One sample of the machine; raises TransportError when the probe cannot run.
 
     Inside a container, GPU PIDs (host PIDs) are mapped to container PIDs from the host side.
     """
     res = await transport.run(
-        probe_command(transport.python, host, once=True), probe_source(), timeout
+        probe_command(transport.python, host, once=True, extra=extra), probe_source(), timeout
     )
     lines = [ln for ln in res.stdout.splitlines() if ln.strip()]
     if not lines:

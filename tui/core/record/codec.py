@@ -12,6 +12,7 @@ import json
 from dataclasses import fields
 from typing import Any
 
+from dflash_tui.core.base.machine import GpuHealth, Machine
 from dflash_tui.core.base.snapshot import Snapshot, StepPoints
 from dflash_tui.core.diagnosis.diagnose import Diagnosis
 from dflash_tui.core.diagnosis.timeline import Event
@@ -33,6 +34,32 @@ def _steps(steps: StepPoints | None) -> dict[str, Any] | None:
     return {"path": steps.path, "from": steps.start, "thinned": steps.thinned, "points": points}
 
 
+def _health(h: GpuHealth) -> dict[str, Any]:
+    return {
+        "index": h.index, "uuid": h.uuid, "lost": h.lost, "error": h.error,
+        "xids": [{"time": t, "code": c} for t, c in h.xids],
+        "remapped_rows": {"uncorrectable": h.remap_uncorrectable, "pending": h.remap_pending,
+                          "failure": h.remap_failure},
+        "retired_pages": {"double_bit": h.retired_double_bit}, "pcie_replay": h.pcie_replay,
+    }  # fmt: skip
+
+
+def _machine(m: Machine | None) -> dict[str, Any] | None:
+    """The probe's ``machine`` object (``Machine.from_dict`` reads it back)."""
+    if m is None:
+        return None
+    out = {k: getattr(m, k) for k in ("mem_total_kb", "mem_available_kb", "swap_total_kb",
+                                      "swap_free_kb", "oom_kill")}  # fmt: skip
+    out["disks"] = [_row(d) for d in m.disks]
+    out["checkpoint"] = _row(m.checkpoint) if m.checkpoint is not None else None
+    out["kernel_log"] = {
+        "source": m.kernel_source, "error": m.kernel_error,
+        "xids": [_row(x) for x in m.kernel_xids], "ooms": [_row(x) for x in m.kernel_ooms],
+    }  # fmt: skip
+    out["nvml"] = {"gpus": [_health(h) for h in m.gpu_health], "xid_watch": m.xid_watch}
+    return out
+
+
 def snapshot_dict(snap: Snapshot) -> dict[str, Any]:
     """The probe's JSON object for ``snap`` (``Snapshot.from_dict`` reads it back)."""
     out: dict[str, Any] = {}
@@ -48,6 +75,10 @@ def snapshot_dict(snap: Snapshot) -> dict[str, Any]:
             out[f.name] = v.doc if v is not None else None
         elif f.name == "steps":
             out[f.name] = _steps(v)
+        elif f.name == "machine":
+            out[f.name] = _machine(v)
+        elif f.name == "workers":
+            out[f.name] = [_row(w) for w in v]
         else:
             out[f.name] = v
     return out
