@@ -37,6 +37,7 @@ HOST: Schema = {
     "address": None,
     "container": None,
     "label": None,
+    "job": None,  # [[hosts]] sharing a job name are one run across hosts (config_job.py)
     "topology": TOPOLOGY,
     "run": RUN,
     "restart": RESTART,
@@ -84,6 +85,7 @@ TOP: Schema = {
     "alerts": ALERTS,
     "record": RECORD,
     "thresholds": THRESHOLDS,
+    "jobs": ANY,  # [jobs.NAME]: a job's rendezvous; its keys are checked by config_job.py
 }
 
 
