@@ -47,7 +47,7 @@ def write(tmp_path: Path, text: str, name: str = "c.toml") -> Path:
         (
             "zzz = 2",
             "unknown key 'zzz' (known: host, hosts, topology, run, restart, alerts, record, "
-            "thresholds)",
+            "thresholds, jobs)",
         ),
     ],
 )
