@@ -7,6 +7,7 @@ auto-restart, relaunches the whole job once with ``--resume auto``; no orphan, n
 from __future__ import annotations
 
 import json
+import re
 import os
 import signal
 import socket
@@ -71,11 +72,22 @@ def test_a_job_launches_on_both_hosts_and_a_kill_stops_both(
             first = (run / "output.log").read_text().splitlines()[0]
             host = socket.gethostname()
             assert first == f'rank={rank} of=2 at={host}:29555 job=pair arg={rank} args=[]'
+        st = cli("status", "--json", "--config", str(cfg), "--host", "pair")
+        docs = json.loads(st.stdout)
+        # (status judges with the default start window: a young run is still `starting`)
+        state = docs[0]["run"]["state"]
+        assert state in ("starting", "running"), docs[0]["run"]
+        assert [(d["host"], d["job"]["node_rank"], d["job"]["state"]) for d in docs] == [
+            ("a", 0, state), ("b", 1, state)], st.stderr  # fmt: skip
+        table = cli("status", "--config", str(cfg), "--host", "pair").stdout
+        assert re.match(r"job pair (STARTING|RUNNING) \(2 nodes\): a (starting|running) ", table)
         res = cli("kill", "--json", "--config", str(cfg), "--host", "pair", "--grace", "3")
         out = json.loads(res.stdout)
         assert res.returncode == 0 and out["ok"], (res.stdout, res.stderr)
         assert all(m["ok"] and m["signals"] for m in out["members"].values()), out
         assert marked(roots) == []  # nothing of either member is left
+        table = cli("status", "--config", str(cfg), "--host", "pair").stdout
+        assert table.startswith("job pair KILLED (2 nodes): a killed"), table
     finally:
         cleanup(roots[0])
         cleanup(roots[1])
