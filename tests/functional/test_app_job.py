@@ -51,8 +51,12 @@ def test_job_text_shows_the_job_state_and_each_member() -> None:
     from textual.theme import BUILTIN_THEMES
 
     pal = palette_for(BUILTIN_THEMES["textual-dark"])
-    t = job_text("pair", [MemberView("a", "running", "r", 7), MemberView("b\x1b[2J", "killed")], pal)
-    assert t.plain == "  job pair  BROKEN  2 nodes: a running step 7 · b\\x1b[2J killed"  # made safe
+    t = job_text(
+        "pair", [MemberView("a", "running", "r", 7), MemberView("b\x1b[2J", "killed")], pal
+    )
+    assert (
+        t.plain == "  job pair  BROKEN  2 nodes: a running step 7 · b\\x1b[2J killed"
+    )  # made safe
     assert t.spans[1].style == pal.chip("error")  # a broken job reads as an error
 
 
@@ -69,7 +73,10 @@ async def test_the_app_launches_and_kills_a_job_on_both_hosts(
         "".join(
             f'[[hosts]]\nlabel = "{label}"\njob = "pair"\n{addr}[hosts.run]\n'
             f"command = {JOB!r}\nrun_root = {str(root)!r}\n"
-            for label, addr, root in (("a", "", roots[0]), ("b", f'address = "{ALIAS}"\n', roots[1]))
+            for label, addr, root in (
+                ("a", "", roots[0]),
+                ("b", f'address = "{ALIAS}"\n', roots[1]),
+            )
         )
     )
     cfg = load_file(cfg_file)

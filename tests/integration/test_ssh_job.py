@@ -7,8 +7,8 @@ auto-restart, relaunches the whole job once with ``--resume auto``; no orphan, n
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import signal
 import socket
 from pathlib import Path
@@ -60,8 +60,7 @@ def test_a_job_launches_on_both_hosts_and_a_kill_stops_both(
     roots = (tmp_path / "runs-a", tmp_path / "runs-b")
     cfg = job_config(tmp_path / "cfg.toml", roots)
     try:
-        res = cli("launch", "--json", "--config", str(cfg), "--host", "pair",
-                  "--start-window", "1")  # fmt: skip
+        res = cli("launch", "--json", "--config", str(cfg), "--host", "pair", "--start-window", "1")
         out = json.loads(res.stdout)
         assert res.returncode == 0 and out["ok"], (res.stdout, res.stderr)
         assert set(out["members"]) == {"a", "b"} and out["job"] == "pair"
@@ -71,14 +70,16 @@ def test_a_job_launches_on_both_hosts_and_a_kill_stops_both(
             wait_for(lambda run=run: "step=2" in (run / "output.log").read_text(), 20, "steps")
             first = (run / "output.log").read_text().splitlines()[0]
             host = socket.gethostname()
-            assert first == f'rank={rank} of=2 at={host}:29555 job=pair arg={rank} args=[]'
+            assert first == f"rank={rank} of=2 at={host}:29555 job=pair arg={rank} args=[]"
         st = cli("status", "--json", "--config", str(cfg), "--host", "pair")
         docs = json.loads(st.stdout)
         # (status judges with the default start window: a young run is still `starting`)
         state = docs[0]["run"]["state"]
         assert state in ("starting", "running"), docs[0]["run"]
         assert [(d["host"], d["job"]["node_rank"], d["job"]["state"]) for d in docs] == [
-            ("a", 0, state), ("b", 1, state)], st.stderr  # fmt: skip
+            ("a", 0, state),
+            ("b", 1, state),
+        ], st.stderr
         table = cli("status", "--config", str(cfg), "--host", "pair").stdout
         assert re.match(r"job pair (STARTING|RUNNING) \(2 nodes\): a (starting|running) ", table)
         res = cli("kill", "--json", "--config", str(cfg), "--host", "pair", "--grace", "3")

@@ -46,7 +46,7 @@ def test_members_form_one_job_in_config_order(tmp_path: Path) -> None:
 
 def test_member_host_sets_the_rendezvous_and_the_rank(tmp_path: Path) -> None:
     text = TWO.replace('label = "a"\n', 'label = "a"\naddress = "root@10.0.0.5"\n')
-    text += '[jobs.pair]\nmaster_port = 29611\n'
+    text += "[jobs.pair]\nmaster_port = 29611\n"
     cfg = load_file(write(tmp_path, text))
     job = cfg.jobs[0]
     b = member_host(job, cfg.hosts[1])
@@ -62,8 +62,10 @@ def test_member_host_sets_the_rendezvous_and_the_rank(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("change", "words"),
     [
-        (('command = "torchrun --node-rank {node_rank} train.py"', 'command = "other"', 1),
-         "every member runs the same command"),
+        (
+            ('command = "torchrun --node-rank {node_rank} train.py"', 'command = "other"', 1),
+            "every member runs the same command",
+        ),
         (('[[hosts]]\nlabel = "solo"', '[[hosts]]\nlabel = "pair"', 1), "also a host's label"),
         (('job = "pair"', 'job = "-bad"', 1), r"hosts\[0\]\.job '-bad'"),
     ],
@@ -78,10 +80,10 @@ def test_bad_jobs_are_errors_that_say_why(
 @pytest.mark.parametrize(
     ("extra", "words"),
     [
-        ("[jobs.pair]\nmaster_adr = \"x\"\n", "unknown key 'jobs.pair.master_adr'"),
+        ('[jobs.pair]\nmaster_adr = "x"\n', "unknown key 'jobs.pair.master_adr'"),
         ("[jobs.trio]\nmaster_port = 1\n", r"\[jobs.trio\]: no \[\[hosts\]\] entry"),
         ("[jobs.pair]\nmaster_port = 70000\n", "master_port must be a port"),
-        ("[jobs.pair]\nmaster_addr = \"a;b\"\n", "not an ssh-config alias"),
+        ('[jobs.pair]\nmaster_addr = "a;b"\n', "not an ssh-config alias"),
     ],
 )
 def test_jobs_tables_are_checked(tmp_path: Path, extra: str, words: str) -> None:

@@ -57,15 +57,23 @@ class Bridge:
             res = await control_job.kill_job(job, members, grace=self.grace, progress=progress)
         elif verb == "restart":
             res = await control_job.restart_job(
-                job, members, grace=self.grace, start_window=self.start_window,
-                release_timeout=self.release_timeout, keep=self.host.keep_runs,
+                job,
+                members,
+                grace=self.grace,
+                start_window=self.start_window,
+                release_timeout=self.release_timeout,
+                keep=self.host.keep_runs,
                 progress=progress,
-            )  # fmt: skip
+            )
         else:
             res = await control_job.launch_job(
-                job, members, start_window=self.start_window, keep=self.host.keep_runs,
-                progress=progress, grace=self.grace,
-            )  # fmt: skip
+                job,
+                members,
+                start_window=self.start_window,
+                keep=self.host.keep_runs,
+                progress=progress,
+                grace=self.grace,
+            )
         return _outcome(res.ok, "; ".join((res.message, *res.warnings)))
 
     def request_cancel(self) -> None:

@@ -1,8 +1,8 @@
 """The host overview (shown with two or more hosts): one row per host with its link, run state
 and id, healthy target x/N and drafter y/M, and its worst finding with how many; the host whose
 details are shown is highlighted. Each job across hosts (config ``job = "..."``) follows as one
-row: its state and each member's (``job_text``). A click on a row posts ``HostOverview.Picked``: the app shows
-that host."""
+row: its state and each member's (``job_text``). A click on a host's row posts
+``HostOverview.Picked``: the app shows that host."""
 
 from __future__ import annotations
 

@@ -166,12 +166,17 @@ async def _job_action(cfg: Config, job: JobConfig, args: argparse.Namespace) -> 
         return await kill_job(job, cfg.hosts, grace=args.grace, progress=progress)
     if args.subcommand == "restart" or getattr(args, "restart", False):
         return await restart_job(
-            job, cfg.hosts, grace=args.grace, start_window=args.start_window,
-            release_timeout=getattr(args, "release_timeout", RELEASE_TIMEOUT_S), keep=keep,
+            job,
+            cfg.hosts,
+            grace=args.grace,
+            start_window=args.start_window,
+            release_timeout=getattr(args, "release_timeout", RELEASE_TIMEOUT_S),
+            keep=keep,
             progress=progress,
-        )  # fmt: skip
-    return await launch_job(job, cfg.hosts, start_window=args.start_window, keep=keep,
-                            progress=progress)  # fmt: skip
+        )
+    return await launch_job(
+        job, cfg.hosts, start_window=args.start_window, keep=keep, progress=progress
+    )
 
 
 def job_json(result: JobResult) -> dict[str, Any]:
@@ -180,8 +185,13 @@ def job_json(result: JobResult) -> dict[str, Any]:
         label: {"ok": False, "message": r} if isinstance(r, str) else result_json(r)
         for label, r in result.members
     }
-    return {"ok": result.ok, "message": result.message, "job": result.job,
-            "warnings": list(result.warnings), "members": members}  # fmt: skip
+    return {
+        "ok": result.ok,
+        "message": result.message,
+        "job": result.job,
+        "warnings": list(result.warnings),
+        "members": members,
+    }
 
 
 def run_job_control(cfg: Config, job: JobConfig, args: argparse.Namespace) -> int:

@@ -265,8 +265,15 @@ async def _serve_job(cfg: Config, job: JobConfig, args: argparse.Namespace, fd: 
     """The job supervisor (tui/core/control/job_supervisor.py) in the foreground."""
     log = _logger()
     start = args.start_window if args.start_window is not None else START_WINDOW_S
-    sup = JobSupervisor(job, cfg.hosts, cfg.hosts[0].restart, log, poll=args.poll or cfg.interval,
-                        start_window=start, keep=args.keep_runs or 0)  # fmt: skip
+    sup = JobSupervisor(
+        job,
+        cfg.hosts,
+        cfg.hosts[0].restart,
+        log,
+        poll=args.poll or cfg.interval,
+        start_window=start,
+        keep=args.keep_runs or 0,
+    )
     try:
         try:
             await sup.acquire()

@@ -68,9 +68,7 @@ def _table(tables: Any, name: str) -> dict[str, Any]:
         raise ConfigError(f"jobs.{name} must be a table")
     bad = [k for k in t if k not in JOB_KEYS]
     if bad:
-        raise ConfigError(
-            f"unknown key 'jobs.{name}.{bad[0]}' (known: {', '.join(JOB_KEYS)})"
-        )
+        raise ConfigError(f"unknown key 'jobs.{name}.{bad[0]}' (known: {', '.join(JOB_KEYS)})")
     return t
 
 

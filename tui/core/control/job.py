@@ -116,8 +116,9 @@ async def kill_job(
     pairs = tuple(zip(job.members, results, strict=True))
     ok = all(isinstance(r, KillResult) and r.ok for r in results)
     text = "; ".join(_said(label, r) for label, r in pairs)
-    return JobResult(ok, f"job {job.name} {'killed' if ok else 'kill failed'}: {text}", job.name,
-                     pairs)  # fmt: skip
+    return JobResult(
+        ok, f"job {job.name} {'killed' if ok else 'kill failed'}: {text}", job.name, pairs
+    )
 
 
 async def _kill_and_release(
@@ -160,12 +161,19 @@ async def restart_job(
     held = [f"{h.label}: {w}" for h, w in zip(members, waits, strict=True) if w]
     if held:
         return JobResult(
-            False, f"job {job.name} restart stopped: {'; '.join(held)}; nothing was launched",
+            False,
+            f"job {job.name} restart stopped: {'; '.join(held)}; nothing was launched",
             job.name,
-        )  # fmt: skip
+        )
     res = await launch_job(
-        job, hosts, start_window=start_window, keep=keep, resume=resume, progress=progress,
+        job,
+        hosts,
+        start_window=start_window,
+        keep=keep,
+        resume=resume,
+        progress=progress,
         grace=grace,
-    )  # fmt: skip
-    return JobResult(res.ok, f"job {job.name} restarted: {res.message}", job.name, res.members,
-                     res.warnings)  # fmt: skip
+    )
+    return JobResult(
+        res.ok, f"job {job.name} restarted: {res.message}", job.name, res.members, res.warnings
+    )

@@ -80,8 +80,13 @@ class JobSupervisor:
     # -- the locks and the records --
 
     def owner(self) -> dict[str, Any]:
-        return {"pid": self.pid, "host": self.host_name, "start_ticks": self.ticks,
-                "started_at": self.started_at, "version": __version__}  # fmt: skip
+        return {
+            "pid": self.pid,
+            "host": self.host_name,
+            "start_ticks": self.ticks,
+            "started_at": self.started_at,
+            "version": __version__,
+        }
 
     def record(self, host: HostConfig, stopped: bool = False) -> dict[str, Any]:
         return {
@@ -92,8 +97,11 @@ class JobSupervisor:
             "mode": "daemon",
             "target": host.label,
             "run_root": host.run_root,
-            "job": {"name": self.job.name, "members": list(self.job.members),
-                    "states": self.states},  # fmt: skip
+            "job": {
+                "name": self.job.name,
+                "members": list(self.job.members),
+                "states": self.states,
+            },
             "policy": {"enabled": self.policy.enabled, "retries": self.policy.retries},
             "restarts": self.restarts,
             "failures": self.failures,
@@ -126,9 +134,12 @@ class JobSupervisor:
                 await self.release()
                 raise
         self.log.info(
-            "supervising job %s on %s (PID %d, auto-restart %s)", self.job.name,
-            ", ".join(self.job.members), self.pid, "on" if self.policy.enabled else "off",
-        )  # fmt: skip
+            "supervising job %s on %s (PID %d, auto-restart %s)",
+            self.job.name,
+            ", ".join(self.job.members),
+            self.pid,
+            "on" if self.policy.enabled else "off",
+        )
 
     async def beat(self) -> None:
         await self._each(lambda t, h: files.beat(t, h.run_root, self.token, self.record(h)))
@@ -175,15 +186,26 @@ class JobSupervisor:
     ) -> str:
         """Some member's run ended: stop the others; relaunch the job after a crash."""
         ended = [(h, r) for h, r, a in zip(self.members, runs, alive, strict=True) if not a]
-        words = ", ".join(f"{h.label} run {r.record.id if r.record else '?'} {s}"
-                          for (h, r), s in zip(ended, [s for s, a in zip(states, alive,
-                          strict=True) if not a], strict=True))  # fmt: skip
+        words = ", ".join(
+            f"{h.label} run {r.record.id if r.record else '?'} {s}"
+            for (h, r), s in zip(
+                ended, [s for s, a in zip(states, alive, strict=True) if not a], strict=True
+            )
+        )
         live = [h for h, a in zip(self.members, alive, strict=True) if a]
         if live:
-            self.log.warning("job %s broken (%s): stopping %s", self.job.name, words,
-                             ", ".join(h.label for h in live))  # fmt: skip
-            await asyncio.gather(*(kill(self.transports[h.label], h, grace=self.grace,
-                                        check_gpu=False) for h in live))  # fmt: skip
+            self.log.warning(
+                "job %s broken (%s): stopping %s",
+                self.job.name,
+                words,
+                ", ".join(h.label for h in live),
+            )
+            await asyncio.gather(
+                *(
+                    kill(self.transports[h.label], h, grace=self.grace, check_gpu=False)
+                    for h in live
+                )
+            )
         crashed = [
             (h, r)
             for h, r in ended
@@ -197,13 +219,20 @@ class JobSupervisor:
             return f"crashed: {words} (auto-restart off)"
         if self.failures >= self.policy.retries:
             self.fatal = True
-            self.log.error("job %s: FATAL after %d restarts (%s)", self.job.name,
-                           self.restarts, words)  # fmt: skip
+            self.log.error(
+                "job %s: FATAL after %d restarts (%s)", self.job.name, self.restarts, words
+            )
             return f"fatal: {words}"
         self.failures += 1
         await asyncio.sleep(self.policy.backoff(self.failures))
-        res = await launch_job(self.job, self.members, start_window=self.start_window,
-                               keep=self.keep, resume=True, grace=self.grace)  # fmt: skip
+        res = await launch_job(
+            self.job,
+            self.members,
+            start_window=self.start_window,
+            keep=self.keep,
+            resume=True,
+            grace=self.grace,
+        )
         self.restarts += 1
         self.log.info("job %s relaunched after %s: %s", self.job.name, words, res.message)
         return f"restart: {res.message}"
