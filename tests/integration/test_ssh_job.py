@@ -25,10 +25,10 @@ JOB = (
 )
 
 
-def job_config(path: Path, roots: tuple[Path, Path], restart: str = "") -> Path:
+def job_config(path: Path, roots: tuple[Path, Path], restart: str = "", command: str = JOB) -> Path:
     members = "".join(
         f'[[hosts]]\nlabel = "{label}"\njob = "pair"\n{addr}'
-        f"[hosts.run]\ncommand = {json.dumps(JOB)}\nrun_root = {json.dumps(str(root))}\n\n"
+        f"[hosts.run]\ncommand = {json.dumps(command)}\nrun_root = {json.dumps(str(root))}\n\n"
         for label, addr, root in (("a", "", roots[0]), ("b", f'address = "{ALIAS}"\n', roots[1]))
     )
     path.write_text(f"{members}[jobs.pair]\nmaster_port = 29555\n\n[restart]\n{restart}\n")
@@ -132,6 +132,48 @@ def test_supervise_stops_the_other_member_and_relaunches_the_job_once(
         assert not alive(*sup)
         res = cli("kill", "--config", str(cfg), "--host", "pair", "--grace", "3")
         assert res.returncode == 0, res.stdout + res.stderr
+        assert marked(roots) == []
+    finally:
+        cleanup(roots[0])
+        cleanup(roots[1])
+
+
+def test_a_member_that_cannot_start_leaves_no_half_job(
+    tmp_path: Path, ssh_env: LoopbackSshd
+) -> None:
+    roots = (tmp_path / "runs-a", tmp_path / "runs-b")
+    roots[1].parent.mkdir(parents=True, exist_ok=True)
+    roots[1].write_text("a file, not a directory: no run root can be made here")
+    cfg = job_config(tmp_path / "cfg.toml", roots)
+    try:
+        res = cli("launch", "--json", "--config", str(cfg), "--host", "pair", "--grace", "3")
+        out = json.loads(res.stdout)
+        assert res.returncode == 1 and not out["ok"], out
+        assert out["members"]["a"]["ok"] and not out["members"]["b"]["ok"], out
+        assert "stopped again on a" in out["message"]
+        (run,) = run_dirs(roots[0])
+        assert (run / "kill_requested").exists()  # member a was started, then stopped
+        assert marked(roots[:1]) == []
+    finally:
+        cleanup(roots[0])
+
+
+def test_a_member_that_finishes_ends_the_job_without_a_relaunch(
+    tmp_path: Path, ssh_env: LoopbackSshd
+) -> None:
+    roots = (tmp_path / "runs-a", tmp_path / "runs-b")
+    # Node 1 finishes (exit 0) at once; node 0 would run on, waiting for it.
+    done = "sh -c 'if [ {node_rank} = 1 ]; then exit 0; fi; while :; do sleep 0.2; done'"
+    cfg = job_config(tmp_path / "cfg.toml", roots, "auto = true\nbackoff_s = 0.1", done)
+    opts = ("--config", str(cfg), "--host", "pair", "--start-window", "1")
+    try:
+        assert cli("launch", *opts).returncode == 0
+        wait_for(lambda: (run_dirs(roots[1])[0] / "exit").exists(), 20, "node 1 finished")
+        res = cli("supervise", "--once", "--auto-restart", *opts)
+        assert res.returncode == 0 and res.stdout.startswith("stopped: b run "), res
+        (run_a,) = run_dirs(roots[0])
+        assert (run_a / "kill_requested").exists() and not alive(pids(run_a)[1])
+        assert [len(run_dirs(r)) for r in roots] == [1, 1]  # finished: nothing relaunched
         assert marked(roots) == []
     finally:
         cleanup(roots[0])

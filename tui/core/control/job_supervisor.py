@@ -62,7 +62,8 @@ class JobSupervisor:
         self.started_at = time.time()
         self.locked: list[HostConfig] = []
         self.handled: set[tuple[str | None, ...]] = set()
-        self.seen_alive: set[tuple[str | None, ...]] = set()  # run sets seen whole
+        # run sets seen whole, and when first (monotonic): the crash count's reset
+        self.seen_alive: dict[tuple[str | None, ...], float] = {}
         self.restarts = self.failures = 0
         self.fatal = False
         self.states: dict[str, str] = {}
@@ -170,7 +171,7 @@ class JobSupervisor:
         ids = tuple(r.record.id if r.record else None for r in runs)
         alive = [s in ALIVE_STATES for s in states]
         if all(alive):
-            self.seen_alive.add(ids)
+            self._healthy(ids)
         if all(alive) or None in ids or ids in self.handled:
             await self.beat()
             return "watch"
@@ -180,6 +181,16 @@ class JobSupervisor:
         said = await self._broken(runs, states, alive, restart)
         await self.beat()
         return said
+
+    def _healthy(self, ids: tuple[str | None, ...]) -> None:
+        """The job is whole: up ``stable_s`` since first seen so, its crash count starts again."""
+        now = time.monotonic()
+        self.seen_alive.setdefault(ids, now)
+        if self.failures and now - self.seen_alive[ids] >= self.policy.stable_s:
+            self.log.info(
+                "job %s up %gs: the crash count starts again", self.job.name, self.policy.stable_s
+            )
+            self.failures = 0
 
     async def _broken(
         self, runs: list[RunReport], states: list[str], alive: list[bool], restart: bool
