@@ -11,6 +11,7 @@ import os
 import re
 import signal
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -113,7 +114,9 @@ def test_supervise_stops_the_other_member_and_relaunches_the_job_once(
         _, pgid_a = pids(first[0])
         _, pgid_b = pids(first[1])
         os.killpg(pgid_b, signal.SIGKILL)  # member b dies: a would hang in its collectives
+        t0 = time.monotonic()
         wait_for(lambda: not alive(pgid_a), 30, "member a stopped by the supervisor")
+        print(f"member a stopped {time.monotonic() - t0:.1f} s after member b was killed")
         wait_for(lambda: all(len(run_dirs(r)) == 2 for r in roots), 40, "the job relaunched")
         second = [run_dirs(r)[1] for r in roots]
         for run in second:

@@ -42,6 +42,8 @@ def test_members_form_one_job_in_config_order(tmp_path: Path) -> None:
     sel = resolve({"config": write(tmp_path, TWO), "host": "pair"})
     assert [h.label for h in sel.hosts] == ["a", "b"] and sel.job == job
     assert resolve({"config": write(tmp_path, TWO), "host": "solo"}).job is None
+    alone = resolve({"config": write(tmp_path, TWO), "host": "b"})
+    assert alone.job is None and "--host pair acts on the whole job" in alone.notes[-1]
 
 
 def test_member_host_sets_the_rendezvous_and_the_rank(tmp_path: Path) -> None:

@@ -335,6 +335,11 @@ def apply_flags(cfg: Config, flags: dict[str, Any]) -> Config:
     elif flags.get("host"):
         host, note = select_host(cfg, validate_host(flags["host"]))
         hosts, notes = (host,), notes + ((note,) if note else ())
+        if host.job:  # one member alone: no rendezvous, the others not touched
+            notes += (
+                f"{host.label} is a member of job {host.job}: acted on alone, without the "
+                f"job's rendezvous; --host {host.job} acts on the whole job",
+            )
     changes = _changes(flags)
     if changes:
         hosts = tuple(replace(h, **changes) for h in hosts)
