@@ -83,6 +83,18 @@ def test_a_job_launches_on_both_hosts_and_a_kill_stops_both(
         ], st.stderr
         table = cli("status", "--config", str(cfg), "--host", "pair").stdout
         assert re.match(r"job pair (STARTING|RUNNING) \(2 nodes\): a (starting|running) ", table)
+        # restart: both old runs stopped (and released) before both new ones start
+        res = cli("restart", "--json", "--config", str(cfg), "--host", "pair", "--grace", "3",
+                  "--start-window", "1")  # fmt: skip
+        out = json.loads(res.stdout)
+        assert res.returncode == 0 and out["ok"], (res.stdout, res.stderr)
+        ended, started = [], []
+        for root in roots:
+            old, new = run_dirs(root)
+            assert (old / "kill_requested").exists() and not alive(pids(old)[1])
+            ended.append(float((old / "exit").read_text().split()[1]))
+            started.append(float((new / "started_at").read_text()))
+        assert min(started) > max(ended)
         res = cli("kill", "--json", "--config", str(cfg), "--host", "pair", "--grace", "3")
         out = json.loads(res.stdout)
         assert res.returncode == 0 and out["ok"], (res.stdout, res.stderr)
