@@ -47,7 +47,7 @@ def write(tmp_path: Path, text: str, name: str = "c.toml") -> Path:
         (
             "zzz = 2",
             "unknown key 'zzz' (known: host, hosts, topology, run, restart, alerts, record, "
-            "thresholds, keys)",
+            "thresholds, keys, jobs)",
         ),
     ],
 )
@@ -111,7 +111,13 @@ def _paths(doc: Any, where: str = "") -> set[str]:
 def test_the_shipped_example_parses_and_sets_every_key() -> None:
     assert example_text() == EXAMPLE.read_text()  # the file docs/ shows is the one printed
     cfg = load_file(EXAMPLE)
-    assert [h.label for h in cfg.hosts] == ["this-machine", "gpu-a", "trainer-b"]
+    assert [h.label for h in cfg.hosts] == [
+        "this-machine",
+        "gpu-a",
+        "trainer-b",
+        "node-0",
+        "node-1",
+    ]
     b = cfg.hosts[2]
     assert b.topology.spec() == "0-1:2" and b.run_root == "/srv/dflash/runs"
     assert b.restart.enabled and b.keep_runs == 20

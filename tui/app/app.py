@@ -26,7 +26,7 @@ from dflash_tui.app.autorestart import AutoRestarts
 from dflash_tui.app.feeds import HostFeeds
 from dflash_tui.app.history.view import HISTORY_ACTIONS
 from dflash_tui.app.host_pane import HostPane
-from dflash_tui.app.hosts import HostState, make_hosts, summarize
+from dflash_tui.app.hosts import HostState, job_views, make_hosts, summarize
 from dflash_tui.app.keymap import help_keys
 from dflash_tui.app.layout import DESTRUCTIVE, HOST_ACTIONS, KEYS, MainScreen
 from dflash_tui.app.log_keys import LogKeys
@@ -295,7 +295,7 @@ class DflashApp(App[None]):
         if len(self.host_states) < 2 or screen is None:
             return
         rows = [summarize(s) for s in self.host_states]
-        screen.query_one(HostOverview).show(rows, self.selected)
+        screen.query_one(HostOverview).show(rows, self.selected, job_views(self.host_states))
 
     def refresh_bindings(self) -> None:
         if self.screen_stack:  # shutting down: no footer is left to update

@@ -47,8 +47,21 @@ class AutoRestarts:
         if self.app.read_only:
             return
         for state in self.app.host_states:
-            if state.cfg.restart.enabled:
+            if state.cfg.restart.enabled and not self._job_refused(state):
                 self._start_auto(state)
+
+    def _job_refused(self, state: HostState) -> bool:
+        """A job member is restarted with its whole job, by the job supervisor (the app's
+        single-host auto-restart would relaunch one member alone): said, and refused."""
+        if state.job is None:
+            return False
+        name = state.job[0].name
+        self.app.notify(
+            f"{state.key} is a member of job {name}: the app does not auto-restart a job; "
+            f"run `dflash-tui supervise --host {name}`",
+            severity="warning",
+        )
+        return True
 
     def _start_auto(self, state: HostState) -> None:
         supervise = getattr(state.bridge, "supervise", None)
@@ -89,6 +102,8 @@ class AutoRestarts:
             self._stop_auto(state)
             self._auto_event(state, "info", "auto-restart off (A)")
             self.app.notify(f"auto-restart off on {state.key}", timeout=3)
+            return
+        if self._job_refused(state):
             return
         self._start_auto(state)
         p = state.cfg.restart

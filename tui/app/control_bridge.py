@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_job import JobConfig
 from dflash_tui.core.base.snapshot import Proc
 from dflash_tui.core.base.timings import (
     KILL_GRACE_S,
@@ -35,9 +36,45 @@ class Bridge:
     release_timeout = RELEASE_TIMEOUT_S
     supervise_poll = 2.0  # seconds between auto-restart's looks at the run (tests: less)
 
-    def __init__(self, transport: Transport, host: HostConfig) -> None:
-        self.transport, self.host = transport, host
+    def __init__(
+        self,
+        transport: Transport,
+        host: HostConfig,
+        job: tuple[JobConfig, tuple[HostConfig, ...]] | None = None,
+    ) -> None:
+        self.transport, self.host, self.job = transport, host, job
         self.cancel = asyncio.Event()
+
+    async def _on_job(self, verb: str, step: StepFn) -> str:
+        """launch | kill | restart on every member of this host's job (control/job.py)."""
+        from dflash_tui.core.control import job as control_job
+
+        assert self.job is not None
+        job, members = self.job
+        step(f"{verb}: job {job.name} on {', '.join(job.members)}")
+        progress = self._progress(step)
+        if verb == "kill":
+            res = await control_job.kill_job(job, members, grace=self.grace, progress=progress)
+        elif verb == "restart":
+            res = await control_job.restart_job(
+                job,
+                members,
+                grace=self.grace,
+                start_window=self.start_window,
+                release_timeout=self.release_timeout,
+                keep=self.host.keep_runs,
+                progress=progress,
+            )
+        else:
+            res = await control_job.launch_job(
+                job,
+                members,
+                start_window=self.start_window,
+                keep=self.host.keep_runs,
+                progress=progress,
+                grace=self.grace,
+            )
+        return _outcome(res.ok, "; ".join((res.message, *res.warnings)))
 
     def request_cancel(self) -> None:
         self.cancel.set()
@@ -64,6 +101,8 @@ class Bridge:
         # Looked up at call time, so a test may stand in for the module's function.
         from dflash_tui.core.control import launch as control
 
+        if self.job is not None:
+            return await self._on_job("launch", step)
         step(f"launching: {self.host.command}")
         res = await self._call(
             control.launch,
@@ -77,6 +116,8 @@ class Bridge:
         """Kill ``run_id`` (the run the confirm dialog named), never a newer one."""
         from dflash_tui.core.control import kill as control_kill
 
+        if self.job is not None:  # a job's members stop together (their ranks would hang)
+            return await self._on_job("kill", step)
         step(f"SIGTERM to the run's group; SIGKILL after {self.grace:.0f}s")
         res = await self._call(
             control_kill.kill, grace=self.grace, run_id=run_id, progress=self._progress(step)
@@ -99,6 +140,8 @@ class Bridge:
     async def restart(self, step: StepFn, run_id: str | None = None) -> str:
         from dflash_tui.core.control import restart as control_restart
 
+        if self.job is not None:
+            return await self._on_job("restart", step)
         step("restart: stopping the run")
         res = await self._call(
             control_restart.restart,

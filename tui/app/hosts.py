@@ -19,10 +19,12 @@ from dflash_tui.app.control_bridge import Bridge
 from dflash_tui.app.messages import SampleReady
 from dflash_tui.app.source import EventSource
 from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.config_job import JobConfig
 from dflash_tui.core.base.config_record import RecordSettings
 from dflash_tui.core.base.rundir import ALIVE_STATES as ACTIVE
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.diagnosis.diagnose import Diagnosis
+from dflash_tui.core.diagnosis.job import MemberView
 from dflash_tui.core.diagnosis.severity import run_chip, worst
 from dflash_tui.core.diagnosis.thresholds import thresholds_for
 from dflash_tui.core.diagnosis.timeline import Timeline
@@ -57,6 +59,9 @@ class HostState:
         self._transport: Transport | None = None
         self._bridge = bridge
         self.recorder: Recorder | None = None  # the flight recorder, on a live feed only
+        # A job member (config `job = "..."`): the job and all its members' configs; the run
+        # keys act on the whole job (tui/core/control/job.py).
+        self.job: tuple[JobConfig, tuple[HostConfig, ...]] | None = None
 
     @property
     def transport(self) -> Transport:
@@ -69,7 +74,7 @@ class HostState:
     @property
     def bridge(self) -> Any:
         if self._bridge is None:
-            self._bridge = Bridge(self.transport, self.cfg)
+            self._bridge = Bridge(self.transport, self.cfg, self.job)
         return self._bridge
 
     def live_source(self, interval: float, record: RecordSettings | None = None) -> EventSource:
@@ -205,4 +210,26 @@ def make_hosts(
     for i, (key, h) in enumerate(zip(unique_keys(cfg.hosts), cfg.hosts, strict=True)):
         source = sources[i] if i < len(sources) else None
         states.append(HostState(i, key, h, source, control if i == 0 else None))
+    for job in cfg.jobs:
+        members = tuple(h for h in cfg.hosts if h.job == job.name)
+        if tuple(h.label for h in members) != job.members:
+            continue  # not every member is shown (--host picked one): no job here
+        for s in states:
+            if s.cfg.job == job.name:
+                s.job = (job, members)
     return states
+
+
+def job_views(states: Sequence[HostState]) -> list[tuple[str, list[MemberView]]]:
+    """Each job among ``states``, its members as the overview's job row shows them."""
+    out: dict[str, list[MemberView]] = {}
+    for s in states:
+        if s.job is None:
+            continue
+        diag = s.diagnosis
+        state = diag.run_state if diag is not None else "unknown"
+        run_id = diag.run.id if diag is not None and diag.run else None
+        out.setdefault(s.job[0].name, []).append(
+            MemberView(s.key, state, run_id, s.tracker.progress.last_step)
+        )
+    return list(out.items())

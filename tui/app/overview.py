@@ -1,7 +1,8 @@
 """The host overview (shown with two or more hosts): one row per host with its link, run state
 and id, healthy target x/N and drafter y/M, and its worst finding with how many; the host whose
-details are shown is highlighted. A click on a row posts ``HostOverview.Picked``: the app shows
-that host."""
+details are shown is highlighted. Each job across hosts (config ``job = "..."``) follows as one
+row: its state and each member's (``job_text``). A click on a host's row posts
+``HostOverview.Picked``: the app shows that host."""
 
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ from textual.widgets import Static
 from dflash_tui.app.hosts import HostSummary
 from dflash_tui.app.palette import Palette
 from dflash_tui.app.widgets import Themed
-from dflash_tui.core.base.text import safe_label
+from dflash_tui.core.base.text import safe_label, terminal_safe
+from dflash_tui.core.diagnosis.job import MemberView, job_state, member_text
+from dflash_tui.core.diagnosis.severity import RUN_STATE
 
 LABEL_WIDTH = 18  # at most; the column is as wide as the longest host label
 STATE_WIDTH = 15  # " LAUNCH-FAILED " fits
@@ -41,13 +44,20 @@ class HostOverview(Static, Themed):
     def __init__(self) -> None:
         super().__init__(id="overview")
         self.rows: tuple[HostSummary, ...] = ()
+        self.jobs: tuple[tuple[str, tuple[MemberView, ...]], ...] = ()
         self.selected = 0
 
     def on_mount(self) -> None:
         self.redraw()
 
-    def show(self, rows: Sequence[HostSummary], selected: int) -> None:
+    def show(
+        self,
+        rows: Sequence[HostSummary],
+        selected: int,
+        jobs: Sequence[tuple[str, Sequence[MemberView]]] = (),
+    ) -> None:
         self.rows, self.selected = tuple(rows), selected
+        self.jobs = tuple((name, tuple(m)) for name, m in jobs)
         self.redraw()
 
     def redraw(self) -> None:
@@ -58,6 +68,9 @@ class HostOverview(Static, Themed):
             if i:
                 t.append("\n")
             _row(t, i, row, i == self.selected, pal, width)
+        for name, members in self.jobs:  # after the hosts: a click's row stays a host's index
+            t.append("\n")
+            t.append_text(job_text(name, members, pal))
         self.update(t)
 
     def row_text(self, index: int) -> str:
@@ -113,3 +126,18 @@ def _findings(t: Text, row: HostSummary, pal: Palette) -> None:
         return
     t.append(f" {BADGE.get(row.worst, row.worst)} ×{row.worst_count} ", pal.chip(row.worst))
     t.append(f" of {row.findings} finding{'s' if row.findings != 1 else ''}", pal.fg("muted"))
+
+
+def job_text(name: str, members: Sequence[MemberView], pal: Palette) -> Text:
+    """One job's row: ``  job NAME`` and its state chip, then each member's state and step."""
+    state = job_state([m.state for m in members])
+    t = Text(no_wrap=True, overflow="ellipsis")
+    t.append(f"  job {safe_label(name, LABEL_WIDTH)} ", Style(bold=True))
+    t.append(f" {state.upper()} ", pal.chip(RUN_STATE.get(state, "info")))
+    t.append(f" {len(members)} nodes: ", pal.fg("muted"))
+    for i, m in enumerate(members):
+        if i:
+            t.append(" · ", pal.fg("muted"))
+        # labels are the config's, states our words: made safe all the same
+        t.append(terminal_safe(member_text(m)), pal.fg(RUN_STATE.get(m.state, "info")))
+    return t

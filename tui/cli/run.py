@@ -17,10 +17,12 @@ import time
 from typing import Any
 
 from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.config_job import JobConfig
 from dflash_tui.core.base.rundir import ALIVE_STATES
 from dflash_tui.core.base.snapshot import Proc
 from dflash_tui.core.base.text import mib, names_host, terminal_safe
 from dflash_tui.core.base.timings import RELEASE_TIMEOUT_S
+from dflash_tui.core.control.job import JobResult, kill_job, launch_job, restart_job
 from dflash_tui.core.control.kill import KillResult, kill
 from dflash_tui.core.control.launch import LaunchResult, launch
 from dflash_tui.core.control.restart import RestartResult, clear_compile_cache, restart
@@ -126,6 +128,8 @@ def _human(result: Result) -> list[str]:
 
 
 def run_control(cfg: Config, args: argparse.Namespace) -> int:
+    if cfg.job is not None:
+        return run_job_control(cfg, cfg.job, args)
     if len(cfg.hosts) > 1:
         say(f"dflash-tui {args.subcommand}: acts on one host; pass --host", err=True)
         return 1
@@ -152,4 +156,55 @@ def run_control(cfg: Config, args: argparse.Namespace) -> int:
         print(json.dumps(result_json(result), indent=2))
     else:
         say("\n".join(_human(result)))
+    return 0 if result.ok else 1
+
+
+async def _job_action(cfg: Config, job: JobConfig, args: argparse.Namespace) -> JobResult:
+    progress = _StderrProgress()
+    keep = getattr(args, "keep_runs", None) or 0
+    if args.subcommand == "kill":
+        return await kill_job(job, cfg.hosts, grace=args.grace, progress=progress)
+    if args.subcommand == "restart" or getattr(args, "restart", False):
+        return await restart_job(
+            job,
+            cfg.hosts,
+            grace=args.grace,
+            start_window=args.start_window,
+            release_timeout=getattr(args, "release_timeout", RELEASE_TIMEOUT_S),
+            keep=keep,
+            progress=progress,
+        )
+    return await launch_job(
+        job, cfg.hosts, start_window=args.start_window, keep=keep, progress=progress
+    )
+
+
+def job_json(result: JobResult) -> dict[str, Any]:
+    """A job's result: ok, message, job, warnings, and each member's own result by label."""
+    members = {
+        label: {"ok": False, "message": r} if isinstance(r, str) else result_json(r)
+        for label, r in result.members
+    }
+    return {
+        "ok": result.ok,
+        "message": result.message,
+        "job": result.job,
+        "warnings": list(result.warnings),
+        "members": members,
+    }
+
+
+def run_job_control(cfg: Config, job: JobConfig, args: argparse.Namespace) -> int:
+    """launch | kill | restart on every member of ``job`` (tui/core/control/job.py)."""
+    try:
+        result = asyncio.run(_job_action(cfg, job, args))
+    except KeyboardInterrupt:
+        say(f"dflash-tui {args.subcommand}: interrupted", err=True)
+        return 130
+    for w in result.warnings:
+        say(f"dflash-tui: warning: {w}", err=True)
+    if args.json:
+        print(json.dumps(job_json(result), indent=2))
+    else:
+        say(result.message)
     return 0 if result.ok else 1

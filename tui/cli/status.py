@@ -14,6 +14,7 @@ from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.text import terminal_safe, with_host
 from dflash_tui.core.diagnosis.document import iso_time, to_json
+from dflash_tui.core.diagnosis.job import MemberView, job_line, job_state
 from dflash_tui.core.diagnosis.thresholds import thresholds_for
 from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.link.connect import make_transport
@@ -87,6 +88,7 @@ def run_status(cfg: Config, args: argparse.Namespace) -> int:
             return 1
     results = asyncio.run(_gather(cfg))
     docs = [doc for doc, _ in results]
+    line = _mark_job(cfg, docs)
     if args.openmetrics:  # node_exporter's textfile collector, or a one-off look
         from dflash_tui.core.export.openmetrics import exposition
 
@@ -100,6 +102,8 @@ def run_status(cfg: Config, args: argparse.Namespace) -> int:
 
         # Piped output gets a wide console so paths and messages are not cut mid-word.
         console = Console(width=None if sys.stdout.isatty() else 200)
+        if line:  # run ids and labels are the hosts' and the config's: made safe
+            console.print(terminal_safe(line), markup=False, highlight=False)
         for doc, parts in results:
             if not parts:
                 # The error names the host and quotes its or the container runtime's words.
@@ -111,3 +115,21 @@ def run_status(cfg: Config, args: argparse.Namespace) -> int:
         worst = max((_RANK[f["severity"]] for d in docs for f in d["findings"]), default=-1)
         failing = failing or worst >= _RANK[args.fail_on]
     return 1 if failing else 0
+
+
+def _member(label: str, doc: dict[str, Any]) -> MemberView:
+    run, progress = doc.get("run") or {}, doc.get("progress") or {}
+    return MemberView(label, str(run.get("state", "unknown")), run.get("id"), progress.get("step"))
+
+
+def _mark_job(cfg: Config, docs: list[dict[str, Any]]) -> str | None:
+    """With ``--host JOB``: each member's document gets its ``job`` (name, node rank, nodes,
+    the job's state); the job's one line for the table."""
+    job = cfg.job
+    if job is None:
+        return None
+    members = [_member(h.label, d) for h, d in zip(cfg.hosts, docs, strict=True)]
+    state = job_state([m.state for m in members])
+    for rank, doc in enumerate(docs):
+        doc["job"] = {"name": job.name, "node_rank": rank, "nnodes": job.nnodes, "state": state}
+    return job_line(job.name, members)

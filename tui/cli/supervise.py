@@ -26,11 +26,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dflash_tui.core.base.config import Config, HostConfig, expand_local
+from dflash_tui.core.base.config_job import JobConfig
 from dflash_tui.core.base.local_proc import alive
 from dflash_tui.core.base.supervision import LOG_FILE, SupervisorRecord
 from dflash_tui.core.base.text import terminal_safe
 from dflash_tui.core.base.timings import START_WINDOW_S
 from dflash_tui.core.control import supervisor_files as files
+from dflash_tui.core.control.job_supervisor import JobSupervisor
 from dflash_tui.core.control.script import ControlError
 from dflash_tui.core.control.supervisor import LockLost, Options, Supervisor, SupervisorBusy
 from dflash_tui.core.control.supervisor_state import describe_owner, hostname
@@ -259,7 +261,51 @@ async def _stop(host: HostConfig) -> int:
     return 0
 
 
+async def _serve_job(cfg: Config, job: JobConfig, args: argparse.Namespace, fd: int | None) -> int:
+    """The job supervisor (tui/core/control/job_supervisor.py) in the foreground."""
+    log = _logger()
+    start = args.start_window if args.start_window is not None else START_WINDOW_S
+    sup = JobSupervisor(
+        job,
+        cfg.hosts,
+        cfg.hosts[0].restart,
+        log,
+        poll=args.poll or cfg.interval,
+        start_window=start,
+        keep=args.keep_runs or 0,
+    )
+    try:
+        try:
+            await sup.acquire()
+        except SupervisorBusy as exc:
+            log.error("%s", exc)
+            _tell(fd, f"error {exc}")
+            return BUSY
+        if args.once:
+            print(terminal_safe(await sup.cycle()))
+            await sup.release()
+            return 0
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            loop.add_signal_handler(sig, stop.set)
+        await sup.run(stop, lambda: _tell(fd, f"ready {os.getpid()}"))
+        return 0
+    except (ControlError, TransportError) as exc:
+        log.error("supervise job %s: %s", job.name, exc)
+        _tell(fd, f"error {exc}")
+        return 1
+    finally:
+        await sup.close()
+
+
 def run_supervise(cfg: Config, args: argparse.Namespace, argv: list[str]) -> int:
+    if cfg.job is not None:  # its record is in every member's run root: the first one's is read
+        if args.stop:
+            return asyncio.run(_stop(cfg.hosts[0]))
+        if args.detach:
+            return _detach(cfg.hosts[0], argv)
+        return asyncio.run(_serve_job(cfg, cfg.job, args, _ready_pipe()))
     if len(cfg.hosts) > 1:
         print("dflash-tui supervise: supervises one host; pass --host", file=sys.stderr)
         return 1

@@ -22,6 +22,7 @@ from typing import Any
 from dflash_train.topology import Topology, TopologyError
 from dflash_tui.core.base.alert_config import AlertConfigError, AlertSettings, alerts_from_table
 from dflash_tui.core.base.config_keymap import Keymap, keymap_from_table
+from dflash_tui.core.base.config_job import JobConfig, jobs_from, validate_job_name
 from dflash_tui.core.base.config_keys import ConfigError, check_keys
 from dflash_tui.core.base.config_record import RecordSettings, record_from_table
 from dflash_tui.core.base.config_restart import restart_from_table
@@ -70,6 +71,7 @@ class HostConfig:
     restart: RestartPolicy = field(default_factory=RestartPolicy)  # auto-restart (opt-in)
     keep_runs: int = 0  # retention: prune older run directories beyond this many (0 keeps all)
     name: str | None = None  # the config's `label = "..."`
+    job: str | None = None  # the config's `job = "..."`: one run across its hosts
     # [thresholds] (top level, for every host): (name, number) pairs over the diagnosis'
     # defaults (tui/core/diagnosis/thresholds.py thresholds_for)
     thresholds: tuple[tuple[str, float], ...] = ()
@@ -92,10 +94,19 @@ class Config:
     alerts: AlertSettings = field(default_factory=AlertSettings)  # [alerts]
     record: RecordSettings = field(default_factory=RecordSettings)  # [record]
     keys: Keymap = ()  # [keys]: binding id -> key(s), the app's keymap (config_keymap.py)
+    jobs: tuple[JobConfig, ...] = ()  # [[hosts]] sharing `job = "..."`, with [jobs.NAME]
 
     @property
     def host(self) -> HostConfig:
         return self.hosts[0]
+
+    @property
+    def job(self) -> JobConfig | None:
+        """The job the selected hosts are, when they are exactly one job's members."""
+        for j in self.jobs:
+            if tuple(h.label for h in self.hosts) == j.members:
+                return j
+        return None
 
 
 def config_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -163,6 +174,7 @@ def _host_from_table(doc: dict[str, Any], host: dict[str, Any], where: str) -> H
     address = typed(host, "address", str, where)
     container = typed(host, "container", str, where)
     label = typed(host, "label", str, where)
+    job = typed(host, "job", str, where)
     fields: dict[str, Any] = _run(run or {}, run_at)
     if topo_t is not None:
         fields["topology"] = _topology(topo_t, topo_at)
@@ -172,6 +184,7 @@ def _host_from_table(doc: dict[str, Any], host: dict[str, Any], where: str) -> H
         address=validate_host(address) if address else None,
         container=validate_container(container) if container else None,
         name=validate_label(label, where) if label else None,
+        job=validate_job_name(job, where) if job else None,
         restart=policy,
         keep_runs=keep_runs,
         thresholds=_thresholds(doc.get("thresholds", {})),
@@ -220,6 +233,8 @@ def load_file(path: str | os.PathLike[str]) -> Config:
         host_t = doc.get("host") or {}
         if not isinstance(host_t, dict):
             raise ConfigError("host must be a table")
+        if "job" in host_t or "jobs" in doc:
+            raise ConfigError(f"config {path}: a job spans [[hosts]] entries, not [host]")
         return Config(
             hosts=(_host_from_table(doc, host_t, "host"),),
             source=str(path),
@@ -232,9 +247,10 @@ def load_file(path: str | os.PathLike[str]) -> Config:
     tables = isinstance(hosts_t, list) and all(isinstance(h, dict) for h in hosts_t)
     if not tables or not hosts_t:
         raise ConfigError("hosts must be a list of [[hosts]] tables")
-    hosts = tuple(_host_from_table(doc, h, f"hosts[{i}]") for i, h in enumerate(hosts_t))
+    hosts = _unique(tuple(_host_from_table(doc, h, f"hosts[{i}]") for i, h in enumerate(hosts_t)))
     return Config(
-        hosts=_unique(hosts),
+        hosts=hosts,
+        jobs=jobs_from(hosts, doc.get("jobs", {})),
         source=str(path),
         defaults=_host_from_table(doc, {}, ""),
         alerts=_alerts(doc),
@@ -324,9 +340,17 @@ def _changes(flags: dict[str, Any]) -> dict[str, Any]:
 def apply_flags(cfg: Config, flags: dict[str, Any]) -> Config:
     """``--host`` picks one host (select_host); the other flags override every host kept."""
     hosts, notes = cfg.hosts, cfg.notes
-    if flags.get("host"):
+    job = next((j for j in cfg.jobs if j.name == flags.get("host")), None)
+    if job is not None:  # --host JOB: every member of the job
+        hosts = tuple(h for h in cfg.hosts if h.job == job.name)
+    elif flags.get("host"):
         host, note = select_host(cfg, validate_host(flags["host"]))
         hosts, notes = (host,), notes + ((note,) if note else ())
+        if host.job:  # one member alone: no rendezvous, the others not touched
+            notes += (
+                f"{host.label} is a member of job {host.job}: acted on alone, without the "
+                f"job's rendezvous; --host {host.job} acts on the whole job",
+            )
     changes = _changes(flags)
     if changes:
         hosts = tuple(replace(h, **changes) for h in hosts)

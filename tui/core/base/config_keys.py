@@ -37,6 +37,7 @@ HOST: Schema = {
     "address": None,
     "container": None,
     "label": None,
+    "job": None,  # [[hosts]] sharing a job name are one run across hosts (config_job.py)
     "topology": TOPOLOGY,
     "run": RUN,
     "restart": RESTART,
@@ -119,6 +120,7 @@ TOP: Schema = {
     "record": RECORD,
     "thresholds": THRESHOLDS,
     "keys": KEYS,
+    "jobs": ANY,  # [jobs.NAME]: a job's rendezvous; its keys are checked by config_job.py
 }
 
 

@@ -238,7 +238,7 @@ stop_started() {  # DIR: kill the job this launch just started (a kill came duri
   return 0
 }
 
-do_launch() {  # ROOT COMMAND WORKDIR ENVTEXT KEEP LOCK_MS
+do_launch() {  # ROOT COMMAND WORKDIR ENVTEXT KEEP LOCK_MS [JOB]
   CG= SAID_ERROR=
   root=$(root_abs "$1") || die "cannot create the run root $1: $root"
   # Room first: a full or read-only root fails here with its cause, before anything is made.
@@ -272,6 +272,10 @@ do_launch() {  # ROOT COMMAND WORKDIR ENVTEXT KEEP LOCK_MS
   [ -n "$wd" ] || wd=$(pwd)
   { printf '%s\n' "$wd" >"$d/workdir"; } 2>/dev/null || lfail "$d" "cannot write $d/workdir"
   { printf '%s' "$4" >"$d/env"; } 2>/dev/null || lfail "$d" "cannot write $d/env"
+  # A job member's run names its job: "NAME NODE_RANK NNODES" (docs/supervise.md).
+  if [ -n "${7:-}" ]; then
+    { printf '%s\n' "$7" >"$d/job"; } 2>/dev/null || lfail "$d" "cannot write $d/job"
+  fi
   { write_wrapper "$d/run.sh"; } 2>/dev/null && [ -s "$d/run.sh" ] || lfail "$d" "cannot write $d/run.sh"
   cg_make "dflash-$id-$$"
   if [ -n "$CG" ]; then

@@ -103,6 +103,10 @@ async def launch_script(
     workdir = check_text("workdir", host.workdir or "")
     if workdir.startswith("-"):
         workdir = "./" + workdir  # never read as an option by cd
+    env = dict(host.env)
+    job = env.get("DFLASH_JOB", "")  # a job member (config_job.member_host): its run says so
+    if job:
+        job = f"{job} {env.get('NODE_RANK', '')} {env.get('NNODES', '')}"
     return await run_script(
         transport,
         "launch",
@@ -112,6 +116,7 @@ async def launch_script(
         env_text(host.env),
         max(keep, 0),
         int(lock_wait * 1000),
+        check_text("job", job),
         timeout=lock_wait + 30,
     )
 

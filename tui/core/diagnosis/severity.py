@@ -35,6 +35,8 @@ RUN_STATE = {
     "exited": "info",
     "killed": "warning",
     "launch-failed": "error",
+    "broken": "error",  # a job with members alive and members not (diagnosis/job.py)
+    "ended": "info",  # a job whose members ended in different states
 }
 
 
