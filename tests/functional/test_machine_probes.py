@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from faults.control_faults import tmpfs
 from fakes.proberun import run_probe
+from faults.control_faults import tmpfs
 from unit.test_ssh_shell_probe import no_python_path, shell_probe
 
 from dflash_tui.core.base.snapshot import Snapshot
