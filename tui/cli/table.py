@@ -16,7 +16,6 @@ from dflash_tui.core.diagnosis.document import iso_time
 from dflash_tui.core.diagnosis.finding import duration
 from dflash_tui.core.diagnosis.host_view import machine_line, worker_views, workers_line
 from dflash_tui.core.diagnosis.progress import Progress
-from dflash_tui.core.diagnosis.thresholds import thresholds_for
 
 _SEV_STYLE = {"info": "cyan", "warning": "yellow", "error": "bold red"}
 
@@ -50,7 +49,7 @@ def render(diag: Diagnosis, host: HostConfig, progress: Progress | None = None) 
         found.add_row(
             Text(f.severity, style=_SEV_STYLE[f.severity]), f.code, Text(printable(f.message))
         )
-    th = thresholds_for(host)
+    th = diag.thresholds
     lines = [supervisor_line(diag.supervisor, diag.time), machine_line(diag.machine, th)]
     if diag.workers:
         lines.append(workers_line(worker_views(diag.workers, diag.time, th, progress)))
