@@ -94,3 +94,58 @@ async def test_a_stalled_drafter_is_named_within_the_limit(root: Path, tmp_path:
     cells = row.removeprefix("workers: ").split(", ")
     assert [c for c in cells if "BEHIND" in c] == [c for c in cells if c.startswith("D1 s5")]
     assert len(cells) == 9 and cells[0].startswith("L s")  # the loader, 5 targets, 3 drafters
+
+
+@pytest.mark.slow
+async def test_a_stalled_drafter_on_rank_1_is_named_through_rank_0(
+    root: Path, tmp_path: Path
+) -> None:
+    """Under torchrun only rank 0 writes the event stream: rank 1's heartbeats reach it through
+    the job's c10d store, so a drafter stalled on rank 1 is named with its rank while rank 0's
+    workers all wait on the cross-rank gradient reduction."""
+    cmd = (
+        f"{sys.executable} -m torch.distributed.run --standalone --nproc-per-node 2 "
+        "--max-restarts 0 -m dflash_train.train --preset tiny --device cpu --target-workers 1 "
+        "--drafter-workers 2 --threads 1 --eval-batches 0 --gen-samples 48 --steps 400 "
+        "--dist-timeout 300 --stall-timeout 300"
+    )
+    env = "DFLASH_STALL=drafter:1:5:120:rank:1 DFLASH_HEARTBEAT_S=0.5 PYTHONUNBUFFERED=1"
+    host = HostConfig(command=f"PYTHONPATH={ROOT} {env} exec {cmd}", run_root=str(root))
+    res = await launch(LocalTransport(), host, start_window=0.3, poll=0.05)
+    assert res.ok, res
+    th = Thresholds(worker_stall_min_s=STALL_MIN_S)
+    tracker = Tracker(host.topology, th)
+    found = None
+    deadline = time.monotonic() + 240
+    try:
+        with ProbeStream(f"--run-root={root}", "--no-nvml", interval=0.5) as probe:
+            while time.monotonic() < deadline and found is None:
+                diag = tracker.add(Snapshot.from_dict(probe.next(60)))
+                assert diag.run_state in ALIVE_STATES, (diag.run_state, diag.findings)
+                stalled = [f for f in diag.findings if f.code == "worker-stalled"]
+                if stalled:
+                    found = (diag, stalled)
+    finally:
+        _kill_ranks(Path(res.dir or "") / "events.jsonl")
+    assert found is not None, "worker-stalled never said"
+    diag, stalled = found
+    assert len(stalled) == 1, stalled
+    assert stalled[0].message.startswith("rank 1 drafter 1 has made no progress"), stalled
+    ranks = {(w.rank, w.role, w.index) for w in diag.workers}
+    assert {(r, "drafter", i) for r in (0, 1) for i in (0, 1)} <= ranks
+    assert {(r, "target", 0) for r in (0, 1)} <= ranks
+    mine = [w for w in diag.workers if w.rank == 0 and w.role == "drafter"]
+    assert all(w.state == "wait:barrier" for w in mine)  # rank 0 waits on the reduction
+
+
+def _kill_ranks(events: Path) -> None:
+    """The torchrun workers by the PIDs rank 0 recorded (they may outlive torchrun's group)."""
+    from dflash_train.events import read_events
+
+    for e in read_events(events):
+        if e.get("event") == "distributed":
+            for r in e.get("ranks", []):
+                try:
+                    os.kill(int(r["pid"]), 9)
+                except (ProcessLookupError, KeyError, ValueError):
+                    pass
