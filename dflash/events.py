@@ -179,9 +179,10 @@ class Heartbeats:
     GPU, ``rank`` under torchrun, step, queue depth, ``state`` (``work``, or ``wait:queue`` /
     ``wait:barrier`` while it waits on another worker) and ``since`` (when it entered that
     state; working, when it began the step it is on). Worker threads only set their own
-    record (no I/O); the pipeline's watch loop emits every record at most once per ``every`` seconds, so a worker blocked in a wait is still
-    vouched for and one stuck in its own work stands out by its ``since``. Under torchrun the
-    ranks other than 0 hand their records to ``relay`` and rank 0 writes them."""
+    record (no I/O); the pipeline's watch loop emits every record at most once per ``every``
+    seconds, so a worker blocked in a wait is still vouched for and one stuck in its own work
+    stands out by its ``since``. Under torchrun the ranks other than 0 hand their records to
+    ``relay`` and rank 0 writes them."""
 
     def __init__(self, events: EventLog, environ: Mapping[str, str] | None = None) -> None:
         env = os.environ if environ is None else environ

@@ -58,8 +58,11 @@ def test_workers_row_marks_the_one_behind() -> None:
     now = 1000.0
     ws = [Worker("target", j, j, step=40, state="wait:queue", since=now - 1, time=now - 1)
           for j in range(5)]  # fmt: skip
-    ws += [Worker("drafter", i, 5 + i, step=30, state="work" if i == 1 else "wait:barrier",
-                  since=now - 100 if i == 1 else now - 2, time=now - 1) for i in range(3)]  # fmt: skip
+    ws += [
+        Worker("drafter", i, 5 + i, step=30, state="work" if i == 1 else "wait:barrier",
+               since=now - 100 if i == 1 else now - 2, time=now - 1)
+        for i in range(3)
+    ]  # fmt: skip
     views = worker_views(list(reversed(ws)), now)  # the row's order is its own
     row = workers_line(views, FALLBACK)
     assert row.plain.startswith("workers T0@g0 s40 T1@g1 s40")
