@@ -64,7 +64,7 @@ def _disk_groups(m: Machine) -> list[list[Disk]]:
     """The run's paths by filesystem (the same totals and free counts), run root first."""
     out: dict[tuple[object, ...], list[Disk]] = {}
     for d in m.disks:
-        key = (d.total_bytes, d.free_bytes, d.total_inodes, d.free_inodes)
+        key: tuple[object, ...] = (d.total_bytes, d.free_bytes, d.total_inodes, d.free_inodes)
         if d.total_bytes is None or d.free_bytes is None:
             key = ("unread", d.what)
         out.setdefault(key, []).append(d)
