@@ -23,6 +23,7 @@ pipeline like any worker error: the job ends non-zero, never hangs.
 from __future__ import annotations
 
 import copy
+import json
 import os
 import socket
 import time
@@ -258,6 +259,43 @@ class Dist:
             tdist.destroy_process_group()
         except Exception as exc:  # leaving is best effort: the run's result is already known
             log(f"dflash-train: warning: destroy_process_group: {exc}")
+
+
+class StoreRelay:
+    """The workers' heartbeats of ranks other than 0, through the job's c10d store (torchrun's
+    TCPStore): each rank's watch loop sets its key every beat, rank 0's reads the others'.
+    The store answers while a collective is stuck, so a worker stalled on rank 1 is still
+    named, and a rank that went silent shows by the age of its last record."""
+
+    PREFIX = "dflash-heartbeat"  # keys: dflash-heartbeat/<rank>
+
+    def __init__(self, store: Any, rank: int, size: int) -> None:
+        self.store, self.rank, self.size = tdist.PrefixStore(self.PREFIX, store), rank, size
+
+    def publish(self, records: list[dict[str, Any]]) -> None:
+        doc = {"time": round(time.time(), 3), "workers": records}
+        self.store.set(str(self.rank), json.dumps(doc, default=str))
+
+    def collect(self) -> list[tuple[float, list[dict[str, Any]]]]:
+        out = []
+        for r in range(1, self.size):
+            if self.store.check([str(r)]):  # not there yet: get() would wait for it
+                doc = json.loads(self.store.get(str(r)))
+                out.append((float(doc["time"]), list(doc["workers"])))
+        return out
+
+
+def heartbeat_relay(s: Settings) -> StoreRelay | None:
+    """The relay over the default process group's store; None outside torchrun (or where
+    this torch keeps its store private: then rank 0's workers alone are written)."""
+    get = getattr(tdist.distributed_c10d, "_get_default_store", None)
+    if not s.world.distributed or get is None:
+        return None
+    try:
+        return StoreRelay(get(), s.world.rank, s.world.size)
+    except Exception as exc:
+        log(f"dflash-train: warning: no heartbeat relay between ranks: {exc}")
+        return None
 
 
 def init(s: Settings, events: EventLog) -> Dist | None:

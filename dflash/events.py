@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 # Event names the supervisor's timeline knows; others may be added, never renamed.
 EVENT_NAMES = (
@@ -166,13 +166,23 @@ class EventLog:
                 self._fh = None
 
 
+class Relay(Protocol):
+    """Carries other ranks' heartbeat records to rank 0 (dflash_train.dist.StoreRelay)."""
+
+    def publish(self, records: list[dict[str, Any]]) -> None: ...
+
+    def collect(self) -> list[tuple[float, list[dict[str, Any]]]]: ...
+
+
 class Heartbeats:
     """Each pipeline worker's progress, as ``worker`` events (docs/pipeline.md): role, index,
     GPU, ``rank`` under torchrun, step, queue depth, ``state`` (``work``, or ``wait:queue`` /
     ``wait:barrier`` while it waits on another worker) and ``since`` (when it entered that
-    state). Worker threads only set their own record (no I/O); the pipeline's watch loop emits
-    every record at most once per ``every`` seconds, so a worker blocked in a wait is still
-    vouched for and one stuck in its own work stands out by its ``since``."""
+    state; working, when it began the step it is on). Worker threads only set their own
+    record (no I/O); the pipeline's watch loop emits every record at most once per ``every``
+    seconds, so a worker blocked in a wait is still vouched for and one stuck in its own work
+    stands out by its ``since``. Under torchrun the ranks other than 0 hand their records to
+    ``relay`` and rank 0 writes them."""
 
     def __init__(self, events: EventLog, environ: Mapping[str, str] | None = None) -> None:
         env = os.environ if environ is None else environ
@@ -183,6 +193,9 @@ class Heartbeats:
         self.workers: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._last = 0.0
+        # Under torchrun only rank 0's stream is written: the other ranks publish their
+        # records through the job's store and rank 0 writes them (dflash_train.dist).
+        self.relay: Relay | None = None
 
     def join(self, role: str, index: int, gpu: int | None) -> None:
         """Called first in a worker's thread: its record, updated by ``beat`` and ``state``."""
@@ -201,8 +214,19 @@ class Heartbeats:
         self._last = now
         with self._lock:
             records = [dict(w) for w in self.workers]
+        try:
+            if self.relay is not None and self.rank:
+                self.relay.publish(records)  # this rank's stream is not written
+                return
+            others = self.relay.collect() if self.relay is not None else []
+        except Exception as exc:  # a heartbeat must never stop training
+            log(f"dflash-train: warning: heartbeat relay failed, not used any more: {exc}")
+            self.relay, others = None, []
         for w in records:
             self.events.emit("worker", **w)
+        for at, theirs in others:  # with the time they were published: a silent rank shows
+            for w in theirs:
+                self.events.emit("worker", **{**w, "time": at})
 
 
 def _number(text: str | None, default: float) -> float:
@@ -217,6 +241,10 @@ def beat(step: int, queue: int) -> None:
     """A worker's progress: the step (or batch) it is on and its input queue's depth."""
     w = getattr(_current, "worker", None)
     if w is not None:
+        if w["state"] == "work" and w["step"] != step:
+            # busy on a new step: ``since`` is when it began the step it is on, so a worker
+            # that never waits (the pipeline's bottleneck) is not taken for a stalled one
+            w["since"] = round(time.time(), 3)
         w["step"], w["queue"] = step, queue
 
 

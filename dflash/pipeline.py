@@ -146,9 +146,12 @@ def q_get(q: queue.Queue, stop: threading.Event) -> object:
 def maybe_fault(fault: Fault | None, role: str, index: int, step: int) -> None:
     """The test-only fault hooks: --fault / $DFLASH_FAULT (e.g. drafter:1:step:3) raises;
     $DFLASH_STALL=ROLE:INDEX:STEP:SECONDS (e.g. drafter:1:3:30) makes that worker sleep there,
-    a stalled worker the others wait on (docs/pipeline.md)."""
+    a stalled worker the others wait on (docs/pipeline.md); ``...:rank:N`` only on that rank."""
     stall = os.environ.get("DFLASH_STALL", "").split(":")
-    if len(stall) == 4 and stall[:3] == [role, str(index), str(step)]:
+    rank_ok = len(stall) == 4 or (
+        len(stall) == 6 and stall[4] == "rank" and stall[5] == os.environ.get("RANK", "0")
+    )
+    if rank_ok and stall[:3] == [role, str(index), str(step)]:
         log(f"dflash-train: test hook: {role} worker {index} stalls at step {step} (DFLASH_STALL)")
         time.sleep(float(stall[3]))
     if fault is not None and (fault.role, fault.index, fault.step) == (role, index, step):

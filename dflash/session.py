@@ -159,6 +159,8 @@ def train(s: Settings, events: EventLog, t0: float) -> int:
     w = s.world
     batches = b.stream.shard(w.rank, w.size, len(b.replicas)) if dist else iter(b.stream)
     pipe = Pipeline(_plan(s, b), b.targets, b.replicas, batches, events, save, dist, w.main)
+    if dist is not None:
+        pipe.beats.relay = distributed.heartbeat_relay(s)
     ended = _install_signals(pipe, s.dist.timeout if dist else None)
     log(_start_line(s, b))
     pipe.run()

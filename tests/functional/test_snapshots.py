@@ -105,3 +105,11 @@ def test_gpu_process_table(snap_compare) -> None:  # type: ignore[no-untyped-def
         await pilot.pause(0.3)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_host_strip_screen(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """The healthy run with the host's readings and heartbeats: the strip under the metrics
+    says RAM, swap and the run root's shrinking disk (LOW), and the workers' row marks
+    drafter 1 (GPU 6) BEHIND while the others wait on it."""
+    app, n = scene_app("host_health", "dflash-dark")
+    assert snap_compare(app, terminal_size=SIZE, run_before=settled(app, n))

@@ -24,7 +24,7 @@ from dflash_tui.core.link.transport import LocalTransport
 from dflash_tui.core.probe.loader import SHELL_PROBE, launcher
 
 TOOLS = "sh awk sed cat grep ps tail head wc ls date od tr mktemp rm mkdir mv sleep timeout"
-TOOLS += " hostname getconf uname env"
+TOOLS += " hostname getconf uname env stat df"
 
 
 def shell_probe(

@@ -23,6 +23,7 @@ from dflash_tui.app.findings.panel import FindingsList, TimelineList
 from dflash_tui.app.gpus.grid import GpuGrid
 from dflash_tui.app.header import RunHeader
 from dflash_tui.app.history.view import HistoryView
+from dflash_tui.app.host_strip import HostStrip
 from dflash_tui.app.hosts import HostState
 from dflash_tui.app.logs.area import LogArea
 from dflash_tui.app.messages import SampleReady
@@ -93,6 +94,7 @@ class HostPane(Vertical):
         with Horizontal(id="lower"):
             with Vertical(id="left"):
                 yield MetricsStrip()
+                yield HostStrip()
                 yield LogArea(self.read_only)
             with Vertical(id="right"):
                 yield FindingsList()
@@ -136,6 +138,7 @@ class HostPane(Vertical):
         self._draw("header", lambda: self.query_one(RunHeader).show(diag))
         self._draw("GPUs", lambda: self.query_one(GpuGrid).show(diag))
         self._draw("metrics", lambda: self.query_one(MetricsStrip).show(msg.progress, msg.metrics))
+        self._draw("host", lambda: self.query_one(HostStrip).show(diag, msg.progress))
         self._draw("logs", lambda: self.query_one(LogArea).show(snap.logs, diag))
         self._draw("findings", lambda: self.query_one(FindingsList).show(diag.findings))
         self._draw("processes", lambda: self.query_one(ProcTree).show(snap, diag))

@@ -229,3 +229,50 @@ def gpu_processes(samples: int = 2, step: float = 5.0) -> list[Snapshot]:
             )
         )
     return out
+
+
+def _machine(free_gib: float) -> dict[str, Any]:
+    """An HGX host's readings: 2 TiB of RAM, no swap, the run root on a 3.5 TiB NVMe."""
+    gib = 1 << 30
+    return {
+        "mem_total_kb": 2_113_000_000, "mem_available_kb": 1_870_000_000,
+        "swap_total_kb": 0, "swap_free_kb": 0, "oom_kill": 0,
+        "disks": [{"what": "run_root", "path": "/root/.local/state/dflash-tui/runs",
+                   "exists": True, "total_bytes": int(3580 * gib),
+                   "free_bytes": int(free_gib * gib), "total_inodes": 240_000_000,
+                   "free_inodes": 239_000_000}],
+        "checkpoint": {"path": "/root/.local/state/dflash-tui/runs/20251202-095500-1a2b/"
+                       "checkpoints/step_00000200.pt", "step": 200, "mtime": T0 - 60,
+                       "size_bytes": 12 * gib},
+    }  # fmt: skip
+
+
+def _workers(now: float, stuck_since: float | None) -> list[dict[str, Any]]:
+    """The loader, 5 target and 3 drafter workers' heartbeats; drafter 1 stuck since
+    ``stuck_since`` (the others then wait on it), else all stepping."""
+    out = [{"role": "loader", "index": 0, "gpu": None, "step": 812, "queue": 4,
+            "state": "wait:queue", "since": now - 2, "time": now - 1}]  # fmt: skip
+    for j in range(5):
+        out.append({"role": "target", "index": j, "gpu": j, "step": 810 - j % 2, "queue": 4,
+                    "state": "wait:queue" if stuck_since else "work", "since": now - 1,
+                    "time": now - 1})  # fmt: skip
+    for i in range(3):
+        stuck = stuck_since is not None and i == 1
+        out.append({"role": "drafter", "index": i, "gpu": 5 + i, "step": 800, "queue": 4,
+                    "state": "work" if stuck or not stuck_since else "wait:barrier",
+                    "since": stuck_since if stuck else now - 1, "time": now - 1})  # fmt: skip
+    return out
+
+
+def host_health(samples: int = 12, step: float = 5.0) -> list[Snapshot]:
+    """The healthy run with the host's readings and the workers' heartbeats: the run root's
+    disk shrinking toward full, and drafter 1 stuck on step 800 since 30 s before the first
+    sample while the others wait on it (the host strip's scene)."""
+    out = []
+    for k, snap in enumerate(healthy_run(samples, step)):
+        stuck = T0 - 30.0
+        d = {"time": snap.time, "machine": _machine(140.0 - 0.5 * k),
+             "workers": _workers(snap.time, stuck)}  # fmt: skip
+        extra = Snapshot.from_dict(d)
+        out.append(replace(snap, machine=extra.machine, workers=extra.workers))
+    return out

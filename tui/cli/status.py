@@ -32,7 +32,7 @@ async def diagnose_host(host: HostConfig) -> tuple[dict[str, Any], list[Any]]:
         await transport.close()
     tracker = Tracker(host.topology, thresholds_for(host), live=False)
     doc, diag = status_doc(host, tracker, snap)
-    return doc, render(diag, host)
+    return doc, render(diag, host, tracker.progress)
 
 
 def status_doc(host: HostConfig, tracker: Tracker, snap: Snapshot) -> tuple[dict[str, Any], Any]:

@@ -14,11 +14,13 @@ from dflash_tui.core.base.text import mib_pair, printable
 from dflash_tui.core.diagnosis.diagnose import Diagnosis
 from dflash_tui.core.diagnosis.document import iso_time
 from dflash_tui.core.diagnosis.finding import duration
+from dflash_tui.core.diagnosis.host_view import machine_line, worker_views, workers_line
+from dflash_tui.core.diagnosis.progress import Progress
 
 _SEV_STYLE = {"info": "cyan", "warning": "yellow", "error": "bold red"}
 
 
-def render(diag: Diagnosis, host: HostConfig) -> list[Any]:
+def render(diag: Diagnosis, host: HostConfig, progress: Progress | None = None) -> list[Any]:
     """Rich renderables for the terminal; every dynamic string is Text, never markup."""
     run = diag.run
     head = Text(printable(f"{host.label}  run: {diag.run_state}"))
@@ -47,7 +49,11 @@ def render(diag: Diagnosis, host: HostConfig) -> list[Any]:
         found.add_row(
             Text(f.severity, style=_SEV_STYLE[f.severity]), f.code, Text(printable(f.message))
         )
-    return [head, Text(printable(supervisor_line(diag.supervisor, diag.time))), gpus, logs, found]
+    th = diag.thresholds
+    lines = [supervisor_line(diag.supervisor, diag.time), machine_line(diag.machine, th)]
+    if diag.workers:
+        lines.append(workers_line(worker_views(diag.workers, diag.time, th, progress)))
+    return [head, *(Text(printable(x)) for x in lines), gpus, logs, found]
 
 
 def supervisor_line(sup: SupervisorRecord | None, now: float) -> str:

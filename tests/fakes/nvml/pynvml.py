@@ -5,7 +5,14 @@ probe falls back to the (fake) nvidia-smi. With it, NVML plays the same scenario
 fake nvidia-smi, in NVML's units (bytes, milliwatts) and with NVML's memory semantics: v1 ``used``
 includes the driver's reserved memory (1626 MiB where nvidia-smi says 1011 MiB + 616 reserved),
 v2 has ``reserved`` apart. FAKE_NVML_V1_ONLY=1: a library without the v2 call.
-FAKE_NVML_HANG=1: nvmlDeviceGetCount never returns (a wedged driver). Stdlib only.
+FAKE_NVML_HANG=1: nvmlDeviceGetCount never returns (a wedged driver).
+
+Health: FAKE_NVML_HEALTH names a recorded health reading in the shape bench/device_health.sh
+writes (its nvml_raw.json): per GPU, retired pages, remapped rows, the PCIe replay counter, each
+a value or ``{"error", "value"}`` (NVML's return code), and ``lost`` (NVML_ERROR_GPU_IS_LOST from
+every call); ``xid_events`` the event sets play in order, the file re-read at each wait so a test
+can add one while a probe runs. Without it those calls answer Not Supported, as on a GPU that
+lacks them. Stdlib only.
 """
 
 import json
@@ -25,8 +32,18 @@ _gpus: list = []
 _apps: list = []
 
 
+NVML_ERROR_NOT_SUPPORTED = 3
+NVML_ERROR_TIMEOUT = 10
+NVML_ERROR_GPU_IS_LOST = 15
+_MESSAGES = {3: "Not Supported", 10: "Timeout", 15: "GPU is lost"}
+
+
 class NVMLError(Exception):
-    pass
+    """As nvidia-ml-py's: ``value`` is NVML's return code, str() its message."""
+
+    def __init__(self, value=None):
+        self.value = value if isinstance(value, int) else None
+        super().__init__(_MESSAGES.get(value, value) if isinstance(value, int) else value)
 
 
 class _Obj:
@@ -62,6 +79,8 @@ def nvmlDeviceGetCount():
 
 
 def nvmlDeviceGetHandleByIndex(i):
+    if _health_gpu(i).get("lost"):
+        raise NVMLError(NVML_ERROR_GPU_IS_LOST)
     return _gpus[i]
 
 
@@ -140,3 +159,87 @@ def nvmlSystemGetProcessName(pid):
         if int(a["pid"]) == pid:
             return a.get("process_name", "").encode()
     raise NVMLError("Not Found")
+
+
+# --- health: retired pages, remapped rows, PCIe replays, Xid events (FAKE_NVML_HEALTH) ---
+
+nvmlEventTypeXidCriticalError = 0x0000000000000008
+_sets: list = []  # per event set: {"uuids": set of registered GPUs, "next": events played}
+
+
+def _health() -> dict:
+    """The recorded reading, read afresh each call (a test may rewrite it between samples)."""
+    path = os.environ.get("FAKE_NVML_HEALTH")
+    if not path:
+        return {}
+    with open(path) as f:
+        return json.load(f)
+
+
+def _health_gpu(i) -> dict:
+    gpus = _health().get("gpus", [])
+    return gpus[i] if isinstance(i, int) and i < len(gpus) else {}
+
+
+def _index(h) -> int:
+    return _gpus.index(h)
+
+
+def _answer(h, key, default_error=NVML_ERROR_NOT_SUPPORTED):
+    """A recorded value, or its recorded error raised as NVML raises it."""
+    g = _health_gpu(_index(h))
+    if g.get("lost"):
+        raise NVMLError(NVML_ERROR_GPU_IS_LOST)
+    v = g.get(key, {"value": default_error})
+    if isinstance(v, dict) and ("error" in v or "value" in v):
+        raise NVMLError(v.get("value") or v.get("error"))
+    return v
+
+
+def nvmlDeviceGetRetiredPages(h, source):
+    return list(_answer(h, "retired_pages_sbe" if source == 0 else "retired_pages_dbe"))
+
+
+def nvmlDeviceGetRetiredPagesPendingStatus(h):
+    return int(_answer(h, "retired_pages_pending"))
+
+
+def nvmlDeviceGetRemappedRows(h):
+    return tuple(_answer(h, "remapped_rows"))
+
+
+def nvmlDeviceGetPcieReplayCounter(h):
+    return int(_answer(h, "pcie_replay"))
+
+
+def nvmlEventSetCreate():
+    _sets.append({"uuids": set(), "next": 0})
+    return len(_sets) - 1
+
+
+def nvmlEventSetFree(es):
+    _sets[es] = None
+
+
+def nvmlDeviceRegisterEvents(h, kinds, es):
+    if _health_gpu(_index(h)).get("lost"):
+        raise NVMLError(NVML_ERROR_GPU_IS_LOST)
+    _sets[es]["uuids"].add(h["uuid"])
+
+
+def nvmlEventSetWait_v2(es, timeout_ms):
+    """The next recorded Xid event of a registered GPU, else NVML's Timeout (at once: a test
+    needs no real wait). ``{"gpu": index, "code": xid}``; ``{"fail": code}`` fails the wait."""
+    s = _sets[es]
+    events = _health().get("xid_events", [])
+    while s["next"] < len(events):
+        ev = events[s["next"]]
+        s["next"] += 1
+        if "fail" in ev:
+            raise NVMLError(ev["fail"])
+        dev = _gpus[ev["gpu"]]
+        if dev["uuid"] in s["uuids"]:
+            return _Obj(device=dev, eventType=nvmlEventTypeXidCriticalError,
+                        eventData=ev["code"], gpuInstanceId=0xFFFFFFFF,
+                        computeInstanceId=0xFFFFFFFF)  # fmt: skip
+    raise NVMLError(NVML_ERROR_TIMEOUT)

@@ -97,6 +97,7 @@ class Diagnosis:
     last_step: StepEvent | None = None  # the run's event stream's last step, if any
     machine: Machine | None = None  # host memory, disks, kernel log, NVML health
     workers: tuple[Worker, ...] = ()  # each pipeline worker's latest heartbeat
+    thresholds: Thresholds = DEFAULT  # what the findings were judged by (the strip's levels)
 
     def healthy(self, role: str) -> tuple[int, int]:
         """(healthy, expected) GPUs of a role."""
@@ -295,6 +296,7 @@ def diagnose(
         last_step=latest.last_step,
         machine=latest.machine,
         workers=latest.workers,
+        thresholds=th,
     )
     findings = build_findings(diag, latest, th, progress)
     findings += machine_findings(diag, window, th, progress)

@@ -8,11 +8,12 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from dflash_tui.core.base.machine import Disk, Machine, Worker
+from dflash_tui.core.base.machine import Disk, Machine
 from dflash_tui.core.base.rundir import ALIVE_STATES as ACTIVE
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.text import mib, size
 from dflash_tui.core.diagnosis.finding import Finding, duration, gpus_text
+from dflash_tui.core.diagnosis.host_view import stall_limit, stalled_for
 from dflash_tui.core.diagnosis.progress import Progress
 from dflash_tui.core.diagnosis.severity import machine_severity as sev
 from dflash_tui.core.diagnosis.thresholds import Thresholds
@@ -309,29 +310,17 @@ def _lost(diag: Diagnosis, window: Sequence[Snapshot]) -> list[Finding]:
     ]
 
 
-def _stalled(w: Worker, now: float, limit: float, fresh: bool) -> float | None:
-    """Seconds a worker has been stuck: busy on its own step past the limit, or silent while
-    other workers still beat (another rank's process). None: not stalled."""
-    if w.time is not None and now - w.time > limit and fresh:
-        return now - w.time
-    busy = w.state == "work" and w.since is not None and w.time is not None
-    if busy and now - (w.time or 0) <= limit and now - (w.since or 0) > limit:
-        return now - (w.since or 0)
-    return None
-
-
 def _workers(
     diag: Diagnosis, snap: Snapshot, th: Thresholds, progress: Progress | None
 ) -> list[Finding]:
     if diag.run_state not in ACTIVE or not snap.workers:
         return []
-    usual = progress.typical_interval if progress is not None else None
-    limit = max(th.worker_stall_factor * (usual or 0.0), th.worker_stall_min_s)
+    limit = stall_limit(th, progress)
     now = diag.time
     fresh = any(w.time is not None and now - w.time <= limit for w in snap.workers)
     out = []
     for w in snap.workers:
-        stuck = _stalled(w, now, limit, fresh)
+        stuck = stalled_for(w, now, limit, fresh)
         if stuck is None:
             continue
         others = [x for x in snap.workers if x is not w]

@@ -224,7 +224,8 @@ class Probe:
         return out
 
     def machine(self, out: dict, errors: list) -> dict:
-        m = read_machine(out["run"], self.args.run_root, self.kernel, out["boot_time"], errors)
+        root = expand_home(self.args.run_root) if self.args.run_root else None  # as control.sh
+        m = read_machine(out["run"], root, self.kernel, out["boot_time"], errors)
         m["nvml"] = None
         if self.health is not None and (self.nvml_stuck is None or not self.nvml_stuck.is_alive()):
             res, exc, t = in_thread(lambda: self.health.read(errors), self.args.smi_timeout)

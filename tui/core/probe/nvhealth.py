@@ -7,6 +7,8 @@ Standard library only, python3 >= 3.6 (no __future__ import). Sent over stdin ah
 on driver 580 answers retired pages "Not Supported" (it remaps rows instead).
 """
 
+import time
+
 GPU_IS_LOST = 15  # NVML_ERROR_GPU_IS_LOST
 XID_EVENT = 0x0000000000000008  # nvmlEventTypeXidCriticalError
 EVENTS_MAX = 200  # events drained per sample
@@ -83,7 +85,9 @@ class NvHealth:
             return None
 
     def drain(self, errors):
-        """The Xid events NVML queued since the last sample: (uuid, {time, code})."""
+        """The Xid events NVML queued since the last sample: (uuid, {time, code}). NVML's event
+        data carries no time (device, type, data, instance ids): an event is stamped when it is
+        drained, at most one sample late."""
         if self.events is None:
             return []
         nv, out = self.nv, []
@@ -97,7 +101,5 @@ class NvHealth:
                 break
             uuid = self.q("nvmlDeviceGetUUID", getattr(ev, "device", None))
             uuid = uuid.decode() if isinstance(uuid, bytes) else uuid
-            stamp = getattr(ev, "timestamp", None)  # microseconds since the epoch
-            out.append((uuid, {"code": getattr(ev, "eventData", None),
-                               "time": stamp / 1e6 if stamp else None}))  # fmt: skip
+            out.append((uuid, {"code": getattr(ev, "eventData", None), "time": time.time()}))
         return out

@@ -122,6 +122,22 @@ expand_home() { # $1 -> EH: a leading ~, $HOME or ${HOME} is the home dir, as co
 	esac
 }
 
+machine() { # M /proc/meminfo and vmstat numbers / DK exists frsize blocks bavail files ffree path
+	awk '$1 ~ /^(MemTotal|MemAvailable|SwapTotal|SwapFree):$/ { print "M", $1, $2 }' /proc/meminfo
+	awk '$1 == "oom_kill" { print "M", $1, $2 }' /proc/vmstat
+	expand_home "$run_root" && d=$EH
+	[ -n "$d" ] || return 0
+	ex=0 && [ -e "$d" ] && ex=1
+	while [ -n "$d" ] && [ ! -e "$d" ]; do # the nearest existing parent, as machine.py's disk
+		up=${d%/*} && [ "$up" = "$d" ] && up=""
+		d=$up
+	done
+	# GNU and BusyBox stat -f print statvfs' numbers; else df's kB (no inodes)
+	st=$(stat -f -c "%S %b %a %c %d" "${d:-/}" 2>/dev/null) ||
+		st=$(df -Pk "${d:-/}" 2>/dev/null | awk 'NR == 2 { print 1024, $2, $4, "-", "-" }')
+	echo "DK $ex ${st:-- - - - -} $EH"
+}
+
 first_line() { [ -r "$1" ] && head -n 1 "$1" | tr -d "\000"; }
 
 run_dir() { # R key value / RC command lines / RE launch_error lines / RP earlier pgid
@@ -365,6 +381,23 @@ function logjson(i,   m, o, j, l) {
 	o = o ", \"is_run_log\": " (m[6] == 1 ? "true" : "false")
 	return o ", \"gaps\": [], \"resume\": null, \"followed\": null}" # (no resume: a tail again)
 }
+function mnum(k) { return (k in MACH) ? MACH[k] : "null" }
+function disk(   f, n, p, o, i) {
+	if (DK == "") return ""
+	n = split(DK, f, " "); p = DK
+	for (i = 1; i <= 6; i++) sub(/^[^ ]+ /, "", p)
+	for (i = 2; i <= 6; i++) if (f[i] !~ /^[0-9]+$/) f[i] = "null"
+	o = "{\"what\": \"run_root\", \"path\": " esc(p) ", \"exists\": " (f[1] == 1 ? "true" : "false")
+	if (f[2] == "null" || f[3] == "null") return o ", \"error\": \"statvfs unreadable\"}"
+	o = o ", \"total_bytes\": " sprintf("%.0f", f[2] * f[3]) ", \"free_bytes\": " sprintf("%.0f", f[2] * f[4])
+	return o ", \"total_inodes\": " (f[5] > 0 ? f[5] : "null") ", \"free_inodes\": " (f[5] > 0 ? f[6] : "null") "}"
+}
+function machinejson() {
+	return "{\"mem_total_kb\": " mnum("MemTotal:") ", \"mem_available_kb\": " mnum("MemAvailable:") \
+		", \"swap_total_kb\": " mnum("SwapTotal:") ", \"swap_free_kb\": " mnum("SwapFree:") \
+		", \"oom_kill\": " mnum("oom_kill") ", \"disks\": [" disk() "], \"checkpoint\": null" \
+		", \"kernel_log\": null, \"nvml\": null}"
+}
 function list(A, n,   i, o) {
 	o = ""
 	for (i = 1; i <= n; i++) o = o (i == 1 ? "" : ", ") A[i]
@@ -395,6 +428,8 @@ tag == "S" { stat(rest); next }
 tag == "C" { cmdline(rest); next }
 tag == "N" { status(rest); next }
 tag == "W" { split(rest, a, ":"); if (a[3] ~ /^[0-9]+$/ && !(a[3] in UNAME)) UNAME[a[3]] = a[1]; next }
+tag == "M" { if ($3 ~ /^[0-9]+$/) MACH[$2] = $3; next }
+tag == "DK" { DK = rest; next }
 tag == "B" { if (rest ~ /^[0-9]+$/) boot = rest; next }
 tag == "E" { err(rest); next }
 tag == "R" { k = $2; RUN[k] = substr(rest, length(k) + 2); next }
@@ -424,6 +459,7 @@ END {
 	printf "\"procs\": %s, \"run\": %s, \"logs\": %s, ", list(PROCS, nproc), runjson(), list(LOGS, nlog)
 	printf "\"supervisor\": %s, ", hassv ? esc(SV) : "null"
 	printf "\"last_step\": %s, ", hassp ? esc(SP) : "null"
+	printf "\"machine\": %s, \"workers\": null, ", machinejson()
 	printf "\"errors\": %s}\n", list(ERRS, nerr)
 }'
 
@@ -439,6 +475,7 @@ sample() {
 		sed -n "s/^btime /B /p" /proc/stat 2>/dev/null
 		run_dir
 		logs
+		machine
 	} >"$tmp/sample" 2>/dev/null
 	awk "$FORMAT" "$tmp/sample"
 	samples=$((samples + 1))
