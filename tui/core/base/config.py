@@ -21,8 +21,8 @@ from typing import Any
 
 from dflash_train.topology import Topology, TopologyError
 from dflash_tui.core.base.alert_config import AlertConfigError, AlertSettings, alerts_from_table
-from dflash_tui.core.base.config_keymap import Keymap, keymap_from_table
 from dflash_tui.core.base.config_job import JobConfig, jobs_from, validate_job_name
+from dflash_tui.core.base.config_keymap import Keymap, keymap_from_table
 from dflash_tui.core.base.config_keys import ConfigError, check_keys
 from dflash_tui.core.base.config_record import RecordSettings, record_from_table
 from dflash_tui.core.base.config_restart import restart_from_table
