@@ -150,13 +150,14 @@ def test_a_diverged_drafter_is_not_saved_and_stale_temporaries_go(tmp_path: Path
 
     from dflash_train.events import EventLog
     from dflash_train.presets import PRESETS
+    from dflash_train.ranks import World
     from dflash_train.session import _Saver
 
     model = _drafter()
     rep = SimpleNamespace(model=model, optimizer=make_optimizer(model.trainable(), 1e-2, 0.0))
     rep.params = model.trainable
     b = SimpleNamespace(replicas=[rep], cfg=CFG, start_step=0)
-    s = SimpleNamespace(out_dir=tmp_path, preset=PRESETS["tiny"])
+    s = SimpleNamespace(out_dir=tmp_path, preset=PRESETS["tiny"], world=World())
     events = EventLog(tmp_path / "ev.jsonl")
     save = _Saver(s, b, events)  # type: ignore[arg-type]
     (tmp_path / "checkpoints").mkdir()
