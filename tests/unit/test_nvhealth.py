@@ -177,3 +177,23 @@ def test_live_probe_reports_an_xid_added_while_it_watches(
         hit = [g for g in seen[-1]["machine"]["nvml"]["gpus"] if g["xids"]]
         assert [(g["index"], g["xids"][0]["code"]) for g in hit] == [(3, 94)]
         assert not any(g["xids"] for g in probe.next()["machine"]["nvml"]["gpus"])
+
+
+def test_the_recorded_raw_answers_read_as_on_the_device(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bench/device_health.sh on the device machine's H200 (tests/fixtures/h200-health/) kept
+    both what pynvml answered (nvml_raw.json) and what NvHealth made of it there
+    (nvhealth.json): played back through the fake, NvHealth must make the same of it."""
+    rec = TESTS / "fixtures" / "h200-health"
+    raw = json.loads((rec / "nvml_raw.json").read_text())
+    there = json.loads((rec / "nvhealth.json").read_text())
+    nv = fake_nvml(tmp_path, monkeypatch, {"gpus": raw["gpus"], "xid_events": []})
+    errors: list[str] = []
+    here = NvHealth(nv, False).read(errors)["gpus"][0]
+    want = there["once"]["gpus"][0]
+    assert raw["gpus"][0]["retired_pages_sbe"]["error"].endswith("Not Supported")
+    assert {k: v for k, v in here.items() if k != "uuid"} == {
+        k: v for k, v in want.items() if k != "uuid"
+    }
+    assert errors == there["errors"] == []
