@@ -137,3 +137,45 @@ def test_the_supervisor_contract_names_every_pipeline_module_but_topology() -> N
         "dflash_train.__init__",
         "dflash_train.topology",
     }
+
+
+# What `status --json` on this machine must not import: the app's toolkit, the table's Rich,
+# SSH (no --host), the metrics and pipeline extras, and the supervisor's own machinery.
+STATUS_FORBIDDEN = (
+    "textual",
+    "rich",
+    "asyncssh",
+    "torch",
+    "prometheus_client",
+    "dflash_tui.app",
+    "dflash_tui.cli.supervise",
+    "dflash_tui.core.control.supervisor",
+    "importlib.metadata",
+)
+AFTER_MAIN = (
+    "import sys\n"
+    "from dflash_tui.cli.main import main\n"
+    "rc = main(sys.argv[1:])\n"
+    "sys.stderr.write('MODULES ' + ' '.join(sorted(sys.modules)) + '\\n')\n"
+    "sys.exit(rc)\n"
+)
+
+
+def test_status_json_imports_only_what_it_needs(tmp_path: Path) -> None:
+    import json
+    import os
+
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path)}
+    res = subprocess.run(
+        [sys.executable, "-c", AFTER_MAIN, "status", "--json", f"--run-root={tmp_path}"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert json.loads(res.stdout)["schema"] == 1, res.stderr[-2000:]  # it did the work
+    (line,) = [ln for ln in res.stderr.splitlines() if ln.startswith("MODULES ")]
+    modules = line.split()[1:]
+    assert "dflash_tui.core.diagnosis.tracker" in modules  # the list is the real one
+    loaded = [m for m in modules if any(m == f or m.startswith(f + ".") for f in STATUS_FORBIDDEN)]
+    assert loaded == []

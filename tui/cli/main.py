@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from importlib import metadata
 from typing import Any
 
 from dflash_train.topology import Topology
+from dflash_tui.cli import flags
 from dflash_tui.core.base.config import (
     DEFAULT_INTERVAL,
     DEFAULT_RUN_ROOT,
@@ -42,10 +42,21 @@ SCRIPTS = ("status", "launch", "kill", "restart", "config")
 
 
 def version() -> str:
+    from importlib import metadata  # only here: it costs a tenth of status' wall time
+
     try:
         return metadata.version("dflash-tui")
     except metadata.PackageNotFoundError:  # run from a source tree that was never installed
         return "unknown (not installed)"
+
+
+class _Version(argparse.Action):
+    """``--version``, the version read only when asked (argparse's own action needs the text
+    when the parser is built)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(f"dflash-tui {version()}")  # on stdout, as argparse's own action
+        parser.exit()
 
 
 def _config_help() -> str:
@@ -161,7 +172,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dflash-tui", description="Supervise a DFlash drafter-training run."
     )
-    parser.add_argument("--version", action="version", version=f"dflash-tui {version()}")
+    parser.add_argument(
+        "--version", action=_Version, nargs=0, help="show program's version number and exit"
+    )
     _common(parser, suppress=False)
     parser.add_argument("--read-only", action="store_true", help="hide every destructive action")
     parser.add_argument(
@@ -214,23 +227,17 @@ def build_parser() -> argparse.ArgumentParser:
     cf.add_argument(
         "--example", action="store_true", help="print a complete commented example and exit"
     )
-    from dflash_tui.cli.supervise import add_arguments
-
     sv = sub.add_parser("supervise", help="headless supervision: auto-restart and alerts")
     _common(sv, suppress=True)
-    add_arguments(sv)
-    from dflash_tui.cli import metrics, replay
-
+    flags.add_supervise_arguments(sv)
     rp = sub.add_parser("replay", help="the app, read-only, on a flight recording")
-    replay.add_replay_arguments(rp)
+    flags.add_replay_arguments(rp)
     mt = sub.add_parser("metrics", help="serve OpenMetrics (Prometheus) at /metrics")
     _common(mt, suppress=True, runs=False, watch=False)
-    metrics.add_metrics_arguments(mt)
-    from dflash_tui.cli.serve import add_serve_arguments
-
+    flags.add_metrics_arguments(mt)
     sr = sub.add_parser("serve", help="the app in a browser (textual-serve), read-only by default")
     _common(sr, suppress=True)
-    add_serve_arguments(sr)
+    flags.add_serve_arguments(sr)
     return parser
 
 

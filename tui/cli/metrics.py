@@ -21,26 +21,11 @@ import ipaddress
 import sys
 from types import ModuleType
 
+from dflash_tui.cli.flags import DEFAULT_LISTEN
 from dflash_tui.core.base.config import Config
 from dflash_tui.core.base.text import terminal_safe
 
-DEFAULT_LISTEN = "127.0.0.1:9400"
 INSTALL = "pip install 'dflash-tui[metrics]' (or: pip install prometheus-client)"
-
-
-def add_metrics_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--listen",
-        default=DEFAULT_LISTEN,
-        metavar="ADDR:PORT",
-        help="where to serve /metrics (default %(default)s; port 0 picks a free one)",
-    )
-    p.add_argument(
-        "--allow-remote",
-        action="store_true",
-        help="allow a non-loopback --listen address (no authentication: anyone who reaches "
-        "it reads the hosts, GPUs and runs)",
-    )
 
 
 def openmetrics_module() -> ModuleType | None:

@@ -16,39 +16,10 @@ from pathlib import Path
 from dflash_tui.core.base.text import terminal_safe
 from dflash_tui.core.record.replay import RecordError, Recording, load, parse_time, status_at
 
-DEMOS = ("seed",)
-TIME_HELP = (
-    "ISO-8601 (2026-12-03T07:00:05Z; no zone: UTC), epoch seconds (1764745205.5), or an "
-    "offset: +90s / +1m30s / +2h from the first sample, -10s from the last"
-)
-
 
 def demo_dir(name: str) -> Path:
     """The shipped recording ``name`` (package data, built by bench/make_seed_recording.py)."""
     return Path(str(resources.files("dflash_tui.core.record") / "demo" / name))
-
-
-def add_replay_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "path",
-        nargs="?",
-        metavar="RUN_DIR|RECORD_DIR",
-        help="a run directory (its record/) or a record directory",
-    )
-    p.add_argument(
-        "--demo",
-        choices=DEMOS,
-        help="replay a shipped recording (the seed incident; default: none)",
-    )
-    p.add_argument("--at", metavar="TIME", help=f"start there: {TIME_HELP} (default: the start)")
-    p.add_argument(
-        "--speed",
-        type=float,
-        default=1.0,
-        metavar="X",
-        help="playback speed, recorded seconds per second (default 1)",
-    )
-    p.add_argument("--theme", default=None, help="the app's theme (default: as for dflash-tui)")
 
 
 def _load(path: str | None, demo: str | None) -> Recording:

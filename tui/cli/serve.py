@@ -26,7 +26,6 @@ from typing import Any
 from dflash_tui.cli.metrics import is_loopback, parse_listen
 from dflash_tui.core.base.text import terminal_safe
 
-DEFAULT_BIND = "127.0.0.1:8765"
 INSTALL = "pip install 'dflash-tui[serve]' (or: pip install textual-serve)"
 # (attribute, flag): the common flags a tab's app is started with, as serve was given them
 _VALUE_FLAGS = (
@@ -44,30 +43,6 @@ _SWITCHES = (
     ("auto_restart", "--auto-restart"),
     ("insecure_accept_new_host_key", "--insecure-accept-new-host-key"),
 )
-
-
-def add_serve_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--bind",
-        default=DEFAULT_BIND,
-        metavar="ADDR:PORT",
-        help="where to serve the app (default %(default)s; port 0 picks a free one)",
-    )
-    p.add_argument(
-        "--allow-remote",
-        action="store_true",
-        help="allow a non-loopback --bind address (the token is the only guard; no TLS)",
-    )
-    p.add_argument(
-        "--allow-control",
-        action="store_true",
-        help="let the browser launch, kill and restart (default: read-only, as --read-only)",
-    )
-    p.add_argument(
-        "--theme",
-        default=argparse.SUPPRESS,
-        help="the app's theme in every tab (default: as for dflash-tui)",
-    )
 
 
 def app_command(args: argparse.Namespace) -> str:

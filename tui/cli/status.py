@@ -9,7 +9,6 @@ import sys
 import time
 from typing import Any
 
-from dflash_tui.cli.table import render
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.text import terminal_safe, with_host
@@ -24,7 +23,9 @@ from dflash_tui.core.link.transport import TransportError
 _RANK = {"info": 0, "warning": 1, "error": 2}
 
 
-async def diagnose_host(host: HostConfig) -> tuple[dict[str, Any], list[Any]]:
+async def diagnose_host(host: HostConfig, table: bool = True) -> tuple[dict[str, Any], list[Any]]:
+    """The host's document, and the table's parts when ``table`` (Rich is imported only then:
+    ``--json`` pays for none of it)."""
     transport = make_transport(host)
     try:
         snap = await sample_once(transport, host)
@@ -32,6 +33,10 @@ async def diagnose_host(host: HostConfig) -> tuple[dict[str, Any], list[Any]]:
         await transport.close()
     tracker = Tracker(host.topology, thresholds_for(host), live=False)
     doc, diag = status_doc(host, tracker, snap)
+    if not table:
+        return doc, []
+    from dflash_tui.cli.table import render
+
     return doc, render(diag, host, tracker.progress)
 
 
@@ -70,10 +75,10 @@ def unreachable(host: HostConfig, error: str) -> dict[str, Any]:
     }
 
 
-async def _gather(cfg: Config) -> list[tuple[dict[str, Any], list[Any]]]:
+async def _gather(cfg: Config, table: bool) -> list[tuple[dict[str, Any], list[Any]]]:
     async def one(h: HostConfig) -> tuple[dict[str, Any], list[Any]]:
         try:
-            return await diagnose_host(h)
+            return await diagnose_host(h, table)
         except TransportError as exc:
             return unreachable(h, with_host(h.label, str(exc))), []
 
@@ -86,7 +91,7 @@ def run_status(cfg: Config, args: argparse.Namespace) -> int:
 
         if openmetrics_module() is None:
             return 1
-    results = asyncio.run(_gather(cfg))
+    results = asyncio.run(_gather(cfg, not (args.json or args.openmetrics)))
     docs = [doc for doc, _ in results]
     line = _mark_job(cfg, docs)
     if args.openmetrics:  # node_exporter's textfile collector, or a one-off look

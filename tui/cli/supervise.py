@@ -46,27 +46,6 @@ READY_TIMEOUT_S = 90.0  # an SSH connect and a first cycle fit in this
 STOP_WAIT_S = 15.0
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--detach", action="store_true", help="run in the background (own session)")
-    mode.add_argument("--stop", action="store_true", help="stop the running supervisor")
-    mode.add_argument("--once", action="store_true", help="one decision cycle, then exit")
-    p.add_argument(
-        "--poll",
-        type=float,
-        default=None,
-        metavar="S",
-        help="seconds between cycles (default: --interval)",
-    )
-    p.add_argument(
-        "--start-window",
-        type=float,
-        default=None,
-        metavar="S",
-        help=f"seconds a job must live (default {START_WINDOW_S:g})",
-    )
-
-
 def log_path(host: HostConfig) -> Path:
     """Where a detached supervisor logs: ``$DFLASH_SUPERVISE_LOG`` if set, else in the run
     root when it is on this machine."""
