@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """What one probe sample costs in CPU with a big process table: this checkout's probe beside an
-earlier commit's (default 5dee21c, before the probe cached per process), in one run.
+earlier commit's (default 6edd788, the process cache without the unchanged-stat shortcut and
+the unbuffered reads), in one run.
 
 Starts --procs real ``sleep`` processes in a process group of their own, then runs each probe
 the way the transports do (``python3 - --interval=S``, source on stdin) with the stand-in
@@ -10,7 +11,7 @@ is summed over blocks of --block samples and divided; the figure is the median p
 over the blocks, after the first sample (which reads everything). The sleepers are killed by
 their group at the end.
 
-    .venv/bin/python bench/probe_cost.py [--procs 1000] [--samples 40] [--block 5] [--old 5dee21c]
+    .venv/bin/python bench/probe_cost.py [--procs 1000] [--samples 40] [--block 5] [--old 6edd788]
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ sys.path[:0] = [str(ROOT / "tests")]
 
 from fakes.scenario import FAKES, SCENARIOS  # noqa: E402
 
-PARTS = ("gpu.py", "tail.py", "files.py")
+OLD_PARTS = ("gpu.py", "tail.py", "files.py")  # before bundle.py named them
 PARTS_BLOCK = re.compile(rb"^# >>> parts.*?^# <<< parts\n", re.MULTILINE | re.DOTALL)
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -47,8 +48,15 @@ def source_at(commit: str | None) -> bytes:
             ["git", "-C", str(ROOT), "show", f"{commit}:{rel}"], capture_output=True, check=True
         ).stdout
 
+    try:  # the parts, in bundle.py's order at that commit
+        bundle = read("bundle.py").decode()
+        parts = tuple(
+            re.findall(r'"(\w+\.py)"', bundle.split("PROBE_PARTS = (", 1)[1].split(")")[0])
+        )
+    except (subprocess.CalledProcessError, FileNotFoundError, IndexError):
+        parts = OLD_PARTS
     main = PARTS_BLOCK.sub(b"", read("main.py"))
-    return b"\n".join(read(p) for p in PARTS) + b"\n" + main
+    return b"\n".join(read(p) for p in parts) + b"\n" + main
 
 
 def start_sleepers(n: int) -> int:
@@ -69,10 +77,10 @@ def measure(source: bytes, samples: int, block: int, interval: float, env: dict)
         [sys.executable, "-", f"--interval={interval}", "--no-nvml"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
         env=env,
     )
-    assert p.stdin is not None and p.stdout is not None
+    assert p.stdin is not None and p.stdout is not None and p.stderr is not None
     p.stdin.write(source)
     p.stdin.close()
     sel = selectors.DefaultSelector()
@@ -84,7 +92,7 @@ def measure(source: bytes, samples: int, block: int, interval: float, env: dict)
                 raise SystemExit("the probe printed nothing for 60 s")
             line = p.stdout.readline()
             if not line:
-                raise SystemExit("the probe stopped")
+                raise SystemExit(f"the probe stopped: {p.stderr.read()[-600:]!r}")
             ticks.append(cpu_ticks(p.pid))  # the probe sleeps now, until its next sample
     finally:
         p.kill()
@@ -101,7 +109,7 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=40)
     ap.add_argument("--block", type=int, default=5)
     ap.add_argument("--interval", type=float, default=0.3)
-    ap.add_argument("--old", default="5dee21c", help="the commit to compare with")
+    ap.add_argument("--old", default="6edd788", help="the commit to compare with")
     args = ap.parse_args()
     env = dict(os.environ, PATH=f"{FAKES}{os.pathsep}{os.environ['PATH']}")
     env["FAKE_SMI_SCENARIO"] = str(SCENARIOS / "seed-incident.json")

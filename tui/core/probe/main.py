@@ -80,7 +80,9 @@ class Procs:
     time, comm) and kept while the process lives: comm is in the key because exec changes it
     (and the cmdline) but not the pid or start time. Each later sample reads only
     /proc/PID/stat. A process whose cmdline is still empty (mid-exec, or a zombie) is not
-    cached. Entries of processes gone from /proc are dropped every sample.
+    cached. Entries of processes gone from /proc are dropped every sample. A stat whose bytes
+    are those of the previous sample (an idle process: most of a big table) is not parsed
+    again: its row is the previous one.
     """
 
     def __init__(self, root: str = "/proc"):
@@ -88,12 +90,14 @@ class Procs:
         self.prev = {}  # type: dict[tuple[int, int], tuple[int, float]]  # (pid, start): (ticks, t)
         self.static = {}  # type: dict[tuple[int, int, str], tuple[str, str, list]]
         self.users = {}  # type: dict[int, str]
+        self.rows = {}  # type: dict[str, tuple[bytes, tuple, dict]]  # name: (stat, key, row)
         self.page_kb = os.sysconf("SC_PAGE_SIZE") // 1024
         self.clk_tck = os.sysconf("SC_CLK_TCK")
 
     def read(self, errors: list) -> list:
         now, procs, seen, denied = time.monotonic(), [], {}, []
         static = {}  # type: dict[tuple[int, int, str], tuple[str, str, list]]
+        rows = {}  # type: dict[str, tuple[bytes, tuple, dict]]
         try:
             names = [n for n in os.listdir(self.root) if n.isdigit()]
         except OSError as exc:
@@ -101,7 +105,7 @@ class Procs:
             return []
         for name in names:
             try:
-                p = self.one(name, static)
+                p = self.one(name, static, rows)
             except (FileNotFoundError, ProcessLookupError):
                 continue  # it exited while we read it
             except OSError as exc:
@@ -115,15 +119,22 @@ class Procs:
                 p["cpu_pct"] = round(100.0 * (ticks - last[0]) / self.clk_tck / (now - last[1]), 1)
             seen[key] = (ticks, now)
             procs.append(p)
-        self.prev, self.static = seen, static  # what is not seen now has gone
+        self.prev, self.static, self.rows = seen, static, rows  # what is not seen now has gone
         if denied:
             errors.append("unreadable /proc entries: %d, e.g. %s" % (len(denied), denied[0]))
         return procs
 
-    def one(self, name: str, static=None):
-        static = {} if static is None else static  # the next sample's cache, being built
-        base = os.path.join(self.root, name)
-        st = parse_stat(read_bytes(base + "/stat").decode("utf-8", "replace"))
+    def one(self, name: str, static=None, rows=None):
+        static = {} if static is None else static  # the next sample's caches, being built
+        rows = {} if rows is None else rows
+        base = self.root + "/" + name
+        raw = read_bytes(base + "/stat")
+        last = self.rows.get(name)
+        if last is not None and last[0] == raw and last[1] in self.static:
+            static[last[1]] = self.static[last[1]]  # same bytes: same process, same row
+            rows[name] = last
+            return dict(last[2])
+        st = parse_stat(raw.decode("utf-8", "replace"))
         if st is None or st["flags"] & PF_KTHREAD:
             return None  # unparsable, or a kernel thread: not a job, and hundreds of them
         key = (st["pid"], st["start_ticks"], st["comm"])
@@ -133,12 +144,15 @@ class Procs:
         if not fixed[1].startswith("["):
             static[key] = fixed
         user, cmd, nspid = fixed
-        return {
+        row = {
             "pid": st["pid"], "ppid": st["ppid"], "pgid": st["pgid"], "sid": st["sid"],
             "state": st["state"], "start_ticks": st["start_ticks"],
             "rss_kb": st["rss_pages"] * self.page_kb, "cpu_pct": None, "user": user,
             "cmd": cmd, "nspid": nspid, "ticks": st["ticks"],
         }  # fmt: skip
+        if key in static:
+            rows[name] = (raw, key, row)
+        return dict(row)
 
     def fixed(self, base: str, comm: str):
         """(user, cmd, nspid): what does not change while the process runs one program."""
