@@ -91,6 +91,13 @@ def tree_ticks(root: int) -> int:
     return total
 
 
+def own_ticks(pid: int) -> int:
+    """utime+stime of the process alone (the app's drawing, not its probe or children)."""
+    text = Path(f"/proc/{pid}/stat").read_text()
+    f = text[text.rfind(")") + 2 :].split()
+    return int(f[11]) + int(f[12])
+
+
 def tree_rss(root: int) -> int:
     total = 0
     for pid in tree(root):
@@ -251,11 +258,11 @@ def measure(mon: Monitor, interval: float, seconds: float, warmup: float) -> dic
         time.sleep(warmup)
         if p.poll() is not None:
             raise SystemExit(f"{mon.label} exited with {p.returncode} during the warm-up")
-        t0, c0, peak = time.monotonic(), tree_ticks(p.pid), 0
+        t0, c0, o0, peak = time.monotonic(), tree_ticks(p.pid), own_ticks(p.pid), 0
         while time.monotonic() - t0 < seconds:
             peak = max(peak, tree_rss(p.pid))
             time.sleep(0.25)
-        c1, t1 = tree_ticks(p.pid), time.monotonic()
+        c1, o1, t1 = tree_ticks(p.pid), own_ticks(p.pid), time.monotonic()
         if p.poll() is not None:
             raise SystemExit(f"{mon.label} exited with {p.returncode} while measured")
     finally:
@@ -266,8 +273,10 @@ def measure(mon: Monitor, interval: float, seconds: float, warmup: float) -> dic
         p.wait()
         os.close(master)
         reader.join(2)
-    cpu_s = (c1 - c0) / CLK_TCK
+    cpu_s, own_s = (c1 - c0) / CLK_TCK, (o1 - o0) / CLK_TCK
     return {
+        "own_pct": 100.0 * own_s / (t1 - t0),
+        "own_ms_per_sample": 1000.0 * own_s * interval / (t1 - t0),
         "cpu_pct": 100.0 * cpu_s / (t1 - t0),
         "ms_per_sample": 1000.0 * cpu_s * interval / (t1 - t0),
         "rss_mib": peak / 2**20,
@@ -332,9 +341,8 @@ def run(args: argparse.Namespace) -> dict:
         if args.b == "nvitop":
             b = nvitop_monitor(env)
         else:
-            b = dflash_monitor(
-                f"baseline {args.baseline_rev}", baseline_tree(args.baseline_rev), home / "b", env
-            )
+            tree_dir = args.baseline_dir or baseline_tree(args.baseline_rev)
+            b = dflash_monitor(f"baseline {args.baseline_rev}", tree_dir, home / "b", env)
         results: dict[str, dict[str, list[dict[str, float]]]] = {}
         intervals = [float(s) for s in args.intervals.split(",")]
         for rep in range(args.repeats):
@@ -344,7 +352,9 @@ def run(args: argparse.Namespace) -> dict:
                     results.setdefault(mon.label, {}).setdefault(f"{interval:g}", []).append(r)
                     print(
                         f"  rep {rep + 1} {interval:g} s {mon.label}: {r['cpu_pct']:.2f} % "
-                        f"{r['ms_per_sample']:.1f} ms/sample {r['rss_mib']:.0f} MiB",
+                        f"{r['ms_per_sample']:.1f} ms/sample, "
+                        f"own process {r['own_ms_per_sample']:.1f} ms/sample, "
+                        f"{r['rss_mib']:.0f} MiB",
                         flush=True,
                     )
         shots = oneshots(a, b, env)
@@ -366,11 +376,23 @@ def med(rows: list[dict[str, float]], key: str) -> float:
     return statistics.median(r[key] for r in rows)
 
 
+def _own(rows: list[dict[str, float]]) -> str:
+    return f"{med(rows, 'own_ms_per_sample'):.1f}"
+
+
+def _own_ratio(ra: list[dict[str, float]], rb: list[dict[str, float]]) -> str:
+    b = med(rb, "own_ms_per_sample")
+    return f"{med(ra, 'own_ms_per_sample') / b:.2f}x" if b else "-"
+
+
 def report(doc: dict) -> str:
+    """Medians as a Markdown table. "own": the monitor's main process alone (without its
+    probe and the tools that calls), which is where the drawing happens."""
     a, b, res = doc["a"], doc["b"], doc["results"]
     lines = [
-        f"| interval | {b} CPU % | {a} CPU % | ratio A/B | {b} ms/sample | {a} ms/sample |",
-        "| --- | --- | --- | --- | --- | --- |",
+        f"| interval | {b} CPU % | {a} CPU % | ratio A/B | {b} ms/sample | {a} ms/sample "
+        f"| {b} own ms/sample | {a} own ms/sample | own ratio A/B |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     rss_a, rss_b = [], []
     for s in doc["intervals"]:
@@ -378,12 +400,13 @@ def report(doc: dict) -> str:
         ca, cb = med(ra, "cpu_pct"), med(rb, "cpu_pct")
         lines.append(
             f"| {s:g} s | {cb:.2f} | {ca:.2f} | {ca / cb:.2f}x | "
-            f"{med(rb, 'ms_per_sample'):.1f} | {med(ra, 'ms_per_sample'):.1f} |"
+            f"{med(rb, 'ms_per_sample'):.1f} | {med(ra, 'ms_per_sample'):.1f} | "
+            f"{_own(rb)} | {_own(ra)} | {_own_ratio(ra, rb)} |"
         )
         rss_a += [r["rss_mib"] for r in ra]
         rss_b += [r["rss_mib"] for r in rb]
     ma, mb = statistics.median(rss_a), statistics.median(rss_b)
-    lines.append(f"| peak RSS (MiB) | {mb:.0f} | {ma:.0f} | {ma / mb:.2f}x | | |")
+    lines.append(f"| peak RSS (MiB) | {mb:.0f} | {ma:.0f} | {ma / mb:.2f}x | | | | | |")
     lines.append("")
     for what, ms in doc["oneshots"]:
         lines.append(
@@ -399,6 +422,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--b", choices=("baseline", "nvitop"), default="baseline")
     ap.add_argument("--baseline-rev", default="6edd788")
+    ap.add_argument(
+        "--baseline-dir",
+        type=Path,
+        help="the baseline's tree, already there (e.g. `git archive REV tui dflash | tar -x`)",
+    )
     ap.add_argument("--seconds", type=float, default=25.0, help="one window (default 25)")
     ap.add_argument("--warmup", type=float, default=6.0, help="seconds before a window")
     ap.add_argument("--repeats", type=int, default=2)
