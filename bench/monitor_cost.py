@@ -442,7 +442,7 @@ def main() -> None:
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         name = f"monitor_cost_{args.b}"
-        (args.out / f"{name}.json").write_text(json.dumps(doc, indent=1))
+        (args.out / f"{name}.json").write_text(json.dumps(doc, indent=1, default=str))
         (args.out / f"{name}.md").write_text(text + "\n")
 
 
