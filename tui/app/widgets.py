@@ -89,8 +89,27 @@ def show_changed(widget: Static, content: Text | str) -> bool:
     if _same(getattr(widget, _SHOWN, None), content):
         return False
     setattr(widget, _SHOWN, content)
-    widget.update(content, layout=not fixed_size(widget))
+    widget.update(content, layout=False)
+    if _needs_layout(widget):
+        widget.refresh(layout=True)
     return True
+
+
+def _needs_layout(widget: Widget) -> bool:
+    """Whether the new content changes the widget's size: a layout of the screen (the costly
+    part of a redraw) only then. A fixed size never does; an auto width always may; an auto
+    height does when the content, wrapped at the widget's width, takes other lines."""
+    if fixed_size(widget):
+        return False
+    width = widget.styles.width
+    size = widget.size
+    if (width is not None and width.is_auto) or not size.width or not widget.display:
+        return True
+    parent = widget.parent
+    container = parent.size if isinstance(parent, Widget) else size
+    # update() cleared the cached dimensions: this measures the new content.
+    height = widget.get_content_height(container, widget.app.size, size.width)
+    return height != size.height
 
 
 def set_border_changed(widget: Widget, title: Text | None, subtitle: Text | None) -> None:
