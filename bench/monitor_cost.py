@@ -19,7 +19,8 @@ medians over --repeats.
 
 Without a real nvidia-smi (or with --stand-in) the stand-in of tests/fakes plays 8 H200s with
 one process each (8 real ``sleep`` processes), utilisation, power and memory moving every
-0.5 s as on a busy machine (the scenario file is rewritten; the fake re-reads it per call).
+0.5 s as on a busy machine (the scenario file is rewritten; the fake re-reads it per call);
+with --steady they stay as they are (what a drawing that skips the unchanged saves at best).
 
     .venv/bin/python bench/monitor_cost.py [--b baseline|nvitop] [--seconds 25] [--repeats 2]
         [--intervals 2,1,0.5] [--baseline-rev 6edd788] [--stand-in] [--out DIR]
@@ -115,7 +116,7 @@ class StandIn:
     """8 H200s of the fake nvidia-smi, each held by a real sleeping process, their readings
     moving (a thread rewrites the scenario; the fake reads it on every call)."""
 
-    def __init__(self, work: Path, gpus: int = 8) -> None:
+    def __init__(self, work: Path, gpus: int = 8, steady: bool = False) -> None:
         sys.path[:0] = [str(ROOT / "tests")]
         from fakes.scenario import FAKES, app, gpu, write_scenario
 
@@ -129,7 +130,8 @@ class StandIn:
         self.stop = threading.Event()
         self._write(0)
         self.thread = threading.Thread(target=self._move, daemon=True)
-        self.thread.start()
+        if not steady:
+            self.thread.start()
 
     def _write(self, tick: int) -> None:
         gpus, apps = [], []
@@ -332,7 +334,7 @@ def run(args: argparse.Namespace) -> dict:
     WORK.mkdir(parents=True, exist_ok=True)
     home = Path(tempfile.mkdtemp(prefix="run-", dir=WORK))
     real_smi = shutil.which("nvidia-smi") and not args.stand_in
-    stand_in = None if real_smi else StandIn(home)
+    stand_in = None if real_smi else StandIn(home, steady=args.steady)
     env = dict(os.environ)
     if stand_in is not None:
         env.update(stand_in.env)
@@ -412,9 +414,9 @@ def report(doc: dict) -> str:
         lines.append(
             f"one-shot {what}: " + ("not run" if ms is None else f"{ms:.0f} ms (median of 5)")
         )
-    lines.append(
-        "GPUs: " + ("the stand-in nvidia-smi, 8 H200s, 8 processes" if doc["stand_in"] else "real")
-    )
+    steady = ", readings steady" if doc["args"].get("steady") else ", readings moving"
+    stand_in = "the stand-in nvidia-smi, 8 H200s, 8 processes" + steady
+    lines.append("GPUs: " + (stand_in if doc["stand_in"] else "real"))
     return "\n".join(lines)
 
 
@@ -433,6 +435,9 @@ def main() -> None:
     ap.add_argument("--intervals", default="2,1,0.5")
     ap.add_argument(
         "--stand-in", action="store_true", help="the fake nvidia-smi even with a real one"
+    )
+    ap.add_argument(
+        "--steady", action="store_true", help="the stand-in's readings do not move (best case)"
     )
     ap.add_argument("--out", type=Path, help="write the figures as JSON and Markdown here")
     args = ap.parse_args()
