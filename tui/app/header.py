@@ -20,7 +20,7 @@ from textual.widgets import Static
 
 from dflash_tui.app.gpus.grid import GpuGrid
 from dflash_tui.app.palette import Palette
-from dflash_tui.app.widgets import Themed
+from dflash_tui.app.widgets import Themed, show_changed
 from dflash_tui.core.base.rundir import ALIVE_STATES as ACTIVE
 from dflash_tui.core.base.rundir import exit_meaning
 from dflash_tui.core.base.supervision import SupervisorRecord
@@ -182,7 +182,7 @@ class RunHeader(Static, Themed):
         t = fit(top, width)
         t.append("\n")
         t.append_text(fit(bottom, width))
-        self.update(t)
+        show_changed(self, t)
 
     def _run(self, pal: Palette) -> list[Part]:
         d = self.diag

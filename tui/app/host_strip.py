@@ -16,7 +16,7 @@ from textual.widgets import Static
 
 from dflash_tui.app.header import Part, fit, part
 from dflash_tui.app.palette import Palette
-from dflash_tui.app.widgets import Themed
+from dflash_tui.app.widgets import Themed, show_changed
 from dflash_tui.core.diagnosis.diagnose import Diagnosis
 from dflash_tui.core.diagnosis.finding import duration
 from dflash_tui.core.diagnosis.host_view import (
@@ -121,4 +121,4 @@ class HostStrip(Static, Themed):
             lines.append(host_line(parts, pal, width))
         if views:
             lines.append(workers_line(views, pal, width))
-        self.update(Text("\n", end="").join(lines))
+        show_changed(self, Text("\n", end="").join(lines))

@@ -17,7 +17,7 @@ from textual.widgets import Static
 
 from dflash_tui.app.hosts import HostSummary
 from dflash_tui.app.palette import Palette
-from dflash_tui.app.widgets import Themed
+from dflash_tui.app.widgets import Themed, show_changed
 from dflash_tui.core.base.text import safe_label, terminal_safe
 from dflash_tui.core.diagnosis.job import MemberView, job_state, member_text
 from dflash_tui.core.diagnosis.severity import RUN_STATE
@@ -71,7 +71,7 @@ class HostOverview(Static, Themed):
         for name, members in self.jobs:  # after the hosts: a click's row stays a host's index
             t.append("\n")
             t.append_text(job_text(name, members, pal))
-        self.update(t)
+        show_changed(self, t)
 
     def row_text(self, index: int) -> str:
         """The plain text of one row (tests read it)."""

@@ -9,7 +9,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from dflash_tui.app.spark import sparkline
-from dflash_tui.app.widgets import Themed
+from dflash_tui.app.widgets import Themed, show_changed
 from dflash_tui.core.base.text import si
 from dflash_tui.core.diagnosis.progress import Metric, Progress
 
@@ -51,7 +51,7 @@ class MetricsStrip(Static, Themed):
         t = Text(no_wrap=True, overflow="ellipsis")
         if last is None:
             t.append("metrics: no step lines yet (step=… loss=… tok/s=…)", pal.fg("muted"))
-            self.update(t)
+            show_changed(self, t)
             return
         t.append("step ", pal.fg("muted"))
         t.append(f"{p.last_step if p.last_step is not None else '-'}", pal.fg("info", bold=True))
@@ -66,4 +66,4 @@ class MetricsStrip(Static, Themed):
         t.append(sparkline(toks, _SPARK, lo=0.0), pal.fg("ok"))
         t.append("  loss ", pal.fg("muted"))
         t.append(sparkline(loss, _SPARK, lo=None), pal.fg("warning"))
-        self.update(t)
+        show_changed(self, t)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from rich.text import Text
 from textual.widget import Widget
+from textual.widgets import Static
 
 from dflash_tui.app.palette import Palette, palette_for
 
@@ -45,3 +47,76 @@ class Themed(Widget):
 
     def redraw(self) -> None:
         """Rebuild the content from the last data shown (override)."""
+
+
+# -- drawing only what changed (issue 16) --
+
+_SHOWN = "_dflash_shown"  # the attribute that keeps what a widget last showed
+
+
+def _same(a: object, b: object) -> bool:
+    # Rich's Text compares its plain text and spans only; its own style and justification
+    # also change what is drawn.
+    if isinstance(a, Text) and isinstance(b, Text):
+        return (a.plain, a.spans, a.style, a.justify, a.no_wrap, a.overflow, a.end) == (
+            b.plain,
+            b.spans,
+            b.style,
+            b.justify,
+            b.no_wrap,
+            b.overflow,
+            b.end,
+        )
+    return type(a) is type(b) and a == b
+
+
+def fixed_size(widget: Widget) -> bool:
+    """Whether the widget's size is set by its CSS, not by its content: then a new content
+    needs no layout of the screen (the costliest part of a redraw)."""
+    height, width = widget.styles.height, widget.styles.width
+    return (
+        height is not None
+        and not height.is_auto
+        and (width is None or not width.is_auto)
+        and widget.styles.max_height is None
+        and widget.styles.min_height is None
+    )
+
+
+def show_changed(widget: Static, content: Text | str) -> bool:
+    """``widget.update(content)`` unless it shows the same already; True when it drew. A
+    sample that changes nothing a widget shows costs no render and no layout."""
+    if _same(getattr(widget, _SHOWN, None), content):
+        return False
+    setattr(widget, _SHOWN, content)
+    widget.update(content, layout=False)
+    if _needs_layout(widget):
+        widget.refresh(layout=True)
+    return True
+
+
+def _needs_layout(widget: Widget) -> bool:
+    """Whether the new content changes the widget's size: a layout of the screen (the costly
+    part of a redraw) only then. A fixed size never does; an auto width always may; an auto
+    height does when the content, wrapped at the widget's width, takes other lines."""
+    if fixed_size(widget):
+        return False
+    width = widget.styles.width
+    size = widget.size
+    if (width is not None and width.is_auto) or not size.width or not widget.display:
+        return True
+    parent = widget.parent
+    container = parent.size if isinstance(parent, Widget) else size
+    # update() cleared the cached dimensions: this measures the new content.
+    height = widget.get_content_height(container, widget.app.size, size.width)
+    return height != size.height
+
+
+def set_border_changed(widget: Widget, title: Text | None, subtitle: Text | None) -> None:
+    """The border's title and subtitle, set only when they changed (each set refreshes)."""
+    last = getattr(widget, "_dflash_border", None)
+    if last is not None and _same(last[0], title) and _same(last[1], subtitle):
+        return
+    widget._dflash_border = (title, subtitle)  # type: ignore[attr-defined]
+    widget.border_title = title
+    widget.border_subtitle = subtitle

@@ -17,7 +17,7 @@ from textual.widgets import Static
 
 from dflash_tui.app.keymap import key_text
 from dflash_tui.app.palette import Palette, palette_for
-from dflash_tui.app.widgets import redraw_guarded
+from dflash_tui.app.widgets import redraw_guarded, show_changed
 from dflash_tui.core.base.text import safe_label
 from dflash_tui.core.diagnosis.finding import Finding, duration
 from dflash_tui.core.diagnosis.timeline import MAX_EVENTS, Event
@@ -43,7 +43,7 @@ class _TextScroll(VerticalScroll, can_focus=True):
         return ""
 
     def set_text(self, text: Text) -> None:
-        self.query_one(".body", Static).update(text)
+        show_changed(self.query_one(".body", Static), text)
 
     def redraw(self) -> None:  # overridden
         pass

@@ -13,7 +13,7 @@ from textual.widgets import Static
 from dflash_tui.app.gpus.panel import GpuPanel
 from dflash_tui.app.palette import Palette
 from dflash_tui.app.spark import bar
-from dflash_tui.app.widgets import Themed
+from dflash_tui.app.widgets import Themed, show_changed
 from dflash_tui.core.base.text import mib, safe_label
 from dflash_tui.core.diagnosis.finding import duration
 from dflash_tui.core.diagnosis.severity import OWNER as _OWNER_SEVERITY
@@ -39,7 +39,7 @@ class GpuLine(Static, Themed):
     def redraw(self) -> None:
         self.set_class(self.panel.stale_s is not None, "-stale")
         self.set_class(self.panel.has_class("-picked"), "-picked")
-        self.update(line_text(self.panel, self.palette))
+        show_changed(self, line_text(self.panel, self.palette))
 
 
 def line_text(panel: GpuPanel, pal: Palette) -> Text:

@@ -10,7 +10,7 @@ from textual.widgets import Static
 
 from dflash_tui.app.palette import Palette
 from dflash_tui.app.spark import bar, sparkline
-from dflash_tui.app.widgets import Themed
+from dflash_tui.app.widgets import Themed, set_border_changed, show_changed
 from dflash_tui.core.base.snapshot import Gpu
 from dflash_tui.core.base.text import mib, mib_pair, safe_label
 from dflash_tui.core.diagnosis.diagnose import GpuView, ProcView
@@ -97,21 +97,21 @@ class GpuPanel(Static, Themed):
             return
         gpu = view.gpu
         name = _short_name(gpu.name if gpu else "not present")
-        self.border_title = Text(f"GPU {view.index} {view.role} {name}")
+        title = Text(f"GPU {view.index} {view.role} {name}")
         if self.stale_s is not None:  # its label durations stopped with the last sample
-            self.border_title = Text(f"GPU {view.index} stale {duration(self.stale_s)} {name}")
+            title = Text(f"GPU {view.index} stale {duration(self.stale_s)} {name}")
+        subtitle = None
         if gpu is not None:
             used = mib_pair(gpu.mem_used_mib, gpu.mem_total_mib)
             temp = f"{gpu.temp_c}°C" if gpu.temp_c is not None else "-°C"
             power = f"{gpu.power_w:.0f}W" if gpu.power_w is not None else "-W"
-            self.border_subtitle = Text(f"{used} {temp} {power}")
-        else:
-            self.border_subtitle = None
+            subtitle = Text(f"{used} {temp} {power}")
+        set_border_changed(self, title, subtitle)
         stale = self.stale_s is not None
         for sev in LEVELS:
             self.set_class(self.worst() == sev and not stale, f"-{sev}")
         self.set_class(stale, "-stale")
-        self.update(self._body(view, self.palette))
+        show_changed(self, self._body(view, self.palette))
 
     def _body(self, view: GpuView, pal: Palette) -> Text:
         gpu = view.gpu

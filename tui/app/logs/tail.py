@@ -19,7 +19,7 @@ from textual.widgets import Log, Static
 from dflash_tui.app.logs.lines import ERROR_RE, MAX_LINES, LineStore
 from dflash_tui.app.logs.search import SearchState, hscroll_label, wrapped
 from dflash_tui.app.palette import Palette, palette_for
-from dflash_tui.app.widgets import redraw_guarded
+from dflash_tui.app.widgets import redraw_guarded, show_changed
 from dflash_tui.core.base.text import safe_label
 from dflash_tui.core.diagnosis.diagnose import LogView
 from dflash_tui.core.diagnosis.finding import duration
@@ -188,24 +188,26 @@ class LogTail(Vertical):
 
     def _retitle(self) -> None:
         if self.is_mounted:
-            self.title_bar.update(self._title(palette_for(self.app.current_theme)))
+            show_changed(self.title_bar, self._title(palette_for(self.app.current_theme)))
 
     def redraw(self) -> None:
         if not self.is_mounted:
             return
         pal = palette_for(self.app.current_theme)
-        self.highlighter.style = pal.fg("error", bold=True)
-        self.log_view.refresh()
-        self.title_bar.update(self._title(pal))
+        style = pal.fg("error", bold=True)
+        if style != self.highlighter.style:  # a theme change: the lines' colours (issue 16)
+            self.highlighter.style = style
+            self.log_view.refresh()
+        show_changed(self.title_bar, self._title(pal))
         missing = self.missing_from is not None
         self.set_class(missing, "-missing")
         if missing:
-            self.missing_bar.update(self._missing_text(pal))
+            show_changed(self.missing_bar, self._missing_text(pal))
         # Said inside the pane (the title can be cut): what the filter hides, and a pause.
         hiding = self.store.pattern is not None and self.store.hidden > 0
         self.set_class(hiding or not self.follow, "-hiding")
         if hiding or not self.follow:
-            self.hidden_bar.update(self._hidden_text(pal))
+            show_changed(self.hidden_bar, self._hidden_text(pal))
 
     def _title(self, pal: Palette) -> Text:
         t = Text(no_wrap=True, overflow="ellipsis")

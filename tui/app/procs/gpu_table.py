@@ -19,6 +19,7 @@ from textual.widgets import DataTable, Input, Static
 
 from dflash_tui.app.procs.gpu_rows import COLUMNS, GpuProcRow, gpu_proc_rows
 from dflash_tui.app.procs.tree import ProcInfo
+from dflash_tui.app.widgets import show_changed
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.text import mib, safe_label
 from dflash_tui.core.diagnosis.diagnose import Diagnosis
@@ -53,6 +54,8 @@ class GpuProcView(Vertical):
         self.sort_by, self.reverse = "gpu", False
         self.filter_text = ""
         self.tagged: set[int] = set()  # PIDs
+        self.pending = False  # a sample came while hidden: fill when shown
+        self.filled: tuple[object, ...] = ()  # what the table holds: unchanged, not rebuilt
 
     def compose(self) -> ComposeResult:
         yield Static(id="gpu-proc-title")
@@ -72,7 +75,15 @@ class GpuProcView(Vertical):
     def show(self, snap: Snapshot, diag: Diagnosis) -> None:
         self.rows = gpu_proc_rows(snap, diag)
         self.tagged &= {r.pid for r in self.rows}  # a process gone is no longer tagged
-        self._fill()
+        # A hidden tab does not rebuild its table each sample: it fills when shown (issue 16).
+        self.pending = not self.is_on_screen
+        if not self.pending:
+            self._fill()
+
+    def on_show(self) -> None:
+        if self.pending:
+            self.pending = False
+            self._fill()
 
     # -- keys --
 
@@ -151,9 +162,15 @@ class GpuProcView(Vertical):
         known = sorted((r for r in shown if r.sort_key(self.sort_by)[0] == 0),
                        key=lambda r: r.sort_key(self.sort_by), reverse=self.reverse)  # fmt: skip
         self.shown = known + [r for r in shown if r.sort_key(self.sort_by)[0] == 1]
+        rows = [(r.key, cells(r, r.pid in self.tagged)) for r in self.shown]
+        filled = (self.sort_by, self.reverse, *((k, *(c.plain for c in cs)) for k, cs in rows))
+        if filled == self.filled:
+            self._title()
+            return
+        self.filled = filled
         table.clear()
-        for row in self.shown:
-            table.add_row(*cells(row, row.pid in self.tagged), key=row.key)
+        for key, row_cells in rows:
+            table.add_row(*row_cells, key=key)
         for key, label in COLUMNS:
             arrow = (" ▼" if self.reverse else " ▲") if key == self.sort_by else ""
             table.columns[key].label = Text(label + arrow)  # type: ignore[index]
@@ -170,7 +187,7 @@ class GpuProcView(Vertical):
         if self.tagged:
             parts.append(f"{len(self.tagged)} tagged (K kills them)")
         parts.append("o sort  / filter  space tag")
-        self.query_one("#gpu-proc-title", Static).update(Text("  ·  ".join(parts)))
+        show_changed(self.query_one("#gpu-proc-title", Static), Text("  ·  ".join(parts)))
 
 
 def cells(row: GpuProcRow, tagged: bool) -> list[Text]:

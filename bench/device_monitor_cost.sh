@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# dflash-tui beside nvitop 1.7.2 and beside the previous release (issue 16), on the device
+# machine's GPU (one H200, no network): a torch job holds ~20 GiB on GPU 0 with 8 processes on
+# the GPU (bench/gpu_hold.py, 1 busy + 7 idle holders), 40 more idle processes run, then
+# bench/monitor_cost.py --b nvitop and --b baseline (each 3 intervals x 2 monitors x 2 repeats
+# of SECONDS_EACH, default 13 s: about 4 minutes each). Needs .whl/ carried (textual, rich, asyncssh,
+# nvitop, nvidia_ml_py, psutil; installed into /tmp/site by bench/device_env.sh) and torch.
+# The baseline: .baseline-6edd788/ when carried (made here by
+#   mkdir .baseline-6edd788 && git archive 6edd788 tui dflash | tar -x -C .baseline-6edd788),
+# else a git worktree of 6edd788 (the carried tree then needs its .git).
+#   OUT=/tmp/out bash bench/device_monitor_cost.sh
+set -u
+OUT=${OUT:-/tmp/dflash-monitor-cost-out}
+SECONDS_EACH=${SECONDS_EACH:-13}  # 2 x (3 x 2 x 2 x (13 + 4 warm-up) s + one-shots): ~8 min
+mkdir -p "$OUT"
+cd "$(dirname "$0")/.."
+source bench/device_env.sh
+# nvitop and NVML for both monitors (device_env.sh installs the wheels only without textual).
+if ! python3 -c 'import nvitop, pynvml, psutil' 2>/dev/null && ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --upgrade --no-index --no-deps --target /tmp/site .whl/*.whl
+  export PYTHONPATH=$DEVICE_PY:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+export PATH=/tmp/site/bin:$PATH
+{
+  echo "== $(date -u +%FT%TZ) $(hostname) $(git rev-parse --short HEAD 2>/dev/null)"
+  nvidia-smi -L
+  python3 -c 'import nvitop, pynvml, textual; print("nvitop", nvitop.__version__, "textual", textual.__version__)'
+} 2>&1 | tee "$OUT/device_monitor_cost.log"
+pids=()
+python3 bench/gpu_hold.py --gib 20 --busy >"$OUT/gpu_hold_0.log" 2>&1 &
+pids+=($!)
+for i in 1 2 3 4 5 6 7; do  # 7 more processes with a CUDA context on GPU 0 (small holds)
+  python3 bench/gpu_hold.py --gib 0.25 >"$OUT/gpu_hold_$i.log" 2>&1 &
+  pids+=($!)
+done
+for i in $(seq 40); do sleep 100000 & pids+=($!); done
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; }
+trap cleanup EXIT
+for _ in $(seq 60); do  # until every holder holds its memory (CUDA start-up)
+  n=$(nvidia-smi --query-compute-apps=pid --format=csv,noheader | wc -l)
+  [ "$n" -ge 8 ] && break
+  sleep 1
+done
+nvidia-smi --query-compute-apps=pid,used_memory --format=csv | tee -a "$OUT/device_monitor_cost.log"
+base=()
+[ -d .baseline-6edd788/tui ] && base=(--baseline-dir "$PWD/.baseline-6edd788")
+for b in nvitop baseline; do
+  echo "== monitor_cost.py --b $b" | tee -a "$OUT/device_monitor_cost.log"
+  timeout 270 python3 bench/monitor_cost.py --b "$b" "${base[@]}" --seconds "$SECONDS_EACH" \
+    --warmup 4 --repeats 2 --out "$OUT" 2>&1 | tee -a "$OUT/device_monitor_cost.log"
+done

@@ -1,0 +1,99 @@
+"""Draw only what changed (issue 16): a sample that changes nothing a widget shows costs that
+widget no redraw; a changed field is drawn at once, on its own panel only; a hidden tab's table
+is filled when it is shown, not on every sample.
+
+Redraws are counted on the real widgets, by wrapping each one's own ``refresh`` (every redraw
+request of a Textual widget, whether from new content, a border title or a class, goes
+through it)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from support import screen_text, until
+
+from dflash_tui.app import scenes
+from dflash_tui.app.app import DflashApp
+from dflash_tui.app.findings.panel import FindingsList
+from dflash_tui.app.gpus.panel import GpuPanel
+from dflash_tui.app.header import RunHeader
+from dflash_tui.app.procs.gpu_table import GpuProcView
+from dflash_tui.app.source import ScriptedSource
+from dflash_tui.core.base.config import Config
+from dflash_tui.core.base.snapshot import Snapshot
+
+
+def count_refreshes(widget: Any) -> list[int]:
+    """A counter of ``widget.refresh`` calls from now on."""
+    calls = [0]
+    real: Callable[..., Any] = widget.refresh
+
+    def counted(*args: Any, **kw: Any) -> Any:
+        calls[0] += 1
+        return real(*args, **kw)
+
+    widget.refresh = counted
+    return calls
+
+
+def with_util(snap: Snapshot, index: int, util: int) -> Snapshot:
+    gpus = tuple(dataclasses.replace(g, util=util) if g.index == index else g for g in snap.gpus)
+    return dataclasses.replace(snap, gpus=gpus)
+
+
+async def test_an_identical_sample_redraws_nothing_and_a_change_only_its_panel() -> None:
+    snaps = scenes.seed_incident()
+    last = snaps[-1]
+    source = ScriptedSource(snaps)
+    app = DflashApp(Config(), source=source)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.samples >= len(snaps))
+        await pilot.pause(0.3)
+        pane = app.detail()
+        panels = {p.index: p for p in pane.query(GpuPanel)}
+        assert len(panels) == 8
+        counts = {i: count_refreshes(p) for i, p in panels.items()}
+        header = count_refreshes(pane.query_one(RunHeader))
+        findings = count_refreshes(pane.query_one(FindingsList).query_one(".body"))
+        # The seed incident's last sample again, as it was: nothing on screen changes.
+        for _ in range(3):
+            source.push(last)
+        await until(pilot, lambda: app.samples >= len(snaps) + 3)
+        await pilot.pause(0.3)
+        assert {i: c[0] for i, c in counts.items()} == {i: 0 for i in panels}
+        assert header[0] == 0
+        assert findings[0] == 0
+        # GPU 5 busy now: its panel shows it, at once; no other panel redraws.
+        assert "util" in screen_text(app)
+        source.push(with_util(last, 5, 57))
+        await until(pilot, lambda: app.samples >= len(snaps) + 4)
+        await pilot.pause(0.3)
+        assert counts[5][0] >= 1
+        assert " 57%" in str(panels[5].render())
+        assert {i: c[0] for i, c in counts.items() if i != 5} == {i: 0 for i in panels if i != 5}
+
+
+async def test_a_hidden_gpu_process_table_fills_when_shown() -> None:
+    snaps = scenes.gpu_processes()
+    source = ScriptedSource(snaps)
+    app = DflashApp(Config(), source=source)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.samples >= len(snaps))
+        await pilot.pause(0.3)
+        view = app.detail().query_one(GpuProcView)
+        assert view.table.row_count == 0  # its tab was never shown: the table waits
+        assert view.pending
+        await pilot.press("p")
+        await until(pilot, lambda: view.table.row_count > 0)
+        assert not view.pending
+        assert view.table.row_count == len(view.shown) == len(view.rows)
+        # Shown, an identical sample does not rebuild the table.
+        filled = view.table.row_count
+        table = count_refreshes(view.table)
+        source.push(snaps[-1])
+        await until(pilot, lambda: app.samples >= len(snaps) + 1)
+        await pilot.pause(0.3)
+        assert table[0] == 0
+        assert view.table.row_count == filled
