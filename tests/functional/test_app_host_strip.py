@@ -10,7 +10,7 @@ from support import until
 
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.host_strip import HostStrip, host_line, workers_line
+from dflash_tui.app.host_strip import HostStrip, host_line, workers_text
 from dflash_tui.app.palette import FALLBACK
 from dflash_tui.app.source import ScriptedSource
 from dflash_tui.core.base.config import Config
@@ -64,14 +64,14 @@ def test_workers_row_marks_the_one_behind() -> None:
         for i in range(3)
     ]  # fmt: skip
     views = worker_views(list(reversed(ws)), now)  # the row's order is its own
-    row = workers_line(views, FALLBACK)
+    row = workers_text(views, FALLBACK)
     assert row.plain.startswith("workers T0@g0 s40 T1@g1 s40")
     assert " D0@g5 s30 D1@g6 s30 BEHIND 100s  D2@g7 s30" in row.plain
     chip = FALLBACK.chip("error")
     assert any(s.style == chip for s in row.spans if "BEHIND" in row.plain[s.start : s.end])
     healthy = worker_views([w for w in ws if (w.role, w.index) != ("drafter", 1)], now)
-    assert workers_line(healthy, FALLBACK).plain.endswith("D2@g7 s30  none behind")
-    narrow = workers_line(views, FALLBACK, 50)
+    assert workers_text(healthy, FALLBACK).plain.endswith("D2@g7 s30  none behind")
+    narrow = workers_text(views, FALLBACK, 50)
     assert narrow.cell_len <= 50 and "BEHIND" in narrow.plain  # the one behind is kept longest
 
 

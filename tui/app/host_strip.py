@@ -67,7 +67,7 @@ def _cell(v: WorkerView, pal: Palette, level: int) -> Text:
     return Text(f" {body}", pal.fg("muted") if v.waiting else "")
 
 
-def workers_line(views: Sequence[WorkerView], pal: Palette, width: int = 0) -> Text:
+def workers_text(views: Sequence[WorkerView], pal: Palette, width: int = 0) -> Text:
     """``workers  L s812  T0@g0 s812 ... D1@g6 s800 BEHIND 1m30s  D2@g7 s800``: working ones
     plain, waiting ones muted, the one behind on a red chip with how long. Narrow: every cell
     shortened alike (GPU, then step), never the one behind."""
@@ -120,5 +120,5 @@ class HostStrip(Static, Themed):
         if parts:
             lines.append(host_line(parts, pal, width))
         if views:
-            lines.append(workers_line(views, pal, width))
+            lines.append(workers_text(views, pal, width))
         show_changed(self, Text("\n", end="").join(lines))
