@@ -7,8 +7,20 @@ DEVICE_PY=/tmp/dflash-py
 mkdir -p "$DEVICE_PY"
 ln -sfn "$PWD/tui" "$DEVICE_PY/dflash_tui"
 ln -sfn "$PWD/dflash" "$DEVICE_PY/dflash_train"
+# The carried wheels this python can install: pure ones, abi3 ones and its own cpXY (the wheel
+# folder is filled on a machine with another Python; one wrong tag fails the whole install).
+device_wheels() {
+  local tag w
+  tag=$(python3 -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
+  for w in .whl/*.whl; do
+    case $w in
+      *-cp3*-cp3*) [[ $w == *-"$tag"-* ]] && echo "$w" ;;
+      *) echo "$w" ;;
+    esac
+  done
+}
 if ! python3 -c 'import rich, textual' 2>/dev/null && ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --upgrade --no-index --no-deps --target /tmp/site .whl/*.whl
+  device_wheels | xargs python3 -m pip install -q --upgrade --no-index --no-deps --target /tmp/site
   export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 export PYTHONPATH=$DEVICE_PY${PYTHONPATH:+:$PYTHONPATH}

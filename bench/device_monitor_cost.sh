@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 source bench/device_env.sh
 # nvitop and NVML for both monitors (device_env.sh installs the wheels only without textual).
 if ! python3 -c 'import nvitop, pynvml, psutil' 2>/dev/null && ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --upgrade --no-index --no-deps --target /tmp/site .whl/*.whl
+  device_wheels | xargs python3 -m pip install -q --upgrade --no-index --no-deps --target /tmp/site
   export PYTHONPATH=$DEVICE_PY:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 export PATH=/tmp/site/bin:$PATH

@@ -13,14 +13,17 @@ from collections.abc import Callable
 from typing import Any
 
 from support import screen_text, until
+from textual.widgets._progress_bar import Bar
 
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.findings.panel import FindingsList
 from dflash_tui.app.gpus.panel import GpuPanel
 from dflash_tui.app.header import RunHeader
+from dflash_tui.app.logs.area import LogArea
 from dflash_tui.app.procs.gpu_table import GpuProcView
 from dflash_tui.app.source import ScriptedSource
+from dflash_tui.app.waits import WaitBar
 from dflash_tui.core.base.config import Config
 from dflash_tui.core.base.snapshot import Snapshot
 
@@ -97,3 +100,30 @@ async def test_a_hidden_gpu_process_table_fills_when_shown() -> None:
         await pilot.pause(0.3)
         assert table[0] == 0
         assert view.table.row_count == filled
+
+
+async def test_a_quiet_screen_keeps_no_timer_running() -> None:
+    """Between samples nothing wakes the app: the log tails draw a sample's lines once (a
+    one-shot flush, not a 20 Hz timer) and the hidden wait bar does not animate; the lines
+    still show, and the wait bar still animates while a wait runs."""
+    snaps = scenes.healthy_run()
+    app = DflashApp(Config(), source=ScriptedSource(snaps))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.samples >= len(snaps))
+        await pilot.pause(0.3)
+        area = app.detail().query_one(LogArea)
+        assert area.tails and not area._flush_armed
+        last = snaps[-1].logs[0].lines[-1]
+        assert last in screen_text(app)
+        # No link styling pass over the panels' lines (they have no links).
+        assert not any(p.auto_links for p in app.detail().query(GpuPanel))
+        wait = app.screen.query_one(WaitBar)
+        bar = wait.query_one(Bar)
+        assert bar.auto_refresh is None
+        wait.start("stopping the run")
+        wait.step("waiting for the process group to exit")
+        await pilot.pause()
+        assert bar.auto_refresh is not None  # the indeterminate bar moves while it waits
+        wait.stop()
+        await pilot.pause()
+        assert bar.auto_refresh is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -50,9 +51,20 @@ async def test_gone_process() -> None:
 async def test_menu_signals_int_once_and_usr1_without_waiting(tmp_path: Path) -> None:
     """INT is sent once and waited for, never escalated; USR1 is sent, not waited for."""
     marker = tmp_path / "got"
+    ready = tmp_path / "ready"
     script = f'trap "echo int >> {marker}" INT; trap "echo usr1 >> {marker}" USR1; '
-    p = subprocess.Popen(["sh", "-c", script + "while :; do sleep 0.05; done"])
+    script += f": > {ready}; "
+    # SIGINT at its default: a shell cannot trap a signal ignored when it started, and a
+    # test run launched in the background by a non-interactive shell ignores SIGINT.
+    p = subprocess.Popen(
+        ["sh", "-c", script + "while :; do sleep 0.05; done"],
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
+        for _ in range(200):  # the traps are set (a signal before them would kill the shell)
+            if ready.exists():
+                break
+            time.sleep(0.02)
         t = LocalTransport()
         res = await kill_process(t, pid=p.pid, start_ticks=ticks(p.pid), grace=0.5, signal="INT")
         assert res.ok and res.signals == ("INT",) and "still runs" in res.message, res

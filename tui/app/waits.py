@@ -27,7 +27,8 @@ class WaitBar(Horizontal):
 
     def compose(self) -> ComposeResult:
         yield Static(id="wait-text")
-        yield ProgressBar(total=None, show_eta=False, id="wait-bar")
+        # Determinate while hidden: an indeterminate bar animates on a 15 Hz timer even so.
+        yield ProgressBar(total=1, show_eta=False, id="wait-bar")
         yield Static(" esc: cancel", id="wait-cancel")
 
     def start(self, what: str) -> None:
@@ -45,6 +46,7 @@ class WaitBar(Horizontal):
 
     def stop(self) -> None:
         self.remove_class("-active")
+        self.query_one(ProgressBar).update(total=1, progress=0)
 
     @property
     def active(self) -> bool:

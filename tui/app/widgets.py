@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from rich.text import Text
+from textual.reactive import Reactive
 from textual.widget import Widget
 from textual.widgets import Static
 
@@ -34,6 +35,10 @@ def redraw_guarded(widget: Widget, redraw: Callable[[], None]) -> None:
 
 class Themed(Widget):
     """A widget that draws Rich Text with theme colours and redraws when the theme changes."""
+
+    # Our text has no @click links: without this, every line drawn is copied once more to
+    # style links (Textual's Strip._apply_link_style, a quarter of a GPU panel's render).
+    auto_links: Reactive[bool] = Reactive(False)
 
     def on_mount(self) -> None:
         self.watch(self.app, "theme", self._theme_changed, init=False)

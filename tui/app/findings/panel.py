@@ -13,6 +13,7 @@ from textual.containers import VerticalScroll
 from textual.events import Click
 from textual.geometry import Region
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Static
 
 from dflash_tui.app.keymap import key_text
@@ -34,7 +35,9 @@ class _TextScroll(VerticalScroll, can_focus=True):
     """
 
     def compose(self) -> ComposeResult:
-        yield Static(self.empty_text(), classes="body")
+        body = Static(self.empty_text(), classes="body")
+        body.set_reactive(Widget.auto_links, False)  # no links to style (see Themed)
+        yield body
 
     def on_mount(self) -> None:
         self.watch(self.app, "theme", lambda _t: redraw_guarded(self, self.redraw), init=False)

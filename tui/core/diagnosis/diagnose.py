@@ -153,7 +153,24 @@ def _proc_view(gp: GpuProcess, snap: Snapshot) -> ProcView:
     )
 
 
+_VIEWS = "_dflash_views"  # a snapshot's own memo of _views_of, per (topology, thresholds)
+
+
 def _views_of(
+    snap: Snapshot, topology: Topology, th: Thresholds
+) -> dict[int, tuple[GpuView, set[str]]]:
+    """Per GPU: its view and raw labels in one sample. Every diagnosis looks at each sample
+    of its window (60 or more), so each sample's answer is kept on the (frozen) snapshot:
+    one computation per sample instead of one per sample per diagnosis."""
+    memo: dict[tuple[Topology, Thresholds], dict[int, tuple[GpuView, set[str]]]]
+    memo = snap.__dict__.setdefault(_VIEWS, {})
+    key = (topology, th)
+    if key not in memo:
+        memo[key] = _compute_views(snap, topology, th)
+    return memo[key]
+
+
+def _compute_views(
     snap: Snapshot, topology: Topology, th: Thresholds
 ) -> dict[int, tuple[GpuView, set[str]]]:
     out: dict[int, tuple[GpuView, set[str]]] = {}
