@@ -170,7 +170,10 @@ def link_farm(tree_dir: Path, farm: Path) -> Path:
         link = farm / name
         if link.is_symlink() or link.exists():
             link.unlink()
-        link.symlink_to(tree_dir / folder)
+        target = (tree_dir / folder).resolve()  # a relative link would dangle in the farm
+        if not (target / "__init__.py").is_file():
+            raise SystemExit(f"{target}: no package there (--baseline-dir is the tree's root)")
+        link.symlink_to(target)
     return farm
 
 
