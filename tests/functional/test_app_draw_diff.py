@@ -103,16 +103,16 @@ async def test_a_hidden_gpu_process_table_fills_when_shown() -> None:
 
 
 async def test_a_quiet_screen_keeps_no_timer_running() -> None:
-    """Between samples nothing wakes the app: the log tails draw a sample's lines once (a
-    one-shot flush, not a 20 Hz timer) and the hidden wait bar does not animate; the lines
-    still show, and the wait bar still animates while a wait runs."""
+    """The hidden wait bar does not animate between samples (an indeterminate Textual bar runs
+    a 15 Hz timer even hidden); the log lines still show, and the wait bar still animates
+    while a wait runs."""
     snaps = scenes.healthy_run()
     app = DflashApp(Config(), source=ScriptedSource(snaps))
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: app.samples >= len(snaps))
         await pilot.pause(0.3)
         area = app.detail().query_one(LogArea)
-        assert area.tails and not area._flush_armed
+        assert area.tails
         last = snaps[-1].logs[0].lines[-1]
         assert last in screen_text(app)
         # No link styling pass over the panels' lines (they have no links).

@@ -69,6 +69,15 @@ def test_unchanged_stat_is_not_parsed_again(monkeypatch: pytest.MonkeyPatch) -> 
     idle = subprocess.Popen(["sleep", "60"])
     busy = subprocess.Popen(["sh", "-c", "while :; do :; done"])
     try:
+        # Past its exec and start-up: until then its stat bytes still change (comm, ticks).
+        stat = Path(f"/proc/{idle.pid}/stat")
+        last = b""
+        for _ in range(50):
+            now = stat.read_bytes()
+            if now == last and b"(sleep)" in now:
+                break
+            last = now
+            time.sleep(0.1)
         procs = probe.Procs()
         for _ in range(3):
             rows = {r["pid"]: r for r in procs.read([])}

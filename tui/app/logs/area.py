@@ -1,9 +1,7 @@
 """All log tails, the run's log first, with the shared filter and follow mode.
 
-Lines are drawn in one batched write per tail, at most 20 times a second: a sample's lines
-arm a one-shot timer, which flushes every tail and arms itself again while lines still wait
-(a tail not mounted yet). A flood of lines costs a bounded amount of drawing per second
-whatever the rate they arrive at, and a quiet log costs no wake-ups at all.
+A 20 Hz timer flushes every tail's pending lines in one batched write, so a flood of lines
+costs a bounded amount of drawing per second whatever the rate they arrive at.
 """
 
 from __future__ import annotations
@@ -58,7 +56,6 @@ class LogArea(Vertical):
         self.read_only = read_only
         self.tails: dict[str, LogTail] = {}
         self.filter_text = DEFAULT_FILTER
-        self._flush_armed = False
         self.filter_on = True  # the issue's default: errors, exceptions, progress
         self.follow = True
         self._next_id = 0
@@ -78,17 +75,8 @@ class LogArea(Vertical):
         key = key_text(getattr(self.app, "user_keys", {}), "launch", "l")
         return f"no logs watched yet: press {key} to launch the run, or start with --log PATH"
 
-    def arm_flush(self) -> None:
-        """Draw the waiting lines in FLUSH_INTERVAL (once, however many samples come before)."""
-        if not self._flush_armed:
-            self._flush_armed = True
-            self.set_timer(FLUSH_INTERVAL, self._flush_due)
-
-    def _flush_due(self) -> None:
-        self._flush_armed = False
-        self.flush()
-        if any(tail.waiting for tail in self.tails.values()):
-            self.arm_flush()
+    def on_mount(self) -> None:
+        self.set_interval(FLUSH_INTERVAL, self.flush)
 
     def flush(self) -> None:
         for tail in self.tails.values():
@@ -114,7 +102,6 @@ class LogArea(Vertical):
         for path in [p for p in self.tails if p not in present]:
             self.tails.pop(path).remove()
         self.query_one("#no-logs", Static).display = not self.tails
-        self.arm_flush()
 
     def _add_tail(self, log: LogState, first: bool) -> LogTail:
         self._next_id += 1

@@ -121,16 +121,6 @@ class LogTail(Vertical):
         if self.is_mounted:
             self.redraw()
 
-    @property
-    def waiting(self) -> bool:
-        """Lines wait to be drawn (arrived since the last flush, or before the widget was up)."""
-        return bool(self.store.pending) or not self.log_view.is_mounted
-
-    def on_resize(self) -> None:
-        # No timer flushes while no lines come: a new width cuts wrapped lines again here, and
-        # a following tail scrolls back to its end.
-        self.flush()
-
     def flush(self) -> None:
         """Draw the lines that arrived since the last flush (one batched write)."""
         if not self.log_view.is_mounted:
