@@ -140,11 +140,15 @@ def test_the_supervisor_contract_names_every_pipeline_module_but_topology() -> N
 
 
 # What `status --json` on this machine must not import: the app's toolkit, the table's Rich,
-# SSH (no --host), the metrics and pipeline extras, and the supervisor's own machinery.
+# SSH (no --host), the metrics and pipeline extras, and the supervisor's own machinery; nor
+# asyncio and the transports: the probe runs in this process (core/link/local_probe.py).
 STATUS_FORBIDDEN = (
     "textual",
     "rich",
     "asyncssh",
+    "asyncio",
+    "dflash_tui.core.link.transport",
+    "dflash_tui.core.link.feed",
     "torch",
     "prometheus_client",
     "dflash_tui.app",
@@ -177,5 +181,6 @@ def test_status_json_imports_only_what_it_needs(tmp_path: Path) -> None:
     (line,) = [ln for ln in res.stderr.splitlines() if ln.startswith("MODULES ")]
     modules = line.split()[1:]
     assert "dflash_tui.core.diagnosis.tracker" in modules  # the list is the real one
+    assert "dflash_tui.core.probe.main" in modules  # the sample was taken here
     loaded = [m for m in modules if any(m == f or m.startswith(f + ".") for f in STATUS_FORBIDDEN)]
     assert loaded == []

@@ -2,7 +2,7 @@
 
 Every host is watched by the live feed and the diagnosis the app and ``supervise`` use (one
 probe per host, ``--interval`` apart); each sample becomes the host's ``status --json``
-document (``status.status_doc``), and each scrape renders the latest documents through
+document (``status_doc.status_doc``), and each scrape renders the latest documents through
 ``core/export/openmetrics.py`` with prometheus-client's own HTTP server
 (tui/cli/metrics_serve.py) (OpenMetrics when the
 scraper asks for it, as Prometheus does; the Prometheus text format otherwise). A host whose

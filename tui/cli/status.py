@@ -1,88 +1,68 @@
-"""``dflash-tui status``: one sample per host, diagnosed, as JSON or a table."""
+"""``dflash-tui status``: one sample per host, diagnosed, as JSON or a table.
+
+This machine (no container, no DFLASH_TUI_PYTHON) is sampled inside this process
+(core/link/local_probe.py) instead of by a second interpreter, and that sample is started
+before the diagnosis is imported, so that the GPU tools run meanwhile. Other hosts go through
+their transports: asyncio (and asyncssh for SSH) are imported only when there is one.
+"""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from dflash_tui.core.base.config import Config, HostConfig
-from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.text import terminal_safe, with_host
-from dflash_tui.core.diagnosis.document import iso_time, to_json
-from dflash_tui.core.diagnosis.job import MemberView, job_line, job_state
-from dflash_tui.core.diagnosis.thresholds import thresholds_for
-from dflash_tui.core.diagnosis.tracker import Tracker
-from dflash_tui.core.link.connect import make_transport
-from dflash_tui.core.link.feed import sample_once
-from dflash_tui.core.link.transport import TransportError
+from dflash_tui.core.link.errors import TransportError
+from dflash_tui.core.link.local_probe import LocalSample, in_process
 
 _RANK = {"info": 0, "warning": 1, "error": 2}
+Result = tuple[dict[str, Any], list[Any]]  # a host's document, and its table's parts
 
 
-async def diagnose_host(host: HostConfig, table: bool = True) -> tuple[dict[str, Any], list[Any]]:
-    """The host's document, and the table's parts when ``table`` (Rich is imported only then:
-    ``--json`` pays for none of it)."""
-    transport = make_transport(host)
-    try:
-        snap = await sample_once(transport, host)
-    finally:
-        await transport.close()
-    tracker = Tracker(host.topology, thresholds_for(host), live=False)
-    doc, diag = status_doc(host, tracker, snap)
-    if not table:
-        return doc, []
-    from dflash_tui.cli.table import render
+def collect(hosts: Sequence[HostConfig], table: bool) -> list[Result]:
+    """Every host's document (and table parts), in the hosts' order."""
+    local = {i: LocalSample(h) for i, h in enumerate(hosts) if in_process(h)}
+    # Imported only now: this machine's sample is already under way in its thread.
+    from dflash_tui.cli.status_doc import diagnose, unreachable
 
-    return doc, render(diag, host, tracker.progress)
+    out: dict[int, Result] = {}
+    others = [i for i in range(len(hosts)) if i not in local]
+    if others:
+        import asyncio
 
-
-def status_doc(host: HostConfig, tracker: Tracker, snap: Snapshot) -> tuple[dict[str, Any], Any]:
-    """One sample through the diagnosis into the status document (also ``metrics``' feed)."""
-    diag = tracker.add(snap)
-    mtime = next((lg.mtime for lg in snap.logs if lg.is_run_log), None)
-    return to_json(diag, host, tracker.progress, mtime), diag
-
-
-def unreachable(host: HostConfig, error: str) -> dict[str, Any]:
-    return {
-        "schema": 1,
-        "host": host.label,
-        "container": host.container,
-        "time": iso_time(time.time()),
-        "error": error,
-        "topology": host.topology.to_json(),
-        "telemetry": "none",
-        # The run's state cannot be read: same shape as a reachable host's, all unknown.
-        "run": {
-            "state": "unknown",
-            "id": None,
-            "pid": None,
-            "pgid": None,
-            "exit_code": None,
-            "started_at": None,
-            "logs": [],
-        },
-        "gpus": [],
-        "findings": [
-            {"code": "host-unreachable", "severity": "error", "gpus": [], "message": error}
-        ],
-        "supervisor": None,
-        "progress": None,
-    }
-
-
-async def _gather(cfg: Config, table: bool) -> list[tuple[dict[str, Any], list[Any]]]:
-    async def one(h: HostConfig) -> tuple[dict[str, Any], list[Any]]:
+        out.update(zip(others, asyncio.run(_gather([hosts[i] for i in others], table))))
+    for i, sample in local.items():
         try:
-            return await diagnose_host(h, table)
+            out[i] = diagnose(hosts[i], sample.result(), table)
+        except TransportError as exc:
+            out[i] = unreachable(hosts[i], with_host(hosts[i].label, str(exc))), []
+    return [out[i] for i in range(len(hosts))]
+
+
+async def _gather(hosts: list[HostConfig], table: bool) -> list[Result]:
+    import asyncio
+
+    from dflash_tui.cli.status_doc import diagnose, unreachable
+    from dflash_tui.core.link.connect import make_transport
+    from dflash_tui.core.link.feed import sample_once
+
+    async def one(h: HostConfig) -> Result:
+        try:
+            transport = make_transport(h)
+            try:
+                snap = await sample_once(transport, h)
+            finally:
+                await transport.close()
         except TransportError as exc:
             return unreachable(h, with_host(h.label, str(exc))), []
+        return diagnose(h, snap, table)
 
-    return list(await asyncio.gather(*(one(h) for h in cfg.hosts)))
+    return list(await asyncio.gather(*(one(h) for h in hosts)))
 
 
 def run_status(cfg: Config, args: argparse.Namespace) -> int:
@@ -91,9 +71,11 @@ def run_status(cfg: Config, args: argparse.Namespace) -> int:
 
         if openmetrics_module() is None:
             return 1
-    results = asyncio.run(_gather(cfg, not (args.json or args.openmetrics)))
+    results = collect(cfg.hosts, not (args.json or args.openmetrics))
     docs = [doc for doc, _ in results]
-    line = _mark_job(cfg, docs)
+    from dflash_tui.cli.status_doc import mark_job
+
+    line = mark_job(cfg, docs)
     if args.openmetrics:  # node_exporter's textfile collector, or a one-off look
         from dflash_tui.core.export.openmetrics import exposition
 
@@ -120,21 +102,3 @@ def run_status(cfg: Config, args: argparse.Namespace) -> int:
         worst = max((_RANK[f["severity"]] for d in docs for f in d["findings"]), default=-1)
         failing = failing or worst >= _RANK[args.fail_on]
     return 1 if failing else 0
-
-
-def _member(label: str, doc: dict[str, Any]) -> MemberView:
-    run, progress = doc.get("run") or {}, doc.get("progress") or {}
-    return MemberView(label, str(run.get("state", "unknown")), run.get("id"), progress.get("step"))
-
-
-def _mark_job(cfg: Config, docs: list[dict[str, Any]]) -> str | None:
-    """With ``--host JOB``: each member's document gets its ``job`` (name, node rank, nodes,
-    the job's state); the job's one line for the table."""
-    job = cfg.job
-    if job is None:
-        return None
-    members = [_member(h.label, d) for h, d in zip(cfg.hosts, docs, strict=True)]
-    state = job_state([m.state for m in members])
-    for rank, doc in enumerate(docs):
-        doc["job"] = {"name": job.name, "node_rank": rank, "nnodes": job.nnodes, "state": state}
-    return job_line(job.name, members)

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from dflash_tui.cli.status import status_doc, unreachable
+from dflash_tui.cli.status_doc import status_doc, unreachable
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.text import terminal_safe, with_host

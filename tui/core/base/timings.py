@@ -14,6 +14,7 @@ KILL_LOCK_WAIT_S = 2.0  # seconds a kill waits for a launch's lock before leavin
 # the start window; where the launcher cannot be seen (the probe), after this much more (the
 # launcher itself gives a slow wrapper 10 s, then writes launch_error).
 LAUNCH_SETUP_S = 12.0
+SAMPLE_TIMEOUT_S = 30.0  # seconds one probe sample (``status``) may take before it is given up
 HISTORY_REDRAW_S = 5.0  # the History tab's plots are redrawn at most this often (plotext is slow)
 
 

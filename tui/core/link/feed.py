@@ -15,7 +15,9 @@ from dataclasses import dataclass
 
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.base.timings import SAMPLE_TIMEOUT_S
 from dflash_tui.core.link.hostmap import HostPidMapper
+from dflash_tui.core.link.local_probe import probe_args
 from dflash_tui.core.link.transport import Transport, TransportError
 from dflash_tui.core.probe.bundle import probe_source
 
@@ -47,15 +49,15 @@ def probe_command(
     extra: Sequence[str] = (),
 ) -> str:
     """The sh command that runs the probe (source on stdin); every value quoted."""
-    args = [python, "-", "--once" if once else f"--interval={interval:g}"]
-    args += [f"--run-root={host.run_root}"]
-    args += [f"--log={p}" for p in host.logs]
-    args += list(extra)
-    return " ".join(a if i == 0 else shlex.quote(a) for i, a in enumerate(args))
+    args = ["-", *probe_args(host, once=once, interval=interval, extra=extra)]
+    return " ".join([python, *(shlex.quote(a) for a in args)])
 
 
 async def sample_once(
-    transport: Transport, host: HostConfig, timeout: float = 30.0, extra: Sequence[str] = ()
+    transport: Transport,
+    host: HostConfig,
+    timeout: float = SAMPLE_TIMEOUT_S,
+    extra: Sequence[str] = (),
 ) -> Snapshot:
     """One sample of the machine; raises TransportError when the probe cannot run.
 

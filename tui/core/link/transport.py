@@ -19,11 +19,9 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
+from dflash_tui.core.link.errors import TransportError as TransportError  # its callers' name
+
 Wrap = Callable[[str], str]
-
-
-class TransportError(RuntimeError):
-    """The machine could not be reached or the channel broke; the message is for the user."""
 
 
 @dataclass(frozen=True)

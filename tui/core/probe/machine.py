@@ -165,6 +165,12 @@ class KernelLog:
         except OSError as exc:
             self.error = "%s: %s" % (path, exc.strerror or exc)
 
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+            self.error = "closed"
+
     def read(self, boot_time):
         if self.fd is None:
             return {"source": None, "error": "kernel log not readable (%s)" % self.error,

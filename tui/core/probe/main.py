@@ -237,6 +237,14 @@ class Probe:
         self.samples += 1
         return out
 
+    def close(self) -> None:
+        """Release the files held between samples (log tails, the kernel log): a probe that
+        runs inside another program (``status`` on this machine) must not leave them open."""
+        for tail in self.tails.values():
+            tail.close()
+        self.tails.clear()
+        self.kernel.close()
+
     def machine(self, out: dict, errors: list) -> dict:
         root = expand_home(self.args.run_root) if self.args.run_root else None  # as control.sh
         m = read_machine(out["run"], root, self.kernel, out["boot_time"], errors)

@@ -1,0 +1,95 @@
+"""One probe sample of this machine taken inside this process (``status`` on a local host).
+
+On this machine, outside a container and without a DFLASH_TUI_PYTHON override, the probe that
+``sample_once`` would start (``sh -c "python3 - --once ..."``, a second interpreter compiling
+the probe's source) is the very code this process already has as ``dflash_tui.core.probe``:
+here it is imported and run in a daemon thread, with the same arguments, and its dict is
+parsed by the same ``Snapshot.from_dict`` that the subprocess's JSON line goes through.
+
+The thread is what the subprocess's timeout was: a sample that blocks (a hung log mount, a
+wedged driver call outside the probe's own NVML guards) is given up after ``timeout`` and
+reported as a TransportError, and the thread, a daemon, cannot keep the program alive. The
+probe writes nothing to stdout outside its ``probe_main`` loop, which is not used here.
+
+Importing this module is cheap on purpose: the probe's parts are imported in the sampling
+thread and the Snapshot parser when the result is taken, so that a caller can start the
+sample first and import what it needs next while the GPU tools run.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.timings import SAMPLE_TIMEOUT_S
+from dflash_tui.core.link.errors import TransportError
+
+if TYPE_CHECKING:
+    from dflash_tui.core.base.snapshot import Snapshot
+
+
+def probe_args(
+    host: HostConfig, *, once: bool = False, interval: float = 2.0, extra: Sequence[str] = ()
+) -> list[str]:
+    """The probe's arguments for ``host`` (its command line after ``python3 -``)."""
+    args = ["--once" if once else f"--interval={interval:g}", f"--run-root={host.run_root}"]
+    args += [f"--log={p}" for p in host.logs]
+    return args + list(extra)
+
+
+def in_process(host: HostConfig) -> bool:
+    """Whether ``host``'s probe can run in this process: this machine, not in a container,
+    and no DFLASH_TUI_PYTHON naming another interpreter (whose modules may differ)."""
+    return host.address is None and not host.container and not os.environ.get("DFLASH_TUI_PYTHON")
+
+
+class LocalSample:
+    """One ``--once`` sample of this machine, started at construction in a daemon thread."""
+
+    def __init__(
+        self, host: HostConfig, timeout: float = SAMPLE_TIMEOUT_S, extra: Sequence[str] = ()
+    ) -> None:
+        self.argv = probe_args(host, once=True, extra=extra)
+        self.timeout = timeout
+        self.deadline = time.monotonic() + timeout
+        self.box: dict[str, Any] = {}
+        self.thread = threading.Thread(target=self._work, name="probe-sample", daemon=True)
+        self.thread.start()
+
+    def _work(self) -> None:
+        try:
+            from dflash_tui.core.probe.main import Probe, parse_args
+
+            probe = Probe(parse_args(self.argv))
+            try:
+                self.box["doc"] = probe.sample()
+            finally:
+                probe.close()
+        except BaseException as exc:  # noqa: BLE001 - a SystemExit from argparse included
+            self.box["error"] = exc
+
+    def result(self) -> Snapshot:
+        """The sample as a Snapshot; TransportError when it failed or did not finish in time."""
+        self.thread.join(max(0.0, self.deadline - time.monotonic()))
+        if self.thread.is_alive():
+            raise TransportError(
+                f"the probe did not finish a sample within {self.timeout:.0f}s"
+                " (a hung log mount or GPU driver?)"
+            )
+        exc = self.box.get("error")
+        if exc is not None:
+            raise TransportError(f"the probe failed: {type(exc).__name__}: {exc}")
+        from dflash_tui.core.base.snapshot import Snapshot
+
+        return Snapshot.from_dict(self.box["doc"])
+
+
+def sample_local(
+    host: HostConfig, timeout: float = SAMPLE_TIMEOUT_S, extra: Sequence[str] = ()
+) -> Snapshot:
+    """One sample of this machine, in this process; raises TransportError as ``sample_once``."""
+    return LocalSample(host, timeout, extra).result()
