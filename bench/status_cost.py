@@ -11,6 +11,10 @@ empty config folder, an empty run root and a byte-code cache that the first run 
 fills. Prints medians per tree and their ratio.
 
     .venv/bin/python bench/status_cost.py [--runs 10] [--old 6edd788] [--no-fake-smi]
+
+Where there is no git history (the device machine), ``--old-dir DIR`` names the earlier
+commit's exported tree (``git archive 6edd788 tui dflash | tar -x -C DIR``). An inherited
+PYTHONPATH (the device's /tmp/site with nvidia-ml-py) stays behind the trees' links.
 """
 
 from __future__ import annotations
@@ -60,7 +64,9 @@ def one_run(path: Path, env: dict[str, str], run_root: str) -> float:
     """Seconds for one ``status --json``; the document must come back."""
     args = [sys.executable, "-c", ENTRY, "status", "--json", f"--run-root={run_root}"]
     t0 = time.perf_counter()
-    res = subprocess.run(args, env={**env, "PYTHONPATH": str(path)}, capture_output=True)
+    inherited = env.get("PYTHONPATH")
+    pythonpath = f"{path}{os.pathsep}{inherited}" if inherited else str(path)
+    res = subprocess.run(args, env={**env, "PYTHONPATH": pythonpath}, capture_output=True)
     took = time.perf_counter() - t0
     if b'"schema": 1' not in res.stdout:
         raise SystemExit(f"status printed no document ({path}): {res.stderr[-400:]!r}")
@@ -71,6 +77,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--old", default="6edd788", help="the commit to compare with")
+    ap.add_argument("--old-dir", type=Path, help="the earlier commit's tree, already exported")
     ap.add_argument("--no-fake-smi", action="store_true", help="no stand-in nvidia-smi on PATH")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -87,7 +94,10 @@ def main() -> None:
             env["PATH"] = f"{FAKES}{os.pathsep}{env['PATH']}"
             env["FAKE_SMI_SCENARIO"] = str(SCENARIOS / "seed-incident.json")
         trees = {
-            args.old: import_dir(export(args.old, t / "old"), t / "old-path"),
+            args.old: import_dir(
+                args.old_dir.resolve() if args.old_dir else export(args.old, t / "old"),
+                t / "old-path",
+            ),
             "this checkout": import_dir(ROOT, t / "new-path"),
         }
         took: dict[str, list[float]] = {k: [] for k in trees}
