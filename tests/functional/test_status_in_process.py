@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from fakes.scenario import NVML_FAKE_DIR, app, box, gpu
 
-from dflash_tui.cli.status_doc import diagnose
+from dflash_tui.cli.status_doc import host_document
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.timings import START_WINDOW_S
 from dflash_tui.core.control.kill import kill
@@ -85,7 +85,7 @@ async def test_in_process_sample_is_the_subprocess_sample(
     assert here.run is not None and here.run.pid == pid
     assert [lg.lines for lg in here.logs] == [lg.lines for lg in sub.logs]
     assert {p.pid for p in here.gpu_procs} == {pid}
-    a, b = (stable(diagnose(host, s, False)[0]) for s in (sub, here))
+    a, b = (stable(host_document(host, s, False)[0]) for s in (sub, here))
     assert a == b
     assert a["run"]["state"] == "running" and a["gpus"][2]["processes"][0]["pid"] == pid
 
@@ -114,12 +114,12 @@ def test_a_container_or_another_python_is_not_sampled_here(
 
 # Records every process `status` starts (the audit event of subprocess.Popen).
 SPAWNS = (
-    "import sys\n"
+    "import json, sys\n"
     "seen = []\n"
     "sys.addaudithook(lambda e, a: seen.append(a[1]) if e == 'subprocess.Popen' else None)\n"
     "from dflash_tui.cli.main import main\n"
     "rc = main(sys.argv[1:])\n"
-    "sys.stderr.write('SPAWNED ' + repr([list(map(str, x)) for x in seen]) + '\\n')\n"
+    "sys.stderr.write('SPAWNED ' + json.dumps([list(map(str, x)) for x in seen]) + '\\n')\n"
     "sys.exit(rc)\n"
 )
 
@@ -134,5 +134,5 @@ def test_status_json_starts_no_probe_process(fake_smi: Any, tmp_path: Path) -> N
     doc = json.loads(res.stdout)  # the whole of stdout is the document: the probe printed none
     assert doc["telemetry"] == "nvidia-smi" and len(doc["gpus"]) == 8, res.stderr[-2000:]
     (line,) = [ln for ln in res.stderr.splitlines() if ln.startswith("SPAWNED ")]
-    spawned = eval(line.split(" ", 1)[1])  # noqa: S307 - our own repr of lists of str
+    spawned = json.loads(line.split(" ", 1)[1])
     assert spawned and all(Path(argv[0]).name == "nvidia-smi" for argv in spawned), spawned

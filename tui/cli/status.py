@@ -28,17 +28,19 @@ def collect(hosts: Sequence[HostConfig], table: bool) -> list[Result]:
     """Every host's document (and table parts), in the hosts' order."""
     local = {i: LocalSample(h) for i, h in enumerate(hosts) if in_process(h)}
     # Imported only now: this machine's sample is already under way in its thread.
-    from dflash_tui.cli.status_doc import diagnose, unreachable
+    from dflash_tui.cli.status_doc import host_document, unreachable
 
     out: dict[int, Result] = {}
     others = [i for i in range(len(hosts)) if i not in local]
     if others:
         import asyncio
 
-        out.update(zip(others, asyncio.run(_gather([hosts[i] for i in others], table))))
+        out.update(
+            zip(others, asyncio.run(_gather([hosts[i] for i in others], table)), strict=True)
+        )
     for i, sample in local.items():
         try:
-            out[i] = diagnose(hosts[i], sample.result(), table)
+            out[i] = host_document(hosts[i], sample.result(), table)
         except TransportError as exc:
             out[i] = unreachable(hosts[i], with_host(hosts[i].label, str(exc))), []
     return [out[i] for i in range(len(hosts))]
@@ -47,7 +49,7 @@ def collect(hosts: Sequence[HostConfig], table: bool) -> list[Result]:
 async def _gather(hosts: list[HostConfig], table: bool) -> list[Result]:
     import asyncio
 
-    from dflash_tui.cli.status_doc import diagnose, unreachable
+    from dflash_tui.cli.status_doc import host_document, unreachable
     from dflash_tui.core.link.connect import make_transport
     from dflash_tui.core.link.feed import sample_once
 
@@ -60,7 +62,7 @@ async def _gather(hosts: list[HostConfig], table: bool) -> list[Result]:
                 await transport.close()
         except TransportError as exc:
             return unreachable(h, with_host(h.label, str(exc))), []
-        return diagnose(h, snap, table)
+        return host_document(h, snap, table)
 
     return list(await asyncio.gather(*(one(h) for h in hosts)))
 

@@ -15,7 +15,9 @@ from dflash_tui.core.diagnosis.thresholds import thresholds_for
 from dflash_tui.core.diagnosis.tracker import Tracker
 
 
-def diagnose(host: HostConfig, snap: Snapshot, table: bool) -> tuple[dict[str, Any], list[Any]]:
+def host_document(
+    host: HostConfig, snap: Snapshot, table: bool
+) -> tuple[dict[str, Any], list[Any]]:
     """The host's document, and the table's parts when ``table`` (Rich is imported only then:
     ``--json`` pays for none of it)."""
     tracker = Tracker(host.topology, thresholds_for(host), live=False)

@@ -69,7 +69,7 @@ class LocalSample:
                 self.box["doc"] = probe.sample()
             finally:
                 probe.close()
-        except BaseException as exc:  # noqa: BLE001 - a SystemExit from argparse included
+        except BaseException as exc:  # a SystemExit from argparse too: reported, never raised
             self.box["error"] = exc
 
     def result(self) -> Snapshot:
