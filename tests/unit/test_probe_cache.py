@@ -261,6 +261,7 @@ def test_the_line_is_the_sample_as_json_and_rows_that_stood_keep_their_text(
         monkeypatch.setattr(probe, "_ROW_JSON", spy)
         assert json.loads("[" + table.encode(third) + "]") == third
         assert p.pid not in encoded
+        encoded.clear()
         assert table.encode([dict(mine)]) == real(mine)  # a new row object: encoded again
         assert encoded == [p.pid]
     finally:
