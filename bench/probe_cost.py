@@ -39,13 +39,14 @@ PARTS_BLOCK = re.compile(rb"^# >>> parts.*?^# <<< parts\n", re.MULTILINE | re.DO
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
-def source_at(commit: str | None) -> bytes:
-    """The probe program as the bundle builds it, from the work tree or from ``commit``."""
+def source_at(commit: str | None, tree: Path | None = None) -> bytes:
+    """The probe program as the bundle builds it, from the work tree, from ``tree`` (a copy of
+    an earlier commit's files) or from ``commit``."""
 
     def read(name: str) -> bytes:
         rel = f"tui/core/probe/{name}"
-        if commit is None:
-            return (ROOT / rel).read_bytes()
+        if commit is None or tree is not None:
+            return ((tree or ROOT) / rel).read_bytes()
         return subprocess.run(
             ["git", "-C", str(ROOT), "show", f"{commit}:{rel}"], capture_output=True, check=True
         ).stdout
@@ -115,6 +116,11 @@ def main() -> None:
     ap.add_argument("--interval", type=float, default=0.3)
     ap.add_argument("--old", default="6edd788", help="the commit to compare with")
     ap.add_argument(
+        "--old-dir",
+        type=Path,
+        help="that commit's files, already there (`git archive REV tui | tar -x`; no .git)",
+    )
+    ap.add_argument(
         "--gpu",
         choices=("stand-in", "none", "real"),
         default="stand-in",
@@ -138,7 +144,8 @@ def main() -> None:
         print(f"processes in /proc: {nproc} ({args.procs} sleepers); GPU tool: {args.gpu}")
         rows = []
         for label, commit in ((args.old, args.old), ("this checkout", None)):
-            per = measure(source_at(commit), args.samples, args.block, args.interval, env, flags)
+            source = source_at(commit, args.old_dir if commit else None)
+            per = measure(source, args.samples, args.block, args.interval, env, flags)
             rows.append((label, statistics.median(per), min(per), max(per)))
         print("| probe | CPU ms per sample (median) | min | max |")
         print("| --- | --- | --- | --- |")
