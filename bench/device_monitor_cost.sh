@@ -8,7 +8,7 @@
 # The baseline: .baseline-6edd788/ when carried (made here by
 #   mkdir .baseline-6edd788 && git archive 6edd788 tui dflash | tar -x -C .baseline-6edd788),
 # else a git worktree of 6edd788 (the carried tree then needs its .git).
-#   OUT=/tmp/out bash bench/device_monitor_cost.sh
+#   OUT=/tmp/out [RUNS="nvitop baseline nvitop@0:"] [PROBE=1] bash bench/device_monitor_cost.sh
 set -u
 OUT=${OUT:-/tmp/dflash-monitor-cost-out}
 SECONDS_EACH=${SECONDS_EACH:-13}  # 2 x (3 x 2 x 2 x (13 + 4 warm-up) s + one-shots): ~8 min
@@ -44,8 +44,23 @@ done
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv | tee -a "$OUT/device_monitor_cost.log"
 base=()
 [ -d .baseline-6edd788/tui ] && base=(--baseline-dir "$PWD/.baseline-6edd788")
-for b in nvitop baseline; do
-  echo "== monitor_cost.py --b $b" | tee -a "$OUT/device_monitor_cost.log"
-  timeout 270 python3 bench/monitor_cost.py --b "$b" "${base[@]}" --seconds "$SECONDS_EACH" \
-    --warmup 4 --repeats 2 --out "$OUT" 2>&1 | tee -a "$OUT/device_monitor_cost.log"
+# RUNS: which comparisons, in order; B@T runs both dflash-tuis with --topology T (`0:` draws
+# the one GPU there is; the default topology names 8, so 7 panels say "missing").
+for run in ${RUNS:-nvitop baseline}; do
+  b=${run%%@*}
+  topo=()
+  [ "$b" != "$run" ] && topo=(--topology "${run#*@}")
+  echo "== monitor_cost.py --b $b ${topo[*]}" | tee -a "$OUT/device_monitor_cost.log"
+  timeout 270 python3 bench/monitor_cost.py --b "$b" "${base[@]}" "${topo[@]}" \
+    --seconds "$SECONDS_EACH" --warmup 4 --repeats 2 --out "$OUT" 2>&1 |
+    tee -a "$OUT/device_monitor_cost.log"
 done
+# PROBE=1: the probe's CPU per sample with 1,000 more sleeping processes, reading NVML as it
+# does on a GPU host (this tree beside 6edd788), and the 100,000-line flood's key waits.
+if [ "${PROBE:-0}" = 1 ]; then
+  echo "== probe_cost.py --gpu real" | tee -a "$OUT/device_monitor_cost.log"
+  timeout 200 python3 bench/probe_cost.py --gpu real --samples 20 2>&1 |
+    tee -a "$OUT/device_monitor_cost.log"
+  echo "== log_flood.py" | tee -a "$OUT/device_monitor_cost.log"
+  timeout 120 python3 bench/log_flood.py 2>&1 | tee -a "$OUT/device_monitor_cost.log"
+fi

@@ -23,7 +23,7 @@ one process each (8 real ``sleep`` processes), utilisation, power and memory mov
 with --steady they stay as they are (what a drawing that skips the unchanged saves at best).
 
     .venv/bin/python bench/monitor_cost.py [--b baseline|nvitop] [--seconds 25] [--repeats 2]
-        [--intervals 2,1,0.5] [--baseline-rev 6edd788] [--stand-in] [--out DIR]
+        [--intervals 2,1,0.5] [--baseline-rev 6edd788] [--stand-in] [--topology T] [--out DIR]
 """
 
 from __future__ import annotations
@@ -203,7 +203,9 @@ class Monitor:
         self.label, self.argv, self.env = label, argv, env
 
 
-def dflash_monitor(label: str, tree_dir: Path, home: Path, base_env: dict[str, str]) -> Monitor:
+def dflash_monitor(
+    label: str, tree_dir: Path, home: Path, base_env: dict[str, str], topology: str | None = None
+) -> Monitor:
     farm = link_farm(tree_dir, home / "py")
     run_root = home / "runs"
     run_root.mkdir(parents=True, exist_ok=True)
@@ -214,7 +216,8 @@ def dflash_monitor(label: str, tree_dir: Path, home: Path, base_env: dict[str, s
 
     def argv(interval: float) -> list[str]:
         cli = [sys.executable, "-m", "dflash_tui.cli.main", "--interval", f"{interval:g}"]
-        return [*cli, "--run-root", str(run_root)]
+        topo = ["--topology", topology] if topology else []
+        return [*cli, "--run-root", str(run_root), *topo]
 
     return Monitor(label, argv, env)
 
@@ -342,12 +345,14 @@ def run(args: argparse.Namespace) -> dict:
     if stand_in is not None:
         env.update(stand_in.env)
     try:
-        a = dflash_monitor("this tree", ROOT, home / "a", env)
+        a = dflash_monitor("this tree", ROOT, home / "a", env, args.topology)
         if args.b == "nvitop":
             b = nvitop_monitor(env)
         else:
             tree_dir = args.baseline_dir or baseline_tree(args.baseline_rev)
-            b = dflash_monitor(f"baseline {args.baseline_rev}", tree_dir, home / "b", env)
+            b = dflash_monitor(
+                f"baseline {args.baseline_rev}", tree_dir, home / "b", env, args.topology
+            )
         results: dict[str, dict[str, list[dict[str, float]]]] = {}
         intervals = [float(s) for s in args.intervals.split(",")]
         for rep in range(args.repeats):
@@ -442,6 +447,11 @@ def main() -> None:
     ap.add_argument(
         "--steady", action="store_true", help="the stand-in's readings do not move (best case)"
     )
+    ap.add_argument(
+        "--topology",
+        help="the dflash-tuis' --topology (default theirs: 0-4:5-7, 8 panels; `0:` on a 1-GPU "
+        "machine draws its one GPU only, as nvitop does)",
+    )
     ap.add_argument("--out", type=Path, help="write the figures as JSON and Markdown here")
     args = ap.parse_args()
     doc = run(args)
@@ -449,7 +459,7 @@ def main() -> None:
     print(text)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-        name = f"monitor_cost_{args.b}"
+        name = f"monitor_cost_{args.b}" + ("_topology" if args.topology else "")
         (args.out / f"{name}.json").write_text(json.dumps(doc, indent=1, default=str))
         (args.out / f"{name}.md").write_text(text + "\n")
 

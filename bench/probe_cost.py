@@ -12,6 +12,7 @@ over the blocks, after the first sample (which reads everything). The sleepers a
 their group at the end.
 
     .venv/bin/python bench/probe_cost.py [--procs 1000] [--samples 40] [--block 5] [--old 6edd788]
+        [--gpu stand-in|none|real]
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import argparse
 import os
 import re
 import selectors
+import shutil
 import signal
 import statistics
 import subprocess
@@ -37,13 +39,14 @@ PARTS_BLOCK = re.compile(rb"^# >>> parts.*?^# <<< parts\n", re.MULTILINE | re.DO
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
-def source_at(commit: str | None) -> bytes:
-    """The probe program as the bundle builds it, from the work tree or from ``commit``."""
+def source_at(commit: str | None, tree: Path | None = None) -> bytes:
+    """The probe program as the bundle builds it, from the work tree, from ``tree`` (a copy of
+    an earlier commit's files) or from ``commit``."""
 
     def read(name: str) -> bytes:
         rel = f"tui/core/probe/{name}"
-        if commit is None:
-            return (ROOT / rel).read_bytes()
+        if commit is None or tree is not None:
+            return ((tree or ROOT) / rel).read_bytes()
         return subprocess.run(
             ["git", "-C", str(ROOT), "show", f"{commit}:{rel}"], capture_output=True, check=True
         ).stdout
@@ -56,7 +59,7 @@ def source_at(commit: str | None) -> bytes:
     except (subprocess.CalledProcessError, FileNotFoundError, IndexError):
         parts = OLD_PARTS
     main = PARTS_BLOCK.sub(b"", read("main.py"))
-    return b"\n".join(read(p) for p in parts) + b"\n" + main
+    return b"\n".join(PARTS_BLOCK.sub(b"", read(p)) for p in parts) + b"\n" + main
 
 
 def start_sleepers(n: int) -> int:
@@ -71,10 +74,12 @@ def cpu_ticks(pid: int) -> int:
     return int(f[11]) + int(f[12])  # utime + stime (the probe's own, not its children's)
 
 
-def measure(source: bytes, samples: int, block: int, interval: float, env: dict) -> list[float]:
+def measure(
+    source: bytes, samples: int, block: int, interval: float, env: dict, flags: list[str]
+) -> list[float]:
     """Per-sample CPU ms of one probe, one value per block of samples after the first."""
     p = subprocess.Popen(
-        [sys.executable, "-", f"--interval={interval}", "--no-nvml"],
+        [sys.executable, "-", f"--interval={interval}", *flags],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -110,17 +115,37 @@ def main() -> None:
     ap.add_argument("--block", type=int, default=5)
     ap.add_argument("--interval", type=float, default=0.3)
     ap.add_argument("--old", default="6edd788", help="the commit to compare with")
+    ap.add_argument(
+        "--old-dir",
+        type=Path,
+        help="that commit's files, already there (`git archive REV tui | tar -x`; no .git)",
+    )
+    ap.add_argument(
+        "--gpu",
+        choices=("stand-in", "none", "real"),
+        default="stand-in",
+        help="stand-in: tests/fakes' nvidia-smi (two runs of it a sample, NVML off); none: no "
+        "GPU tool at all (the process table and the rest alone); real: this machine's NVML or "
+        "nvidia-smi, as the probe finds them (the device machine)",
+    )
     args = ap.parse_args()
-    env = dict(os.environ, PATH=f"{FAKES}{os.pathsep}{os.environ['PATH']}")
-    env["FAKE_SMI_SCENARIO"] = str(SCENARIOS / "seed-incident.json")
+    env, flags = dict(os.environ), ["--no-nvml"]
+    if args.gpu == "stand-in":
+        env["PATH"] = f"{FAKES}{os.pathsep}{os.environ['PATH']}"
+        env["FAKE_SMI_SCENARIO"] = str(SCENARIOS / "seed-incident.json")
+    elif args.gpu == "none" and shutil.which("nvidia-smi"):
+        raise SystemExit("--gpu none: an nvidia-smi is on PATH here")
+    elif args.gpu == "real":
+        flags = []
     pgid = start_sleepers(args.procs)
     try:
         time.sleep(3.0)  # every sleeper started
         nproc = sum(1 for n in os.listdir("/proc") if n.isdigit())
-        print(f"processes in /proc: {nproc} ({args.procs} sleepers)")
+        print(f"processes in /proc: {nproc} ({args.procs} sleepers); GPU tool: {args.gpu}")
         rows = []
         for label, commit in ((args.old, args.old), ("this checkout", None)):
-            per = measure(source_at(commit), args.samples, args.block, args.interval, env)
+            source = source_at(commit, args.old_dir if commit else None)
+            per = measure(source, args.samples, args.block, args.interval, env, flags)
             rows.append((label, statistics.median(per), min(per), max(per)))
         print("| probe | CPU ms per sample (median) | min | max |")
         print("| --- | --- | --- | --- |")

@@ -103,18 +103,26 @@ async def test_a_hidden_gpu_process_table_fills_when_shown() -> None:
 
 
 async def test_a_quiet_screen_keeps_no_timer_running() -> None:
-    """The hidden wait bar does not animate between samples (an indeterminate Textual bar runs
-    a 15 Hz timer even hidden); the log lines still show, and the wait bar still animates
-    while a wait runs."""
+    """Between samples nothing wakes the app: the log tails' flush timer pauses once their
+    lines are drawn (and runs again for a sample's new lines), the hidden wait bar does not
+    animate (an indeterminate Textual bar runs a 15 Hz timer even hidden); the log lines
+    still show, and the wait bar still animates while a wait runs."""
     snaps = scenes.healthy_run()
     app = DflashApp(Config(), source=ScriptedSource(snaps))
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: app.samples >= len(snaps))
-        await pilot.pause(0.3)
         area = app.detail().query_one(LogArea)
+        await until(pilot, lambda: not area.flushing)
         assert area.tails
         last = snaps[-1].logs[0].lines[-1]
         assert last in screen_text(app)
+        tail = next(iter(area.tails.values()))
+        later = f"{last} (again)"
+        tail.add_lines([later])
+        area.show(snaps[-1].logs, app.detail().diag)  # type: ignore[arg-type]
+        assert area.flushing
+        await until(pilot, lambda: later in screen_text(app))
+        await until(pilot, lambda: not area.flushing)
         # No link styling pass over the panels' lines (they have no links).
         assert not any(p.auto_links for p in app.detail().query(GpuPanel))
         wait = app.screen.query_one(WaitBar)

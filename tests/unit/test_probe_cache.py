@@ -1,8 +1,11 @@
-"""The probe's process table reads what a process keeps for its life once (issue 16)."""
+"""The probe's process table reads what a process keeps for its life once, and an idle
+stranger only on its turn (issue 16)."""
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -10,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dflash_tui.core.probe import main as probe
+from dflash_tui.core.probe import procs as probe
 
 
 @pytest.fixture
@@ -19,9 +22,9 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     seen: list[str] = []
     real = probe.read_bytes
 
-    def spy(path: str, limit: int = 1 << 20) -> bytes:
+    def spy(path: str, limit: int = 1 << 20, page: bool = False) -> bytes:
         seen.append(path)
-        return real(path, limit)
+        return real(path, limit, page)
 
     monkeypatch.setattr(probe, "read_bytes", spy)
     yield seen
@@ -31,8 +34,8 @@ def test_cmdline_read_once_across_samples(reads: list[str]) -> None:
     sleeper = subprocess.Popen(["sleep", "60"])
     try:
         procs, errors = probe.Procs(), []  # type: ignore[var-annotated]
-        for _ in range(3):
-            rows = procs.read(errors)
+        for _ in range(3):  # watched (a GPU's process): its stat is read every sample
+            rows = procs.read(errors, watch={sleeper.pid})
             assert any(r["pid"] == sleeper.pid and r["cmd"] == "sleep 60" for r in rows)
         base = f"/proc/{sleeper.pid}/"
         assert reads.count(base + "cmdline") == 1
@@ -47,11 +50,11 @@ def test_gone_pid_leaves_the_cache() -> None:
     sleeper = subprocess.Popen(["sleep", "60"])
     procs = probe.Procs()
     procs.read([])
-    assert any(k[0] == sleeper.pid for k in procs.static)
+    assert str(sleeper.pid) in procs.seen
     sleeper.kill()
     sleeper.wait()
     procs.read([])
-    assert not any(k[0] == sleeper.pid for k in procs.static)
+    assert str(sleeper.pid) not in procs.seen
 
 
 def test_unchanged_stat_is_not_parsed_again(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -80,7 +83,7 @@ def test_unchanged_stat_is_not_parsed_again(monkeypatch: pytest.MonkeyPatch) -> 
             time.sleep(0.1)
         procs = probe.Procs()
         for _ in range(3):
-            rows = {r["pid"]: r for r in procs.read([])}
+            rows = {r["pid"]: r for r in procs.read([], watch={idle.pid})}
             time.sleep(0.3)
         assert parsed.count(idle.pid) == 1
         assert parsed.count(busy.pid) == 3  # its ticks move
@@ -92,6 +95,178 @@ def test_unchanged_stat_is_not_parsed_again(monkeypatch: pytest.MonkeyPatch) -> 
         for p in (idle, busy):
             p.kill()
             p.wait()
+
+
+def _settled(pid: int) -> None:
+    """Wait until the process is past its exec and start-up: asleep, its stat bytes still."""
+    stat, last = Path(f"/proc/{pid}/stat"), b""
+    for _ in range(50):
+        now = stat.read_bytes()
+        if now == last and b") S " in now:
+            return
+        last = now
+        time.sleep(0.1)
+    raise AssertionError(f"{pid} did not settle: {last!r}")
+
+
+def _stat_reads(reads: list[str], pid: int) -> int:
+    return reads.count(f"/proc/{pid}/stat")
+
+
+def test_an_idle_stranger_is_read_on_its_turn_only(reads: list[str]) -> None:
+    """An idle process outside the run and the GPUs: read when new, read again to learn it is
+    idle, then once every COLD_EVERY samples; its row is there every sample all the same."""
+    idle = [subprocess.Popen(["sleep", "60"]) for _ in range(3)]
+    try:
+        for p in idle:
+            _settled(p.pid)
+        procs, samples = probe.Procs(), 4 * probe.COLD_EVERY
+        for i in range(samples):
+            rows = {r["pid"]: r for r in procs.read([])}
+            for p in idle:  # the first reading has no earlier ticks to measure CPU against
+                assert rows[p.pid]["cmd"] == "sleep 60"
+                assert rows[p.pid]["cpu_pct"] == (None if i == 0 else 0.0)
+        for p in idle:
+            n = _stat_reads(reads, p.pid)
+            assert 2 + (samples - 2) // probe.COLD_EVERY <= n <= 3 + samples // probe.COLD_EVERY
+    finally:
+        for p in idle:
+            p.kill()
+            p.wait()
+
+
+def test_the_run_busy_and_stopped_processes_are_read_every_sample(reads: list[str]) -> None:
+    """A process of a watched group, one that uses CPU and one that is stopped (state T) are
+    read every sample; a gone one leaves the table the next sample."""
+    group = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    busy = subprocess.Popen(["sh", "-c", "while :; do :; done"])
+    stopped = subprocess.Popen(["sleep", "60"])
+    gone = subprocess.Popen(["sleep", "60"])
+    everyone = (group, busy, stopped, gone)
+    try:
+        for p in (group, stopped, gone):
+            _settled(p.pid)
+        stopped.send_signal(signal.SIGSTOP)
+        procs, samples = probe.Procs(), 2 * probe.COLD_EVERY
+        for _ in range(samples):
+            procs.read([], groups={group.pid})
+        assert _stat_reads(reads, group.pid) == samples
+        assert _stat_reads(reads, busy.pid) == samples
+        assert _stat_reads(reads, stopped.pid) == samples
+        assert _stat_reads(reads, gone.pid) < samples
+        gone.kill()
+        gone.wait()
+        assert gone.pid not in {r["pid"] for r in procs.read([])}
+    finally:
+        for p in everyone:
+            p.kill()
+            p.wait()
+
+
+def test_an_idle_stranger_that_changes_is_seen_within_cold_every_samples() -> None:
+    """The bound on how old an idle stranger's row may be: stopped (S -> T) after it went
+    cold, its new state shows within COLD_EVERY samples, and from then on every sample."""
+    p = subprocess.Popen(["sleep", "60"])
+    try:
+        _settled(p.pid)
+        procs = probe.Procs()
+        for _ in range(3):
+            procs.read([])
+        assert str(p.pid) in procs.cold
+        p.send_signal(signal.SIGSTOP)
+        states = []
+        for _ in range(probe.COLD_EVERY):
+            states.append({r["pid"]: r for r in procs.read([])}[p.pid]["state"])
+        assert "T" in states
+        assert states[states.index("T") :] == ["T"] * (len(states) - states.index("T"))
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_new_groups_read_every_entry_once(reads: list[str]) -> None:
+    """A new run's groups: an idle process that is now in them is read that very sample (and
+    every sample after), not on its turn."""
+    p = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        _settled(p.pid)
+        procs = probe.Procs()
+        for _ in range(3):
+            procs.read([])
+        assert str(p.pid) in procs.cold
+        before = _stat_reads(reads, p.pid)
+        for i in range(probe.COLD_EVERY):
+            procs.read([], groups={p.pid})
+            assert _stat_reads(reads, p.pid) == before + i + 1
+    finally:
+        p.kill()
+        p.wait()
+
+
+def _kernel_thread() -> int | None:
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                text = Path(f"/proc/{name}/stat").read_text()
+            except OSError:
+                continue
+            if int(text[text.rfind(")") + 2 :].split()[6]) & probe.PF_KTHREAD:
+                return int(name)
+    return None
+
+
+def test_kernel_threads_are_read_on_their_turn_and_never_sent(reads: list[str]) -> None:
+    kthread = _kernel_thread()
+    if kthread is None:
+        pytest.skip("no kernel thread visible in this PID namespace")
+    procs, samples = probe.Procs(), 3 * probe.COLD_EVERY
+    for _ in range(samples):
+        assert kthread not in {r["pid"] for r in procs.read([])}
+    assert _stat_reads(reads, kthread) <= 1 + samples // probe.COLD_EVERY + 1
+
+
+def test_the_line_is_the_sample_as_json_and_rows_that_stood_keep_their_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Probe.dumps: the same document json.dumps gives, the table last; a row that stood is
+    the same object as last sample's and is not encoded again, a changed one is."""
+    from dflash_tui.core.probe import main as probe_main
+
+    p = subprocess.Popen(["sleep", "60"])
+    try:
+        _settled(p.pid)
+        run = probe_main.Probe(probe_main.parse_args(["--interval=1", "--no-nvml"]))
+        lines, samples = [], []
+        for _ in range(3):
+            sample = run.sample()
+            samples.append(json.loads(json.dumps(sample, default=str)))
+            lines.append(run.dumps(sample))
+        for line, want in zip(lines, samples, strict=True):
+            assert json.loads(line) == want
+            assert list(json.loads(line))[-1] == "procs"
+        table = probe.Procs()
+        table.read([])  # new: cpu_pct None
+        second = table.read([])  # the same bytes: cpu_pct 0.0, and idle from now on
+        table.encode(second)
+        third = table.read([])  # not its turn, or its turn with the same bytes: it stood
+        (mine,) = [r for r in third if r["pid"] == p.pid]
+        assert mine is next(r for r in second if r["pid"] == p.pid)
+        encoded: list[int] = []
+        real = probe._ROW_JSON
+
+        def spy(row: dict[str, object]) -> str:
+            encoded.append(int(row["pid"]))  # type: ignore[call-overload]
+            return real(row)
+
+        monkeypatch.setattr(probe, "_ROW_JSON", spy)
+        assert json.loads("[" + table.encode(third) + "]") == third
+        assert p.pid not in encoded
+        encoded.clear()
+        assert table.encode([dict(mine)]) == real(mine)  # a new row object: encoded again
+        assert encoded == [p.pid]
+    finally:
+        p.kill()
+        p.wait()
 
 
 def test_read_bytes_reads_a_file_that_answers_in_pieces(tmp_path: Path) -> None:

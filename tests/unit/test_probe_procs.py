@@ -16,8 +16,8 @@ import pytest
 from fakes.proberun import run_probe
 
 from dflash_tui.core.base.snapshot import Snapshot
-from dflash_tui.core.probe import main as probe
-from dflash_tui.core.probe.main import Procs
+from dflash_tui.core.probe import procs as probe
+from dflash_tui.core.probe.procs import Procs
 
 PROC_KEYS = {
     "pid", "ppid", "pgid", "sid", "state", "start_ticks", "rss_kb", "cpu_pct", "user", "cmd",
@@ -188,10 +188,10 @@ def test_fake_proc_tree_edge_cases(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     (tmp_path / "stat").write_text("btime 5\n")
     real = probe.read_bytes
 
-    def read(path: str, limit: int = 1 << 20) -> bytes:
+    def read(path: str, limit: int = 1 << 20, page: bool = False) -> bytes:
         if "/105/" in path or "/106/" in path:
             raise PermissionError(13, "Permission denied")
-        return real(path, limit)
+        return real(path, limit, page)
 
     monkeypatch.setattr(probe, "read_bytes", read)
     errors: list[str] = []

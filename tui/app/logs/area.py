@@ -1,7 +1,11 @@
 """All log tails, the run's log first, with the shared filter and follow mode.
 
 A 20 Hz timer flushes every tail's pending lines in one batched write, so a flood of lines
-costs a bounded amount of drawing per second whatever the rate they arrive at.
+costs a bounded amount of drawing per second whatever the rate they arrive at. The timer runs
+only while there is something to draw (lines waiting, a tail not mounted yet, a following tail
+not at its end) and a few ticks after: a quiet log costs no wake-ups between samples (issue 16).
+The ticks after the write matter: a tail whose size settles in the next layout is scrolled to
+its end by the next tick.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from dflash_tui.core.base.snapshot import LogState
 from dflash_tui.core.diagnosis.diagnose import Diagnosis
 
 FLUSH_INTERVAL = 0.05  # seconds: ~20 redraws a second at most, per tail
+IDLE_TICKS = 10  # ticks with nothing to draw before the flush timer pauses (half a second)
 
 
 def with_gaps(tail: LogTail, log: LogState) -> None:
@@ -76,7 +81,29 @@ class LogArea(Vertical):
         return f"no logs watched yet: press {key} to launch the run, or start with --log PATH"
 
     def on_mount(self) -> None:
-        self.set_interval(FLUSH_INTERVAL, self.flush)
+        self._idle_ticks = 0
+        self.flushing = True  # whether the flush timer runs (a quiet log wakes nothing)
+        self._flusher = self.set_interval(FLUSH_INTERVAL, self._tick)
+
+    def on_resize(self) -> None:
+        self.wake()  # a new width or height: wrapped lines are cut again, the end scrolled to
+
+    def wake(self) -> None:
+        """Run the flush timer again (it pauses itself once nothing is left to draw)."""
+        self._idle_ticks = 0
+        if self.is_mounted and not self.flushing:
+            self.flushing = True
+            self._flusher.resume()
+
+    def _tick(self) -> None:
+        self.flush()
+        if any(tail.waiting for tail in self.tails.values()):
+            self._idle_ticks = 0
+        else:
+            self._idle_ticks += 1
+            if self._idle_ticks >= IDLE_TICKS:
+                self.flushing = False
+                self._flusher.pause()
 
     def flush(self) -> None:
         for tail in self.tails.values():
@@ -102,6 +129,14 @@ class LogArea(Vertical):
         for path in [p for p in self.tails if p not in present]:
             self.tails.pop(path).remove()
         self.query_one("#no-logs", Static).display = not self.tails
+        self._wake_if_waiting()
+        # A tail whose height the sample changed (a missing-file notice, a tail added) is off
+        # its end only once the layout is done.
+        self.call_after_refresh(self._wake_if_waiting)
+
+    def _wake_if_waiting(self) -> None:
+        if any(tail.waiting for tail in self.tails.values()):
+            self.wake()
 
     def _add_tail(self, log: LogState, first: bool) -> LogTail:
         self._next_id += 1
@@ -137,6 +172,7 @@ class LogArea(Vertical):
         self.search_text = text
         for tail in self.tails.values():
             tail.set_search(pattern)
+        self.wake()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id != "log-search":
@@ -189,6 +225,7 @@ class LogArea(Vertical):
         self.filter_on = pattern is not None
         for tail in self.tails.values():
             tail.set_filter(pattern)
+        self.wake()
 
     def toggle_filter(self) -> bool:
         self.apply_filter("" if self.filter_on else self.filter_text)
@@ -198,12 +235,14 @@ class LogArea(Vertical):
         self.wrap = not self.wrap
         for tail in self.tails.values():
             tail.set_wrap(self.wrap)
+        self.wake()
         return self.wrap
 
     def toggle_follow(self) -> bool:
         self.follow = not self.follow
         for tail in self.tails.values():
             tail.set_follow(self.follow)
+        self.wake()
         return self.follow
 
     def current_pattern(self) -> re.Pattern[str] | None:

@@ -121,6 +121,15 @@ class LogTail(Vertical):
         if self.is_mounted:
             self.redraw()
 
+    @property
+    def waiting(self) -> bool:
+        """Something is left to draw: lines since the last flush, a widget not up yet, or a
+        following tail not at its end (its size settled after the write)."""
+        view = self.log_view
+        if self.store.pending or not view.is_mounted:
+            return True
+        return self.follow and not view.is_vertical_scroll_end
+
     def flush(self) -> None:
         """Draw the lines that arrived since the last flush (one batched write)."""
         if not self.log_view.is_mounted:

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 # sent ahead of main.py, in this order
-PROBE_PARTS = ("gpu.py", "tail.py", "files.py", "machine.py", "nvhealth.py")
+PROBE_PARTS = ("gpu.py", "tail.py", "files.py", "procs.py", "machine.py", "nvhealth.py")
 _PARTS_BLOCK = re.compile(rb"^# >>> parts.*?^# <<< parts\n", re.MULTILINE | re.DOTALL)
 
 
@@ -26,4 +26,6 @@ def probe_source() -> bytes:
     main, n = _PARTS_BLOCK.subn(b"", (here / "main.py").read_bytes())
     if n != 1:
         raise RuntimeError("probe/main.py lost its '# >>> parts' block")
-    return b"\n".join((here / p).read_bytes() for p in PROBE_PARTS) + b"\n" + main
+    # a part's own import block (procs.py takes read_bytes from files.py) goes the same way
+    parts = (_PARTS_BLOCK.sub(b"", (here / p).read_bytes()) for p in PROBE_PARTS)
+    return b"\n".join(parts) + b"\n" + main

@@ -15,9 +15,11 @@ STEPS_CHUNK = 4 << 20  # bytes of the event stream read per sample for the Histo
 STEPS_MAX = 1000  # step points sent per sample: a longer backlog is sent thinned
 
 
-def read_bytes(path: str, limit: int = 1 << 20) -> bytes:
+def read_bytes(path: str, limit: int = 1 << 20, page: bool = False) -> bytes:
     """Up to ``limit`` bytes of ``path``. Plain os.open/os.read: the process table reads a
-    thousand /proc files a sample, and a buffered file object costs as much as the read."""
+    thousand /proc files a sample, and a buffered file object costs as much as the read.
+    ``page``: a /proc file that the kernel writes whole into one page (/proc/PID/stat) comes
+    in the first read when it is shorter than that; the read that would find the end is saved."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     chunks = []
     try:
@@ -27,6 +29,8 @@ def read_bytes(path: str, limit: int = 1 << 20) -> bytes:
                 break
             chunks.append(chunk)
             limit -= len(chunk)
+            if page and len(chunk) < 4096:
+                break
     finally:
         os.close(fd)
     return b"".join(chunks)

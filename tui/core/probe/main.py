@@ -11,7 +11,6 @@ processes or unreadable files become entries in `errors`, never a crash or a han
 import argparse
 import json
 import os
-import pwd
 import shutil
 import socket
 import sys
@@ -24,6 +23,7 @@ try:  # imported as dflash_tui.core.probe.main
     from dflash_tui.core.probe.gpu import *
     from dflash_tui.core.probe.machine import *
     from dflash_tui.core.probe.nvhealth import *
+    from dflash_tui.core.probe.procs import *
     from dflash_tui.core.probe.tail import *
 except ImportError:  # run as a file: python3 tui/core/probe/main.py
     # mypy checks the package, where these plain-file names do not resolve
@@ -31,13 +31,12 @@ except ImportError:  # run as a file: python3 tui/core/probe/main.py
     from gpu import *  # type: ignore[import-not-found]
     from machine import *  # type: ignore[import-not-found]
     from nvhealth import *  # type: ignore[import-not-found]
+    from procs import *  # type: ignore[import-not-found]
     from tail import *  # type: ignore[import-not-found]
 # <<< parts
 
 FORMAT = 1
-CMD_CAP = 8192  # cmdline characters kept per process
 MAX_ERRORS = 50
-PF_KTHREAD = 0x00200000  # /proc/PID/stat flags bit of kernel threads
 
 
 def in_thread(fn, timeout: float):
@@ -55,130 +54,6 @@ def in_thread(fn, timeout: float):
     t.start()
     t.join(timeout)
     return box.get("r"), box.get("e"), t
-
-
-def parse_stat(text: str):
-    """Fields of /proc/PID/stat, or None. comm may hold ') ', so it ends at the LAST ')'."""
-    i, j = text.find("("), text.rfind(")")
-    if i < 0 or j < i:
-        return None
-    f = text[j + 1 :].split()
-    try:
-        return {
-            "pid": int(text[:i]), "comm": text[i + 1 : j], "state": f[0], "ppid": int(f[1]),
-            "pgid": int(f[2]), "sid": int(f[3]), "flags": int(f[6]), "start_ticks": int(f[19]),
-            "ticks": int(f[11]) + int(f[12]), "rss_pages": int(f[21]),
-        }  # fmt: skip
-    except (IndexError, ValueError):
-        return None
-
-
-class Procs:
-    """The process table from /proc; cpu_pct from the tick delta since the previous sample.
-
-    What a process keeps for its life (user, cmdline, NSpid) is read once per (pid, start
-    time, comm) and kept while the process lives: comm is in the key because exec changes it
-    (and the cmdline) but not the pid or start time. Each later sample reads only
-    /proc/PID/stat. A process whose cmdline is still empty (mid-exec, or a zombie) is not
-    cached. Entries of processes gone from /proc are dropped every sample. A stat whose bytes
-    are those of the previous sample (an idle process: most of a big table) is not parsed
-    again: its row is the previous one.
-    """
-
-    def __init__(self, root: str = "/proc"):
-        self.root = root
-        self.prev = {}  # type: dict[tuple[int, int], tuple[int, float]]  # (pid, start): (ticks, t)
-        self.static = {}  # type: dict[tuple[int, int, str], tuple[str, str, list]]
-        self.users = {}  # type: dict[int, str]
-        self.rows = {}  # type: dict[str, tuple[bytes, tuple, dict]]  # name: (stat, key, row)
-        self.page_kb = os.sysconf("SC_PAGE_SIZE") // 1024
-        self.clk_tck = os.sysconf("SC_CLK_TCK")
-
-    def read(self, errors: list) -> list:
-        now, procs, seen, denied = time.monotonic(), [], {}, []
-        static = {}  # type: dict[tuple[int, int, str], tuple[str, str, list]]
-        rows = {}  # type: dict[str, tuple[bytes, tuple, dict]]
-        try:
-            names = [n for n in os.listdir(self.root) if n.isdigit()]
-        except OSError as exc:
-            errors.append("cannot list %s: %s" % (self.root, exc))
-            return []
-        for name in names:
-            try:
-                p = self.one(name, static, rows)
-            except (FileNotFoundError, ProcessLookupError):
-                continue  # it exited while we read it
-            except OSError as exc:
-                denied.append("%s (%s)" % (name, exc.strerror or exc))
-                continue
-            if p is None:
-                continue
-            key, ticks = (p["pid"], p["start_ticks"]), p.pop("ticks")
-            last = self.prev.get(key)
-            if last is not None and now > last[1]:
-                p["cpu_pct"] = round(100.0 * (ticks - last[0]) / self.clk_tck / (now - last[1]), 1)
-            seen[key] = (ticks, now)
-            procs.append(p)
-        self.prev, self.static, self.rows = seen, static, rows  # what is not seen now has gone
-        if denied:
-            errors.append("unreadable /proc entries: %d, e.g. %s" % (len(denied), denied[0]))
-        return procs
-
-    def one(self, name: str, static=None, rows=None):
-        static = {} if static is None else static  # the next sample's caches, being built
-        rows = {} if rows is None else rows
-        base = self.root + "/" + name
-        raw = read_bytes(base + "/stat")
-        last = self.rows.get(name)
-        if last is not None and last[0] == raw and last[1] in self.static:
-            static[last[1]] = self.static[last[1]]  # same bytes: same process, same row
-            rows[name] = last
-            return dict(last[2])
-        st = parse_stat(raw.decode("utf-8", "replace"))
-        if st is None or st["flags"] & PF_KTHREAD:
-            return None  # unparsable, or a kernel thread: not a job, and hundreds of them
-        key = (st["pid"], st["start_ticks"], st["comm"])
-        fixed = self.static.get(key)
-        if fixed is None:
-            fixed = self.fixed(base, st["comm"])
-        if not fixed[1].startswith("["):
-            static[key] = fixed
-        user, cmd, nspid = fixed
-        row = {
-            "pid": st["pid"], "ppid": st["ppid"], "pgid": st["pgid"], "sid": st["sid"],
-            "state": st["state"], "start_ticks": st["start_ticks"],
-            "rss_kb": st["rss_pages"] * self.page_kb, "cpu_pct": None, "user": user,
-            "cmd": cmd, "nspid": nspid, "ticks": st["ticks"],
-        }  # fmt: skip
-        if key in static:
-            rows[name] = (raw, key, row)
-        return dict(row)
-
-    def fixed(self, base: str, comm: str):
-        """(user, cmd, nspid): what does not change while the process runs one program."""
-        status = read_bytes(base + "/status").decode("utf-8", "replace")
-        cmd = read_bytes(base + "/cmdline", CMD_CAP).decode("utf-8", "replace")
-        uid = nspid = None
-        for line in status.splitlines():
-            key, _, val = line.partition(":")
-            if key == "Uid" or key == "NSpid":
-                vals = [int(x) for x in val.split() if x.isdigit()]
-                if key == "Uid" and len(vals) > 1:
-                    uid = vals[1]  # effective uid, as ps shows
-                elif key == "NSpid":
-                    nspid = vals
-        cmd = cmd.replace("\0", " ").strip() or "[%s]" % comm
-        return self.user(uid), cmd, nspid or []
-
-    def user(self, uid):
-        if uid is None:
-            return "?"
-        if uid not in self.users:
-            try:
-                self.users[uid] = pwd.getpwuid(uid).pw_name
-            except KeyError:
-                self.users[uid] = str(uid)
-        return self.users[uid]
 
 
 def boot_time():
@@ -218,10 +93,10 @@ class Probe:
         out["boot_time"] = guard(boot_time, errors, "boot time")
         tel = guard(lambda: self.gpus(errors), errors, "GPU telemetry")
         out["telemetry"], out["gpus"], out["gpu_procs"] = tel or ({"source": "none"}, [], [])
-        out["procs"] = guard(lambda: self.procs.read(errors), errors, "process table") or []
         out["run"] = guard(
             lambda: read_run_dir(self.args.run_root, errors), errors, "run directory"
         )
+        out["procs"] = guard(lambda: self.read_procs(out, errors), errors, "process table") or []
         out["logs"] = guard(lambda: self.logs(out["run"]), errors, "logs") or []
         out["last_step"] = guard(lambda: last_step(out["run"], errors), errors, "event stream")
         if not self.args.once:  # the History tab's steps: only a stream has a "since last"
@@ -244,6 +119,20 @@ class Probe:
             tail.close()
         self.tails.clear()
         self.kernel.close()
+
+    def dumps(self, out: dict) -> str:
+        """The sample as one JSON line; the process table last, encoded by Procs.encode."""
+        rows = out.pop("procs")
+        head = json.dumps(out, default=str)
+        return head[:-1] + ', "procs": [' + self.procs.encode(rows) + "]}"
+
+    def read_procs(self, out: dict, errors: list) -> list:
+        """The table; the GPUs' processes and the runs' groups are read every sample."""
+        run = out["run"] or {}
+        groups = set(run.get("earlier_pgids") or ())
+        groups.update(x for x in (run.get("pgid"), run.get("pid")) if x)
+        watch = set(p.get("pid") for p in out["gpu_procs"])
+        return self.procs.read(errors, watch, groups)
 
     def machine(self, out: dict, errors: list) -> dict:
         root = expand_home(self.args.run_root) if self.args.run_root else None  # as control.sh
@@ -365,7 +254,7 @@ def probe_main(argv=None) -> int:
     due = time.monotonic()
     try:
         while True:
-            sys.stdout.write(json.dumps(probe.sample(), default=str) + "\n")
+            sys.stdout.write(probe.dumps(probe.sample()) + "\n")
             sys.stdout.flush()
             if interval is None:
                 return 0

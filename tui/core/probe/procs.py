@@ -1,0 +1,219 @@
+"""dflash-tui probe, process part: the process table from /proc, read in proportion to what moves.
+
+Standard library only, python3 >= 3.6 (no __future__ import). Sent over stdin ahead of main.py
+(see tui/core/probe/bundle.py); also imported by it when run as a file or a module.
+
+With a thousand processes, opening every /proc/PID/stat each sample costs more than the rest of
+the probe together (~15 us of kernel time each). Most of them sleep: a process that was asleep
+(state S or I) and used no CPU since its last reading, outside the run's process groups and
+off the GPUs, is re-read only on its turn, once every COLD_EVERY samples; until then its row is
+the one last read. New PIDs are read at once, gone PIDs leave at once (the directory listing is
+read every sample), so only an idle stranger's state, CPU and RSS may be up to COLD_EVERY - 1
+samples old (docs/internals.md, "Process table").
+"""
+
+import json
+import os
+import pwd
+import time
+
+# >>> parts: bundle.probe_source() drops this block (files.py's code is sent ahead)
+try:  # imported as dflash_tui.core.probe.procs
+    from dflash_tui.core.probe.files import read_bytes
+except ImportError:  # run as a file, beside files.py
+    from files import read_bytes  # type: ignore[import-not-found,no-redef]
+# <<< parts
+
+CMD_CAP = 8192  # cmdline characters kept per process
+PF_KTHREAD = 0x00200000  # /proc/PID/stat flags bit of kernel threads
+COLD_EVERY = 5  # an idle process outside the run and the GPUs is re-read every 5th sample
+IDLE_STATES = ("S", "I")  # asleep: a zombie, a stopped or a running process is read every sample
+_ROW_JSON = json.JSONEncoder(check_circular=False, default=str).encode
+
+
+def parse_stat(text: str):
+    """Fields of /proc/PID/stat, or None. comm may hold ') ', so it ends at the LAST ')'."""
+    i, j = text.find("("), text.rfind(")")
+    if i < 0 or j < i:
+        return None
+    f = text[j + 1 :].split()
+    try:
+        return {
+            "pid": int(text[:i]), "comm": text[i + 1 : j], "state": f[0], "ppid": int(f[1]),
+            "pgid": int(f[2]), "sid": int(f[3]), "flags": int(f[6]), "start_ticks": int(f[19]),
+            "ticks": int(f[11]) + int(f[12]), "rss_pages": int(f[21]),
+        }  # fmt: skip
+    except (IndexError, ValueError):
+        return None
+
+
+class Seen:
+    """What the table knows of one /proc entry since its last reading."""
+
+    __slots__ = ("cold", "fixed", "key", "pid", "raw", "row", "t", "ticks", "turn")
+
+    def __init__(self, pid: int, raw: bytes):
+        self.pid, self.turn, self.raw = pid, pid % COLD_EVERY, raw
+        self.key = None  # type: tuple | None  # (pid, start ticks, comm) once known for good
+        self.fixed = None  # type: tuple | None  # (user, cmd, nspid)
+        self.row = None  # type: dict | None  # the row sent; None for a kernel thread
+        self.ticks, self.t = 0, 0.0  # CPU ticks at the last reading, and when
+        self.cold = False  # idle at its last reading: read again on its turn only
+
+
+class Procs:
+    """The process table from /proc; cpu_pct from the tick delta since the previous reading.
+
+    What a process keeps for its life (user, cmdline, NSpid) is read once per (pid, start
+    time, comm) and kept while the process lives: comm is in the key because exec changes it
+    (and the cmdline) but not the pid or start time. Each later reading reads only
+    /proc/PID/stat. A process whose cmdline is still empty (mid-exec, or a zombie) is not
+    cached. Entries of processes gone from /proc are dropped every sample. A stat whose bytes
+    are those of the previous reading (an idle process: most of a big table) is not parsed
+    again: its row is the previous one. An idle process (``cold``: asleep, no CPU since its
+    previous reading, outside ``groups``) and a kernel thread are not even read until their
+    turn (module docstring), unless the PID is in ``watch`` (the GPUs' processes); a change
+    of ``groups`` (the run's and earlier runs' groups) reads every entry once.
+    """
+
+    def __init__(self, root: str = "/proc"):
+        self.root = root
+        self.seen = {}  # type: dict[str, Seen]
+        self.users = {}  # type: dict[int, str]
+        self.groups = set()  # type: set[int]
+        self.turn = 0  # samples read so far: whose turn it is among the cold
+        self.texts = {}  # type: dict[int, tuple[dict, str]]  # pid: (row, its JSON)
+        self.page_kb = os.sysconf("SC_PAGE_SIZE") // 1024
+        self.clk_tck = os.sysconf("SC_CLK_TCK")
+
+    @property
+    def cold(self) -> set:
+        return {n for n, e in self.seen.items() if e.cold}
+
+    def read(self, errors: list, watch=(), groups=()) -> list:
+        now, procs, seen, denied = time.monotonic(), [], {}, []
+        turn, self.turn = self.turn % COLD_EVERY, self.turn + 1
+        groups = set(groups)
+        old = self.seen if groups == self.groups else {}  # new groups: every entry is read
+        self.groups = groups
+        try:
+            names = [n for n in os.listdir(self.root) if n.isdigit()]
+        except OSError as exc:
+            errors.append("cannot list %s: %s" % (self.root, exc))
+            return []
+        for name in names:
+            e = old.get(name)
+            if e is not None and e.cold and e.turn != turn and e.pid not in watch:
+                seen[name] = e  # not its turn: the row last read stands (nobody edits it)
+                if e.row is not None:
+                    procs.append(e.row)
+                continue
+            try:
+                e = self.one(name, e, now, groups)
+            except (FileNotFoundError, ProcessLookupError):
+                continue  # it exited while we read it
+            except OSError as exc:
+                denied.append("%s (%s)" % (name, exc.strerror or exc))
+                continue
+            if e is None:
+                continue
+            seen[name] = e
+            if e.row is not None:
+                procs.append(e.row)
+        self.seen = seen  # what is not seen now has gone
+        if denied:
+            errors.append("unreadable /proc entries: %d, e.g. %s" % (len(denied), denied[0]))
+        return procs
+
+    def encode(self, rows: list) -> str:
+        """The rows as the inside of a JSON array. A row that stood (the same object as last
+        sample's) keeps its text: encoding a thousand rows costs more than reading them."""
+        texts, cache = [], {}
+        for row in rows:
+            hit = self.texts.get(row["pid"])
+            text = hit[1] if hit is not None and hit[0] is row else _ROW_JSON(row)
+            cache[row["pid"]] = (row, text)  # the row is held, so `is` cannot meet a new object
+            texts.append(text)
+        self.texts = cache
+        return ",".join(texts)
+
+    def one(self, name: str, last=None, now=None, groups=()):
+        """The entry of /proc/NAME after reading its stat (and, when new, what it keeps);
+        None if unparsable. Raises OSError as the reads do (gone: FileNotFoundError)."""
+        now = time.monotonic() if now is None else now
+        base = self.root + "/" + name
+        raw = read_bytes(base + "/stat", 1 << 20, True)
+        if last is not None and last.raw == raw and (last.key is not None or last.row is None):
+            return self.again(last, now)  # same bytes: same process, same row, no CPU used
+        st = parse_stat(raw.decode("utf-8", "replace"))
+        if st is None:
+            return None
+        e = Seen(st["pid"], raw)
+        if st["flags"] & PF_KTHREAD:
+            e.cold = True  # a kernel thread: not a job, and hundreds of them; never sent
+            return e
+        key = (st["pid"], st["start_ticks"], st["comm"])
+        was = last if last is not None and last.row is not None else None
+        fixed = was.fixed if was is not None and was.key == key else None
+        if fixed is None:
+            fixed = self.fixed(base, st["comm"])
+        e.key = key if not fixed[1].startswith("[") else None  # no cmdline yet: ask again
+        e.fixed, e.ticks, e.t = fixed, st["ticks"], now
+        user, cmd, nspid = fixed
+        row = {
+            "pid": st["pid"], "ppid": st["ppid"], "pgid": st["pgid"], "sid": st["sid"],
+            "state": st["state"], "start_ticks": st["start_ticks"],
+            "rss_kb": st["rss_pages"] * self.page_kb, "cpu_pct": None, "user": user,
+            "cmd": cmd, "nspid": nspid,
+        }  # type: dict  # fmt: skip
+        e.row = row
+        before = was.row if was is not None else None
+        if was is None or not before or before["start_ticks"] != st["start_ticks"] or now <= was.t:
+            return e  # new, another process under a reused PID, or no time passed
+        used = st["ticks"] - was.ticks
+        row["cpu_pct"] = round(100.0 * used / self.clk_tck / (now - was.t), 1)
+        e.cold = used == 0 and e.key is not None and self.idle(row, groups)
+        if used == 0:
+            e.ticks, e.t = was.ticks, was.t  # its CPU is next measured over the idle span
+        return e
+
+    def again(self, last: Seen, now: float) -> Seen:
+        """``last`` read again with the same stat bytes: no CPU used since."""
+        row = last.row
+        if row is not None and row["cpu_pct"] != 0.0 and now > last.t:
+            row = dict(row, cpu_pct=0.0)
+            last.row = row
+        last.cold = row is None or self.idle(row, self.groups)
+        return last
+
+    @staticmethod
+    def idle(row: dict, groups) -> bool:
+        return (
+            row["state"] in IDLE_STATES and row["pgid"] not in groups and row["sid"] not in groups
+        )
+
+    def fixed(self, base: str, comm: str):
+        """(user, cmd, nspid): what does not change while the process runs one program."""
+        status = read_bytes(base + "/status").decode("utf-8", "replace")
+        cmd = read_bytes(base + "/cmdline", CMD_CAP).decode("utf-8", "replace")
+        uid = nspid = None
+        for line in status.splitlines():
+            key, _, val = line.partition(":")
+            if key == "Uid" or key == "NSpid":
+                vals = [int(x) for x in val.split() if x.isdigit()]
+                if key == "Uid" and len(vals) > 1:
+                    uid = vals[1]  # effective uid, as ps shows
+                elif key == "NSpid":
+                    nspid = vals
+        cmd = cmd.replace("\0", " ").strip() or "[%s]" % comm
+        return self.user(uid), cmd, nspid or []
+
+    def user(self, uid):
+        if uid is None:
+            return "?"
+        if uid not in self.users:
+            try:
+                self.users[uid] = pwd.getpwuid(uid).pw_name
+            except KeyError:
+                self.users[uid] = str(uid)
+        return self.users[uid]
