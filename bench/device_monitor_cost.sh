@@ -59,7 +59,9 @@ done
 # does on a GPU host (this tree beside 6edd788), and the 100,000-line flood's key waits.
 if [ "${PROBE:-0}" = 1 ]; then
   echo "== probe_cost.py --gpu real" | tee -a "$OUT/device_monitor_cost.log"
-  timeout 200 python3 bench/probe_cost.py --gpu real --samples 20 2>&1 |
+  old=()
+  [ -d .baseline-6edd788/tui ] && old=(--old-dir "$PWD/.baseline-6edd788")
+  timeout 200 python3 bench/probe_cost.py --gpu real --samples 20 "${old[@]}" 2>&1 |
     tee -a "$OUT/device_monitor_cost.log"
   echo "== log_flood.py" | tee -a "$OUT/device_monitor_cost.log"
   timeout 120 python3 bench/log_flood.py 2>&1 | tee -a "$OUT/device_monitor_cost.log"

@@ -459,7 +459,8 @@ def main() -> None:
     print(text)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-        name = f"monitor_cost_{args.b}" + ("_topology" if args.topology else "")
+        topo = "".join(c if c.isalnum() else "-" for c in args.topology or "")
+        name = f"monitor_cost_{args.b}" + (f"_topology_{topo}" if args.topology else "")
         (args.out / f"{name}.json").write_text(json.dumps(doc, indent=1, default=str))
         (args.out / f"{name}.md").write_text(text + "\n")
 

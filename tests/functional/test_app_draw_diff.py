@@ -135,3 +135,26 @@ async def test_a_quiet_screen_keeps_no_timer_running() -> None:
         wait.stop()
         await pilot.pause()
         assert bar.auto_refresh is None
+
+
+async def test_opening_the_filter_box_on_a_quiet_log_keeps_it_at_its_end() -> None:
+    """The flush timer has paused (no samples come any more); the filter box takes three rows
+    from the tails, which leaves a following tail short of its end until something scrolls it:
+    the tail's resize wakes the timer, and the newest line is on screen again."""
+    snaps = scenes.healthy_run()
+    many = tuple(f"step={i} loss=1.0 tok/s=100" for i in range(300))
+    last = snaps[-1]
+    logs = (dataclasses.replace(last.logs[0], lines=last.logs[0].lines + many),)
+    snaps = [*snaps[:-1], dataclasses.replace(last, logs=logs)]
+    app = DflashApp(Config(), source=ScriptedSource(snaps))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.samples >= len(snaps))
+        area = app.detail().query_one(LogArea)
+        await until(pilot, lambda: not area.flushing)
+        view = next(iter(area.tails.values())).log_view
+        assert view.is_vertical_scroll_end
+        height = view.scrollable_content_region.height
+        area.open_filter()
+        await until(pilot, lambda: view.scrollable_content_region.height < height)
+        await until(pilot, lambda: view.is_vertical_scroll_end)
+        assert many[-1] in screen_text(app)

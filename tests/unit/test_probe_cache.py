@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -97,12 +98,13 @@ def test_unchanged_stat_is_not_parsed_again(monkeypatch: pytest.MonkeyPatch) -> 
             p.wait()
 
 
-def _settled(pid: int) -> None:
-    """Wait until the process is past its exec and start-up: asleep, its stat bytes still."""
+def _settled(pid: int, state: str = " S ") -> None:
+    """Wait until the process is past its exec and start-up (or a signal): in ``state``, its
+    stat bytes still."""
     stat, last = Path(f"/proc/{pid}/stat"), b""
     for _ in range(50):
         now = stat.read_bytes()
-        if now == last and b") S " in now:
+        if now == last and (")" + state).encode() in now:
             return
         last = now
         time.sleep(0.1)
@@ -147,6 +149,7 @@ def test_the_run_busy_and_stopped_processes_are_read_every_sample(reads: list[st
         for p in (group, stopped, gone):
             _settled(p.pid)
         stopped.send_signal(signal.SIGSTOP)
+        _settled(stopped.pid, " T ")
         procs, samples = probe.Procs(), 2 * probe.COLD_EVERY
         for _ in range(samples):
             procs.read([], groups={group.pid})
@@ -174,6 +177,7 @@ def test_an_idle_stranger_that_changes_is_seen_within_cold_every_samples() -> No
             procs.read([])
         assert str(p.pid) in procs.cold
         p.send_signal(signal.SIGSTOP)
+        _settled(p.pid, " T ")
         states = []
         for _ in range(probe.COLD_EVERY):
             states.append({r["pid"]: r for r in procs.read([])}[p.pid]["state"])
@@ -267,6 +271,64 @@ def test_the_line_is_the_sample_as_json_and_rows_that_stood_keep_their_text(
     finally:
         p.kill()
         p.wait()
+
+
+def _fake(root: Path, pid: int, comm: str = "job", utime: int = 150, start: int = 7777) -> None:
+    """A /proc/PID of a sleeping process in its own group and session, under ``root``."""
+    d = root / str(pid)
+    d.mkdir(exist_ok=True)
+    rest = ["S", 1, pid, pid, 0, -1, 0x400100, 0, 0, 0, 0, utime, 50, 0, 0, 0, 0, 0, 0, start]
+    (d / "stat").write_text(f"{pid} ({comm}) " + " ".join(map(str, rest)) + " 0 25 0 0\n")
+    (d / "status").write_text("Uid:\t0\t0\t0\t0\n")
+    (d / "cmdline").write_bytes(comm.encode() + b"\0")
+
+
+def test_cpu_after_an_idle_stretch_is_measured_since_the_previous_reading(
+    tmp_path: Path,
+) -> None:
+    """A process idle for several readings, then busy: its CPU is what it used since the
+    reading before, not spread over the whole idle stretch."""
+    _fake(tmp_path, 100)
+    table = probe.Procs(str(tmp_path))
+    for _ in range(5):  # its own group is watched: read every sample, idle every time
+        table.read([], groups={100})
+        time.sleep(0.05)
+    before = time.monotonic()
+    table.read([], groups={100})
+    time.sleep(0.1)
+    _fake(tmp_path, 100, utime=150 + table.clk_tck)  # one second of CPU since
+    (row,) = table.read([], groups={100})
+    at_most = time.monotonic() - before  # the two readings were at most this far apart
+    assert row["cpu_pct"] >= 100.0 / at_most * 0.99
+
+
+def test_new_groups_keep_what_the_table_knew(tmp_path: Path) -> None:
+    """The run's groups change (a new run): every entry is read, and CPU is still measured
+    against the previous readings (not None for the whole table)."""
+    _fake(tmp_path, 100)
+    table = probe.Procs(str(tmp_path))
+    table.read([])
+    table.read([])
+    _fake(tmp_path, 100, utime=150 + table.clk_tck)
+    (row,) = table.read([], groups={7})
+    assert row["cpu_pct"] is not None and row["cpu_pct"] > 0
+
+
+def test_a_reused_pid_is_read_at_once(tmp_path: Path) -> None:
+    """A cold PID whose /proc directory is another one (a new process under the old number)
+    is read on the sample it appears, not on the old one's turn."""
+    _fake(tmp_path, 402, comm="oldjob", start=5000)
+    table = probe.Procs(str(tmp_path))
+    for _ in range(3):
+        table.read([])
+    assert "402" in table.cold
+    (tmp_path / "new").mkdir()
+    _fake(tmp_path / "new", 402, comm="newjob", start=9000)  # made while the old one exists
+    shutil.rmtree(tmp_path / "402")
+    (tmp_path / "new" / "402").rename(tmp_path / "402")
+    table.turn = 402 % probe.COLD_EVERY + 1  # not the old entry's turn
+    (row,) = table.read([])
+    assert row["cmd"] == "newjob" and row["start_ticks"] == 9000
 
 
 def test_read_bytes_reads_a_file_that_answers_in_pieces(tmp_path: Path) -> None:

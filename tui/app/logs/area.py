@@ -88,6 +88,10 @@ class LogArea(Vertical):
     def on_resize(self) -> None:
         self.wake()  # a new width or height: wrapped lines are cut again, the end scrolled to
 
+    def on_log_tail_resized(self, msg: LogTail.Resized) -> None:
+        msg.stop()
+        self.wake()
+
     def wake(self) -> None:
         """Run the flush timer again (it pauses itself once nothing is left to draw)."""
         self._idle_ticks = 0

@@ -14,6 +14,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.message import Message
 from textual.widgets import Log, Static
 
 from dflash_tui.app.logs.lines import ERROR_RE, MAX_LINES, LineStore
@@ -120,6 +121,13 @@ class LogTail(Vertical):
             self.missing_from = None
         if self.is_mounted:
             self.redraw()
+
+    class Resized(Message):
+        """The tail's size changed (another tail came or went, the filter or search box
+        opened): a following tail is off its end until the next flush."""
+
+    def on_resize(self) -> None:
+        self.post_message(self.Resized())
 
     @property
     def waiting(self) -> bool:

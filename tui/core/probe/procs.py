@@ -7,9 +7,11 @@ With a thousand processes, opening every /proc/PID/stat each sample costs more t
 the probe together (~15 us of kernel time each). Most of them sleep: a process that was asleep
 (state S or I) and used no CPU since its last reading, outside the run's process groups and
 off the GPUs, is re-read only on its turn, once every COLD_EVERY samples; until then its row is
-the one last read. New PIDs are read at once, gone PIDs leave at once (the directory listing is
-read every sample), so only an idle stranger's state, CPU and RSS may be up to COLD_EVERY - 1
-samples old (docs/internals.md, "Process table").
+the one last read. New PIDs, and PIDs reused by another process (the /proc directory's inode
+changed), are read at once and gone PIDs leave at once (the directory is listed every sample),
+so only an idle stranger's own row (its state, CPU and RSS, its command line if it ran exec
+meanwhile) may be up to COLD_EVERY - 1 samples old (docs/internals.md, "Probe process table
+cache").
 """
 
 import json
@@ -50,15 +52,21 @@ def parse_stat(text: str):
 class Seen:
     """What the table knows of one /proc entry since its last reading."""
 
-    __slots__ = ("cold", "fixed", "key", "pid", "raw", "row", "t", "ticks", "turn")
+    __slots__ = ("cold", "fixed", "ino", "key", "pid", "raw", "row", "t", "ticks", "turn")
 
     def __init__(self, pid: int, raw: bytes):
         self.pid, self.turn, self.raw = pid, pid % COLD_EVERY, raw
+        self.ino = 0  # the /proc/PID directory's inode: a reused PID has another one
         self.key = None  # type: tuple | None  # (pid, start ticks, comm) once known for good
         self.fixed = None  # type: tuple | None  # (user, cmd, nspid)
         self.row = None  # type: dict | None  # the row sent; None for a kernel thread
-        self.ticks, self.t = 0, 0.0  # CPU ticks at the last reading, and when
+        self.ticks, self.t = 0, 0.0  # CPU ticks at the previous reading, and when
         self.cold = False  # idle at its last reading: read again on its turn only
+
+    def stands(self, ino: int, turn: int, watch) -> bool:
+        """Whether the last reading may stand for this sample: idle, not its turn, the same
+        /proc directory (not a reused PID), not a GPU's process."""
+        return self.cold and self.turn != turn and self.ino == ino and self.pid not in watch
 
 
 class Procs:
@@ -72,8 +80,9 @@ class Procs:
     are those of the previous reading (an idle process: most of a big table) is not parsed
     again: its row is the previous one. An idle process (``cold``: asleep, no CPU since its
     previous reading, outside ``groups``) and a kernel thread are not even read until their
-    turn (module docstring), unless the PID is in ``watch`` (the GPUs' processes); a change
-    of ``groups`` (the run's and earlier runs' groups) reads every entry once.
+    turn (module docstring), unless the PID is in ``watch`` (the GPUs' processes) or its
+    /proc directory is another one (a reused PID: another inode); a change of ``groups`` (the
+    run's and earlier runs' groups) reads every entry once, keeping what it knew.
     """
 
     def __init__(self, root: str = "/proc"):
@@ -93,17 +102,16 @@ class Procs:
     def read(self, errors: list, watch=(), groups=()) -> list:
         now, procs, seen, denied = time.monotonic(), [], {}, []
         turn, self.turn = self.turn % COLD_EVERY, self.turn + 1
-        groups = set(groups)
-        old = self.seen if groups == self.groups else {}  # new groups: every entry is read
-        self.groups = groups
+        groups, old = set(groups), self.seen
+        force, self.groups = groups != self.groups, groups  # new groups: every entry is read
         try:
-            names = [n for n in os.listdir(self.root) if n.isdigit()]
+            entries = [(d.name, d.inode()) for d in os.scandir(self.root) if d.name.isdigit()]
         except OSError as exc:
             errors.append("cannot list %s: %s" % (self.root, exc))
             return []
-        for name in names:
+        for name, ino in entries:
             e = old.get(name)
-            if e is not None and e.cold and e.turn != turn and e.pid not in watch:
+            if e is not None and not force and e.stands(ino, turn, watch):
                 seen[name] = e  # not its turn: the row last read stands (nobody edits it)
                 if e.row is not None:
                     procs.append(e.row)
@@ -117,7 +125,7 @@ class Procs:
                 continue
             if e is None:
                 continue
-            seen[name] = e
+            e.ino, seen[name] = ino, e
             if e.row is not None:
                 procs.append(e.row)
         self.seen = seen  # what is not seen now has gone
@@ -173,8 +181,6 @@ class Procs:
         used = st["ticks"] - was.ticks
         row["cpu_pct"] = round(100.0 * used / self.clk_tck / (now - was.t), 1)
         e.cold = used == 0 and e.key is not None and self.idle(row, groups)
-        if used == 0:
-            e.ticks, e.t = was.ticks, was.t  # its CPU is next measured over the idle span
         return e
 
     def again(self, last: Seen, now: float) -> Seen:
@@ -183,6 +189,7 @@ class Procs:
         if row is not None and row["cpu_pct"] != 0.0 and now > last.t:
             row = dict(row, cpu_pct=0.0)
             last.row = row
+        last.t = now  # the next reading measures its CPU from this one
         last.cold = row is None or self.idle(row, self.groups)
         return last
 
