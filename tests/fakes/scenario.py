@@ -41,6 +41,7 @@ ENV_VARS = (
     "FAKE_NVML_V1_ONLY",
     "FAKE_NVML_HANG",
     "FAKE_NVML_HEALTH",
+    "FAKE_NVML_RELOAD",
 )
 # Bus ids of an 8-GPU HGX H200 board.
 BUS_IDS = ("18", "2A", "3A", "5D", "9A", "AB", "BA", "DB")
