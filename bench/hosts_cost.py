@@ -126,7 +126,7 @@ def report(results: dict[str, list[dict[str, float]]], args: argparse.Namespace)
     """Medians (min-max) as a Markdown table."""
     lines = [
         "| tree | app CPU % of a core | app own process % | app ms/sample | app RSS MiB "
-        "| sshd side (8 hosts' probes) % |",
+        "| sshd side (the hosts' probes) % |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for label, rows in results.items():
@@ -137,7 +137,8 @@ def report(results: dict[str, list[dict[str, float]]], args: argparse.Namespace)
         )
     lines.append("")
     lines.append(
-        f"{args.hosts} hosts x 8 moving stand-in GPUs ({args.gpu}) over the loopback sshd, "
+        f"{args.hosts} host{'s' * (args.hosts != 1)} x 8 moving stand-in GPUs ({args.gpu}) "
+        "over the loopback sshd, "
         f"--interval {args.interval:g}, 120x40 pty, medians (min-max) of {args.repeats} windows "
         f"of {args.seconds:g} s after {args.warmup:g} s, {os.cpu_count()} CPU cores"
     )
