@@ -31,6 +31,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -39,7 +40,46 @@ sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests"), str(ROOT / "tests" / "
 
 from fakes.scenario import FAKES, NVML_FAKE_DIR  # noqa: E402
 from loopback_sshd import ALIAS, LoopbackSshd, sshd_unavailable  # noqa: E402
-from monitor_cost import WORK, Monitor, StandIn, dflash_monitor, measure, running  # noqa: E402
+from monitor_cost import (  # noqa: E402
+    WORK,
+    Monitor,
+    StandIn,
+    dflash_monitor,
+    measure,
+    running,
+    tree,
+)
+
+
+def probes(sshd_pid: int) -> int:
+    """Python probes streaming under the sshd now (one per connected host)."""
+    n = 0
+    for pid in tree(sshd_pid):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        n += argv[0].rsplit(b"/", 1)[-1].startswith(b"python") and b"--interval" in b" ".join(argv)
+    return n
+
+
+class ProbeCount:
+    """The most probes seen under the sshd during a window (every host must be sampled, or
+    the app's figure is that of fewer hosts)."""
+
+    def __init__(self, sshd_pid: int) -> None:
+        self.pid, self.most, self.stop = sshd_pid, 0, threading.Event()
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+        self.thread.start()
+
+    def _watch(self) -> None:
+        while not self.stop.wait(2.0):
+            self.most = max(self.most, probes(self.pid))
+
+    def close(self) -> int:
+        self.stop.set()
+        self.thread.join()
+        return self.most
 
 
 def write_config(path: Path, hosts: int, runs: Path) -> Path:
@@ -102,12 +142,16 @@ def run(args: argparse.Namespace) -> dict[str, list[dict[str, float]]]:
             return results
         for rep in range(args.repeats):
             for mon in mons:  # interleaved: A, B, A, B, ...
+                count = ProbeCount(server.proc.pid)
                 r = measure(mon, args.interval, args.seconds, args.warmup, sshd)
+                if count.close() < args.hosts:
+                    raise SystemExit(f"{mon.label}: {count.most} of {args.hosts} hosts' probes ran")
                 results.setdefault(mon.label, []).append(r)
                 print(
                     f"  rep {rep + 1} {mon.label}: app tree {r['cpu_pct']:.2f} % "
                     f"(own {r['own_pct']:.2f} %), {r['ms_per_sample']:.1f} ms/sample; "
-                    f"sshd side {r['sshd_cpu_pct']:.1f} %; {r['rss_mib']:.0f} MiB",
+                    f"sshd side {r['sshd_cpu_pct']:.1f} % ({count.most} probes); "
+                    f"{r['rss_mib']:.0f} MiB",
                     flush=True,
                 )
     finally:
