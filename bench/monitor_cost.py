@@ -29,6 +29,7 @@ with --steady they stay as they are (what a drawing that skips the unchanged sav
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fcntl
 import json
 import os
@@ -42,7 +43,7 @@ import tempfile
 import termios
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -204,11 +205,20 @@ class Monitor:
 
 
 def dflash_monitor(
-    label: str, tree_dir: Path, home: Path, base_env: dict[str, str], topology: str | None = None
+    label: str,
+    tree_dir: Path,
+    home: Path,
+    base_env: dict[str, str],
+    args: list[str] | None = None,
+    topology: str | None = None,
 ) -> Monitor:
+    """``args`` follow ``--interval S`` (default: ``--run-root HOME/runs``), then
+    ``--topology T`` when given."""
     farm = link_farm(tree_dir, home / "py")
     run_root = home / "runs"
     run_root.mkdir(parents=True, exist_ok=True)
+    tail = ["--run-root", str(run_root)] if args is None else list(args)
+    tail += ["--topology", topology] if topology else []
     # The links first: a PYTHONPATH already set (the device's wheels in /tmp/site) after them.
     path = os.pathsep.join(p for p in (str(farm), base_env.get("PYTHONPATH", "")) if p)
     env = dict(base_env, PYTHONPATH=path, XDG_CONFIG_HOME=str(home / "config"))
@@ -216,8 +226,7 @@ def dflash_monitor(
 
     def argv(interval: float) -> list[str]:
         cli = [sys.executable, "-m", "dflash_tui.cli.main", "--interval", f"{interval:g}"]
-        topo = ["--topology", topology] if topology else []
-        return [*cli, "--run-root", str(run_root), *topo]
+        return [*cli, *tail]
 
     return Monitor(label, argv, env)
 
@@ -242,8 +251,10 @@ def drain(fd: int, sink: list[int]) -> None:
         sink[0] += len(data)
 
 
-def measure(mon: Monitor, interval: float, seconds: float, warmup: float) -> dict[str, float]:
-    """One window: CPU % of a core and peak RSS MiB of the monitor's whole tree."""
+@contextlib.contextmanager
+def running(mon: Monitor, interval: float) -> Iterator[tuple[subprocess.Popen[bytes], list[int]]]:
+    """The monitor in a 120x40 pty (its master drained by a thread, the bytes it wrote counted
+    in the list), killed with its group on the way out."""
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
     env = dict(mon.env, TERM="xterm-256color", LANG="C.UTF-8", COLUMNS=str(COLS), LINES=str(ROWS))
@@ -263,16 +274,7 @@ def measure(mon: Monitor, interval: float, seconds: float, warmup: float) -> dic
     reader = threading.Thread(target=drain, args=(master, written), daemon=True)
     reader.start()
     try:
-        time.sleep(warmup)
-        if p.poll() is not None:
-            raise SystemExit(f"{mon.label} exited with {p.returncode} during the warm-up")
-        t0, c0, o0, peak = time.monotonic(), tree_ticks(p.pid), own_ticks(p.pid), 0
-        while time.monotonic() - t0 < seconds:
-            peak = max(peak, tree_rss(p.pid))
-            time.sleep(0.25)
-        c1, o1, t1 = tree_ticks(p.pid), own_ticks(p.pid), time.monotonic()
-        if p.poll() is not None:
-            raise SystemExit(f"{mon.label} exited with {p.returncode} while measured")
+        yield p, written
     finally:
         try:
             os.killpg(p.pid, signal.SIGKILL)
@@ -281,8 +283,39 @@ def measure(mon: Monitor, interval: float, seconds: float, warmup: float) -> dic
         p.wait()
         os.close(master)
         reader.join(2)
+
+
+def measure(
+    mon: Monitor,
+    interval: float,
+    seconds: float,
+    warmup: float,
+    others: dict[str, int] | None = None,
+) -> dict[str, float]:
+    """One window: CPU % of a core and peak RSS MiB of the monitor's whole tree; ``others``
+    (name: root PID, e.g. an sshd serving the monitor) get ``NAME_cpu_pct`` and
+    ``NAME_ms_per_sample`` of their trees over the same window."""
+    others = others or {}
+    with running(mon, interval) as (p, written):
+        time.sleep(warmup)
+        if p.poll() is not None:
+            raise SystemExit(f"{mon.label} exited with {p.returncode} during the warm-up")
+        x0 = {name: tree_ticks(pid) for name, pid in others.items()}
+        t0, c0, o0, peak = time.monotonic(), tree_ticks(p.pid), own_ticks(p.pid), 0
+        while time.monotonic() - t0 < seconds:
+            peak = max(peak, tree_rss(p.pid))
+            time.sleep(0.25)
+        c1, o1, t1 = tree_ticks(p.pid), own_ticks(p.pid), time.monotonic()
+        x1 = {name: tree_ticks(pid) for name, pid in others.items()}
+        if p.poll() is not None:
+            raise SystemExit(f"{mon.label} exited with {p.returncode} while measured")
     cpu_s, own_s = (c1 - c0) / CLK_TCK, (o1 - o0) / CLK_TCK
-    return {
+    out = {}
+    for name in others:
+        x_s = (x1[name] - x0[name]) / CLK_TCK
+        out[f"{name}_cpu_pct"] = 100.0 * x_s / (t1 - t0)
+        out[f"{name}_ms_per_sample"] = 1000.0 * x_s * interval / (t1 - t0)
+    return out | {
         "own_pct": 100.0 * own_s / (t1 - t0),
         "own_ms_per_sample": 1000.0 * own_s * interval / (t1 - t0),
         "cpu_pct": 100.0 * cpu_s / (t1 - t0),
@@ -345,13 +378,13 @@ def run(args: argparse.Namespace) -> dict:
     if stand_in is not None:
         env.update(stand_in.env)
     try:
-        a = dflash_monitor("this tree", ROOT, home / "a", env, args.topology)
+        a = dflash_monitor("this tree", ROOT, home / "a", env, topology=args.topology)
         if args.b == "nvitop":
             b = nvitop_monitor(env)
         else:
             tree_dir = args.baseline_dir or baseline_tree(args.baseline_rev)
             b = dflash_monitor(
-                f"baseline {args.baseline_rev}", tree_dir, home / "b", env, args.topology
+                f"baseline {args.baseline_rev}", tree_dir, home / "b", env, topology=args.topology
             )
         results: dict[str, dict[str, list[dict[str, float]]]] = {}
         intervals = [float(s) for s in args.intervals.split(",")]

@@ -41,6 +41,7 @@ ENV_VARS = (
     "FAKE_NVML_V1_ONLY",
     "FAKE_NVML_HANG",
     "FAKE_NVML_HEALTH",
+    "FAKE_NVML_RELOAD",
 )
 # Bus ids of an 8-GPU HGX H200 board.
 BUS_IDS = ("18", "2A", "3A", "5D", "9A", "AB", "BA", "DB")
@@ -203,10 +204,13 @@ class FakeSmi:
             self.mp.setenv("FAKE_SMI_RAW" if name == "gpu" else "FAKE_SMI_RAW_APPS", str(path))
         self.mp.setenv("FAKE_SMI_RC", str(rc))
 
-    def nvml(self, v1_only: bool = False, hang: bool = False) -> None:
-        """Make the fake ``pynvml`` work, playing the current scenario (NVML units)."""
+    def nvml(self, v1_only: bool = False, hang: bool = False, reload: bool = False) -> None:
+        """Make the fake ``pynvml`` work, playing the current scenario (NVML units); with
+        ``reload`` a live probe sees the scenario file's changes."""
         assert self.scenario_path is not None
         self.mp.setenv("FAKE_NVML_SCENARIO", str(self.scenario_path))
+        if reload:
+            self.mp.setenv("FAKE_NVML_RELOAD", "1")
         if v1_only:
             self.mp.setenv("FAKE_NVML_V1_ONLY", "1")
         if hang:

@@ -13,7 +13,17 @@ from pathlib import Path
 
 import pytest
 from fakes.proberun import PROBE, PROBE_FILES, SOURCE, ProbeStream, python3, run_probe
-from fakes.scenario import FAKES, H200, SEED_CSV, app, box, build_bundled, gpu, load
+from fakes.scenario import (
+    FAKES,
+    H200,
+    SEED_CSV,
+    app,
+    box,
+    build_bundled,
+    gpu,
+    load,
+    write_scenario,
+)
 
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.probe import main as probe
@@ -361,6 +371,24 @@ def test_nvml_memory_means_what_nvidia_smi_means(fake_smi) -> None:
     assert via_smi["telemetry"]["source"] == "nvidia-smi"
     assert out["gpus"] == via_smi["gpus"]  # every field, both sources
     assert out["gpu_procs"] == via_smi["gpu_procs"]
+
+
+def test_nvml_reload_plays_a_scenario_that_moves(fake_smi, tmp_path: Path) -> None:
+    """bench/hosts_cost.py's moving GPUs under a long-lived probe: with FAKE_NVML_RELOAD the
+    fake reads the rewritten scenario; without it, only what nvmlInit read."""
+    path = tmp_path / "moving.json"
+    for reload in (False, True):
+        write_scenario(path, [gpu(0, util=10)])
+        fake_smi.use(path)
+        fake_smi.nvml(reload=reload)
+        with ProbeStream(interval=0.1) as s:
+            first = s.next()
+            assert first["telemetry"]["source"] == "nvml" and first["gpus"][0]["util"] == 10
+            write_scenario(path, [gpu(0, util=77)])
+            if reload:
+                s.until(lambda d: d["gpus"][0]["util"] == 77)
+            else:
+                assert [s.next()["gpus"][0]["util"] for _ in range(5)] == [10] * 5
 
 
 def test_nvml_v1_only_reports_used_with_reserve(fake_smi) -> None:

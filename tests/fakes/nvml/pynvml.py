@@ -5,7 +5,9 @@ probe falls back to the (fake) nvidia-smi. With it, NVML plays the same scenario
 fake nvidia-smi, in NVML's units (bytes, milliwatts) and with NVML's memory semantics: v1 ``used``
 includes the driver's reserved memory (1626 MiB where nvidia-smi says 1011 MiB + 616 reserved),
 v2 has ``reserved`` apart. FAKE_NVML_V1_ONLY=1: a library without the v2 call.
-FAKE_NVML_HANG=1: nvmlDeviceGetCount never returns (a wedged driver).
+FAKE_NVML_HANG=1: nvmlDeviceGetCount never returns (a wedged driver). FAKE_NVML_RELOAD=1:
+nvmlDeviceGetCount reads the scenario again when the file changed (readings that move under a
+long-lived probe); without it the scenario is read once, at nvmlInit.
 
 Health: FAKE_NVML_HEALTH names a recorded health reading in the shape bench/device_health.sh
 writes (its nvml_raw.json): per GPU, retired pages, remapped rows, the PCIe replay counter, each
@@ -57,14 +59,22 @@ def _num(v, kind=int):
     return kind(v.split(" ")[0])
 
 
-def nvmlInit():
-    path = os.environ.get("FAKE_NVML_SCENARIO")
-    if not path:
-        raise NVMLError("NVML Shared Library Not Found")
+_loaded = [None]  # the scenario file's mtime when last read
+
+
+def _load(path):
+    _loaded[0] = os.stat(path).st_mtime_ns
     with open(path) as f:
         data = json.load(f)
     _gpus[:] = data.get("gpus", [])
     _apps[:] = data.get("apps", [])
+
+
+def nvmlInit():
+    path = os.environ.get("FAKE_NVML_SCENARIO")
+    if not path:
+        raise NVMLError("NVML Shared Library Not Found")
+    _load(path)
 
 
 def nvmlShutdown():
@@ -75,6 +85,9 @@ def nvmlDeviceGetCount():
     if os.environ.get("FAKE_NVML_HANG"):
         while True:
             time.sleep(3600)
+    path = os.environ.get("FAKE_NVML_SCENARIO")
+    if os.environ.get("FAKE_NVML_RELOAD") and path and os.stat(path).st_mtime_ns != _loaded[0]:
+        _load(path)  # readings that move while one process reads them (bench/hosts_cost.py)
     return len(_gpus)
 
 

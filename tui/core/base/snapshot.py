@@ -89,18 +89,32 @@ _COERCE: dict[str, Any] = {
 }
 
 
-def _build(cls: type[T], d: dict[str, Any], required: tuple[str, ...]) -> T | None:
-    """``cls`` from a probe dict: wrong types become the field's default; a missing or wrong
-    ``required`` field rejects the row (None)."""
+@functools.cache
+def _plan(cls: type) -> tuple[tuple[str, Any], ...]:
+    """Each field's name and converter, worked out once per record class: looking them up
+    per row cost more than the conversion (every sample parses every process row of every
+    host)."""
+    return tuple((f.name, _COERCE[str(f.type)]) for f in fields(cls))
+
+
+def _kwargs(cls: type, d: dict[str, Any], required: tuple[str, ...]) -> dict[str, Any] | None:
+    """The fields of ``cls`` a probe dict gives, converted: wrong types are left out (the
+    field's default); a missing or wrong ``required`` field rejects the row (None)."""
     kw: dict[str, Any] = {}
-    for f in fields(cls):  # type: ignore[arg-type]
-        value = _COERCE[str(f.type)](d.get(f.name))
+    for name, coerce in _plan(cls):
+        value = coerce(d.get(name))
         if value is None:
-            if f.name in required:
+            if name in required:
                 return None
             continue  # keep the dataclass default
-        kw[f.name] = value
-    return cls(**kw)
+        kw[name] = value
+    return kw
+
+
+def _build(cls: type[T], d: dict[str, Any], required: tuple[str, ...]) -> T | None:
+    """``cls`` from a probe dict (see ``_kwargs``)."""
+    kw = _kwargs(cls, d, required)
+    return None if kw is None else cls(**kw)
 
 
 @dataclass(frozen=True)
@@ -209,10 +223,14 @@ class Proc:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Proc | None:
-        p = _build(cls, d, ("pid", "ppid"))
-        if p is None:
+        kw = _kwargs(cls, d, ("pid", "ppid"))
+        if kw is None:
             return None
-        return replace(p, pgid=p.pid if p.pgid < 0 else p.pgid, sid=p.pid if p.sid < 0 else p.sid)
+        # Not read (or nonsense): a group and a session of its own, as the dataclass says.
+        for name in ("pgid", "sid"):
+            if kw.get(name, -1) < 0:
+                kw[name] = kw["pid"]
+        return cls(**kw)
 
     @property
     def container_pid(self) -> int | None:
