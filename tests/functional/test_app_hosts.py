@@ -21,6 +21,7 @@ from dflash_tui.app.gpus.grid import GpuGrid
 from dflash_tui.app.header import RunHeader
 from dflash_tui.app.logs.tail import LogTail
 from dflash_tui.app.overview import HostOverview
+from dflash_tui.app.procs.tree import ProcTree
 from dflash_tui.app.screens import ConfirmScreen, HelpScreen
 from dflash_tui.app.source import Disconnected, ScriptedSource
 from dflash_tui.core.base.config import Config, HostConfig
@@ -116,6 +117,33 @@ async def test_switching_shows_each_host_and_keeps_its_state() -> None:
         assert len(app.host_states[1].timeline.events) == events_b > 0
         tail_a = app.screen.query_one("#host-0").query_one(LogTail)
         assert tail_a.has_class("-missing")
+
+
+async def test_a_hidden_host_keeps_its_samples_and_draws_them_when_shown() -> None:
+    """Issue 16: the pane of a host not on screen does not draw its samples; it keeps what
+    accumulates (every GPU's sparkline point, its log lines, its timeline) and, when shown,
+    draws the latest sample: the same header, findings and panels as a pane that drew all."""
+    seed, healthy = scenes.seed_incident(), scenes.healthy_run()
+    app, _, _ = two_hosts(seed, healthy)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, len(seed), len(healthy))
+        pane_b = app.screen.query_one("#host-1")
+        assert shown(app) == 0 and pane_b.behind is app.host_states[1].last  # type: ignore[attr-defined]
+        grid_b = pane_b.query_one(GpuGrid)
+        assert grid_b.panels and not any(str(p.render()) for p in grid_b.panels.values())
+        assert all(len(p.util_hist) == len(healthy) for p in grid_b.panels.values())
+        assert pane_b.query_one(ProcTree).last is None  # its process tree was not drawn
+        assert app.screen.query_one("#host-1").query_one(LogTail).store.received > 0
+        await pilot.press("2")
+        assert shown(app) == 1 and pane_b.behind is None  # type: ignore[attr-defined]
+        assert "RUNNING" in pane_text(app, 1, RunHeader)
+        tree_last = pane_b.query_one(ProcTree).last
+        assert tree_last is not None and tree_last[0] is healthy[-1]
+        drawn = {i: str(p.render()) for i, p in grid_b.panels.items()}
+        for i, p in grid_b.panels.items():
+            p.redraw()  # what a pane that drew every sample shows
+            assert str(p.render()) == drawn[i]
+        assert all("ok" in text for text in drawn.values())
 
 
 async def test_a_host_that_is_down_shows_on_its_row_while_the_other_updates() -> None:

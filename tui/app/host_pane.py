@@ -87,6 +87,7 @@ class HostPane(Vertical):
         self.down = False  # the link is down (a LinkDown came after the last sample)
         self.stale_s: int | None = None  # seconds since the last sample, while it is stale
         self.diag: Diagnosis | None = None  # the last sample's, for what a finding names
+        self.behind: SampleReady | None = None  # the latest sample, not drawn while hidden
 
     def compose(self) -> ComposeResult:
         yield RunHeader(self.host, self.read_only)
@@ -135,17 +136,44 @@ class HostPane(Vertical):
         self.sample_at, self.interval, self.down = time.monotonic(), diag.interval, False
         self.diag = diag
         self._show_stale(None)  # before the findings: a fresh sample may say OK again
+        # A host not on screen (another host's pane is shown) keeps what accumulates (the
+        # sparklines, log lines, timeline, history) and draws the rest when it is shown.
+        shown = self.display
+        self.behind = None if shown else msg
+        # The header is drawn always: it holds the link's state, which a LinkDown draws too.
         self._draw("header", lambda: self.query_one(RunHeader).show(diag))
-        self._draw("GPUs", lambda: self.query_one(GpuGrid).show(diag))
-        self._draw("metrics", lambda: self.query_one(MetricsStrip).show(msg.progress, msg.metrics))
-        self._draw("host", lambda: self.query_one(HostStrip).show(diag, msg.progress))
+        self._draw("GPUs", lambda: self.query_one(GpuGrid).show(diag, draw=shown))
+        if shown:
+            self._draw_latest(msg, ("metrics", "host"))
         self._draw("logs", lambda: self.query_one(LogArea).show(snap.logs, diag))
-        self._draw("findings", lambda: self.query_one(FindingsList).show(diag.findings))
-        self._draw("processes", lambda: self.query_one(ProcTree).show(snap, diag))
+        if shown:
+            self._draw_latest(msg, ("findings", "processes"))
         self._draw("timeline", lambda: self.query_one(TimelineList).add(msg.events))
         self._draw("history", lambda: self.query_one(HistoryView).add(snap))
-        self._draw("GPU processes", lambda: self.query_one(GpuProcView).show(snap, diag))
+        if shown:
+            self._draw_latest(msg, ("GPU processes",))
         return True
+
+    def catch_up(self) -> None:
+        """Shown again: draw the latest sample's views that were not drawn while hidden."""
+        msg, self.behind = self.behind, None
+        if msg is None or not self.can_draw:
+            return
+        self._draw("GPUs", self.query_one(GpuGrid).redraw)
+        self._draw_latest(msg, ("metrics", "host", "findings", "processes", "GPU processes"))
+
+    def _draw_latest(self, msg: SampleReady, views: Sequence[str]) -> None:
+        """The views that show only the latest sample (nothing of theirs accumulates)."""
+        snap, diag = msg.snapshot, msg.diagnosis
+        draws: dict[str, Callable[[], None]] = {
+            "metrics": lambda: self.query_one(MetricsStrip).show(msg.progress, msg.metrics),
+            "host": lambda: self.query_one(HostStrip).show(diag, msg.progress),
+            "findings": lambda: self.query_one(FindingsList).show(diag.findings),
+            "processes": lambda: self.query_one(ProcTree).show(snap, diag),
+            "GPU processes": lambda: self.query_one(GpuProcView).show(snap, diag),
+        }
+        for what in views:
+            self._draw(what, draws[what])
 
     def show_link_down(self, text: str, findings: Sequence[Finding]) -> None:
         """The link is down: the header and the findings say so, with the countdown."""

@@ -160,9 +160,10 @@ class MainScreen(Screen[None], inherit_bindings=False):
     def show_pane(self, index: int) -> None:
         if len(self.hosts) > 1:
             self.query_one("#hosts", ContentSwitcher).current = pane_id(index)
+            pane = self.query_one(f"#{pane_id(index)}", HostPane)
+            pane.catch_up()  # what it did not draw while another host was shown
             # Its header tells which problem GPUs are out of sight: check once it is laid out.
-            header = self.query_one(f"#{pane_id(index)}", HostPane).query_one(RunHeader)
-            self.call_after_refresh(header.recheck)
+            self.call_after_refresh(pane.query_one(RunHeader).recheck)
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         # Lines added while the timeline was hidden could not scroll it; show the newest now.

@@ -97,7 +97,9 @@ class GpuGrid(ScrollableContainer, can_focus=True):
         widget = self.lines.get(index) if self.fit.compact else self.panels.get(index)
         return widget.region if widget is not None else None
 
-    def show(self, diag: Diagnosis) -> None:
+    def show(self, diag: Diagnosis, draw: bool = True) -> None:
+        """One diagnosed sample; ``draw`` False: the panels keep it without drawing (their
+        host is not on screen; ``redraw`` draws the latest when it is)."""
         active = diag.run_state in ACTIVE
         seen = set()
         new = []
@@ -107,19 +109,26 @@ class GpuGrid(ScrollableContainer, can_focus=True):
             if panel is None:
                 panel = self.panels[view.index] = GpuPanel(view.index)
                 new.append(panel)
-            panel.show(view, diag.time, active)
+            panel.show(view, diag.time, active, draw)
         for index in [i for i in self.panels if i not in seen]:
             self.panels.pop(index).remove()
             self.lines.pop(index).remove()
         self._mount_in_order(new)
         if new or len(seen) != len(self.panels):
             self.refit()
-        if self.fit.compact:
+        if self.fit.compact and draw:
             self._redraw_lines()
         note = self.query_one("#no-gpus", Static)
         note.display = not self.panels
         if not self.panels:
             note.update(_no_gpus_text(diag))
+
+    def redraw(self) -> None:
+        """Draw what the panels kept (the latest sample of a host shown again)."""
+        for panel in self.panels.values():
+            panel.redraw()
+        if self.fit.compact:
+            self._redraw_lines()
 
     def show_stale(self, age: int | None) -> None:
         """No sample for ``age`` seconds (None: fresh): every panel is greyed and says so."""

@@ -71,7 +71,9 @@ class GpuPanel(Static, Themed):
         self.mem_hist.clear()
         self.since = {}
 
-    def show(self, view: GpuView, now: float, run_active: bool) -> None:
+    def show(self, view: GpuView, now: float, run_active: bool, draw: bool = True) -> None:
+        """One sample into the panel; ``draw`` False: kept (sparklines, labels' start times)
+        but not drawn (a host not on screen draws its latest when shown)."""
         self.remember(view.gpu)
         self.view, self.now, self.run_active = view, now, run_active
         # The diagnosis looks back about a minute; remember since when each label has held
@@ -79,7 +81,8 @@ class GpuPanel(Static, Themed):
         self.since = {
             lb.code: min(lb.since, self.since.get(lb.code, lb.since)) for lb in view.labels
         }
-        self.redraw()
+        if draw:
+            self.redraw()
 
     def show_stale(self, age: int | None) -> None:
         if age != self.stale_s:
