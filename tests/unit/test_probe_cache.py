@@ -166,16 +166,22 @@ def test_the_run_busy_and_stopped_processes_are_read_every_sample(reads: list[st
             p.wait()
 
 
+def _cold_sleeper(start_new_session: bool = False) -> tuple[subprocess.Popen[bytes], probe.Procs]:
+    """A settled ``sleep`` that a new table has read until it went cold."""
+    p = subprocess.Popen(["sleep", "60"], start_new_session=start_new_session)
+    _settled(p.pid)
+    procs = probe.Procs()
+    for _ in range(3):
+        procs.read([])
+    assert str(p.pid) in procs.cold
+    return p, procs
+
+
 def test_an_idle_stranger_that_changes_is_seen_within_cold_every_samples() -> None:
     """The bound on how old an idle stranger's row may be: stopped (S -> T) after it went
     cold, its new state shows within COLD_EVERY samples, and from then on every sample."""
-    p = subprocess.Popen(["sleep", "60"])
+    p, procs = _cold_sleeper()
     try:
-        _settled(p.pid)
-        procs = probe.Procs()
-        for _ in range(3):
-            procs.read([])
-        assert str(p.pid) in procs.cold
         p.send_signal(signal.SIGSTOP)
         _settled(p.pid, " T ")
         states = []
@@ -191,13 +197,8 @@ def test_an_idle_stranger_that_changes_is_seen_within_cold_every_samples() -> No
 def test_new_groups_read_every_entry_once(reads: list[str]) -> None:
     """A new run's groups: an idle process that is now in them is read that very sample (and
     every sample after), not on its turn."""
-    p = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    p, procs = _cold_sleeper(start_new_session=True)
     try:
-        _settled(p.pid)
-        procs = probe.Procs()
-        for _ in range(3):
-            procs.read([])
-        assert str(p.pid) in procs.cold
         before = _stat_reads(reads, p.pid)
         for i in range(probe.COLD_EVERY):
             procs.read([], groups={p.pid})
