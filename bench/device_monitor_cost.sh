@@ -22,7 +22,8 @@ if ! python3 -c 'import nvitop, pynvml, psutil' 2>/dev/null && ls .whl/*.whl >/d
 fi
 export PATH=/tmp/site/bin:$PATH
 {
-  echo "== $(date -u +%FT%TZ) $(hostname) $(git rev-parse --short HEAD 2>/dev/null)"
+  # TREE: what the caller says was copied here (a device copy's .git may be stale)
+  echo "== $(date -u +%FT%TZ) $(hostname) tree ${TREE:-$(git rev-parse --short HEAD 2>/dev/null)}"
   nvidia-smi -L
   python3 -c 'import nvitop, pynvml, textual; print("nvitop", nvitop.__version__, "textual", textual.__version__)'
 } 2>&1 | tee "$OUT/device_monitor_cost.log"

@@ -17,6 +17,7 @@ from textual.pilot import Pilot
 
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
+from dflash_tui.app.findings.panel import FindingsList
 from dflash_tui.app.gpus.grid import GpuGrid
 from dflash_tui.app.header import RunHeader
 from dflash_tui.app.logs.tail import LogTail
@@ -140,10 +141,31 @@ async def test_a_hidden_host_keeps_its_samples_and_draws_them_when_shown() -> No
         tree_last = pane_b.query_one(ProcTree).last
         assert tree_last is not None and tree_last[0] is healthy[-1]
         drawn = {i: str(p.render()) for i, p in grid_b.panels.items()}
-        for i, p in grid_b.panels.items():
-            p.redraw()  # what a pane that drew every sample shows
-            assert str(p.render()) == drawn[i]
-        assert all("ok" in text for text in drawn.values())
+        findings = pane_b.query_one(FindingsList).findings
+    # What a pane that drew every one of those samples shows: host B alone.
+    alone = DflashApp(Config(hosts=(HostConfig(address=B),)), source=ScriptedSource(healthy))
+    async with alone.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: alone.samples >= len(healthy))
+        grid = alone.detail().query_one(GpuGrid)
+        assert {i: str(p.render()) for i, p in grid.panels.items()} == drawn
+        assert alone.detail().query_one(FindingsList).findings == findings
+    assert all("ok" in text for text in drawn.values())
+
+
+async def test_a_hidden_host_whose_link_went_down_still_says_so_when_shown() -> None:
+    """Samples kept while hidden, then the link went down: shown, its findings keep the
+    link-down line that show_link_down drew (catch_up does not draw them over)."""
+    seed, healthy = scenes.seed_incident(), scenes.healthy_run(samples=4)
+    app, _, sb = two_hosts(seed, healthy)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, len(seed), len(healthy))
+        sb.push(Disconnected("ssh: connection to gpu-b lost", 4.0))
+        await until(pilot, lambda: app.host_states[1].link == "down")
+        findings = app.screen.query_one("#host-1").query_one(FindingsList)
+        assert findings.note is not None and "probe link down" in findings.note
+        app.select_host(1)  # as the key does; no await: no timer redraws the line meanwhile
+        assert findings.note is not None and "probe link down" in findings.note
+        assert findings.findings == app.host_states[1].last.diagnosis.findings  # type: ignore[union-attr]
 
 
 async def test_a_host_that_is_down_shows_on_its_row_while_the_other_updates() -> None:

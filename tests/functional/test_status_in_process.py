@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +42,13 @@ def stable(v: Any) -> Any:
 
 
 @pytest.fixture
-def nvml_here(monkeypatch: pytest.MonkeyPatch) -> None:
+def nvml_here(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """This process imports ``pynvml`` for its own probe: the fake one, as the subprocess
     finds it first on PYTHONPATH (the fake_smi fixture)."""
     monkeypatch.syspath_prepend(str(NVML_FAKE_DIR))
     monkeypatch.delitem(sys.modules, "pynvml", raising=False)
+    yield
+    sys.modules.pop("pynvml", None)  # the fake: later tests import whichever comes first again
 
 
 @pytest.fixture
@@ -95,7 +97,8 @@ def test_a_sample_past_its_timeout_is_a_transport_error(
 ) -> None:
     monkeypatch.setenv("FAKE_SMI_DELAY", "30")  # the fake answers late, as a wedged tool would
     t0 = time.monotonic()
-    sample = LocalSample(HostConfig(run_root=str(tmp_path)), timeout=0.5)
+    # --no-nvml: the stand-in nvidia-smi is what hangs (with a real NVML it would answer)
+    sample = LocalSample(HostConfig(run_root=str(tmp_path)), timeout=0.5, extra=("--no-nvml",))
     with pytest.raises(TransportError, match="did not finish a sample within"):
         sample.result()
     assert time.monotonic() - t0 < 15  # given up at the timeout, not at the tool's answer

@@ -160,7 +160,10 @@ class HostPane(Vertical):
         if msg is None or not self.can_draw:
             return
         self._draw("GPUs", self.query_one(GpuGrid).redraw)
-        self._draw_latest(msg, ("metrics", "host", "findings", "processes", "GPU processes"))
+        # While the link is down the findings already say so (show_link_down drew them with
+        # the latest sample's findings); drawing them again would drop that line.
+        views = ("metrics", "host") + (() if self.down else ("findings",))
+        self._draw_latest(msg, (*views, "processes", "GPU processes"))
 
     def _draw_latest(self, msg: SampleReady, views: Sequence[str]) -> None:
         """The views that show only the latest sample (nothing of theirs accumulates)."""

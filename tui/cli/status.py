@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -24,9 +25,14 @@ _RANK = {"info": 0, "warning": 1, "error": 2}
 Result = tuple[dict[str, Any], list[Any]]  # a host's document, and its table's parts
 
 
-def collect(hosts: Sequence[HostConfig], table: bool) -> list[Result]:
-    """Every host's document (and table parts), in the hosts' order."""
+def collect(
+    hosts: Sequence[HostConfig], table: bool, started: list[LocalSample] | None = None
+) -> list[Result]:
+    """Every host's document (and table parts), in the hosts' order; this machine's samples
+    are added to ``started`` (the caller sees whether one is still stuck)."""
     local = {i: LocalSample(h) for i, h in enumerate(hosts) if in_process(h)}
+    if started is not None:
+        started.extend(local.values())
     # Imported only now: this machine's sample is already under way in its thread.
     from dflash_tui.cli.status_doc import host_document, unreachable
 
@@ -73,7 +79,8 @@ def run_status(cfg: Config, args: argparse.Namespace) -> int:
 
         if openmetrics_module() is None:
             return 1
-    results = collect(cfg.hosts, not (args.json or args.openmetrics))
+    samples: list[LocalSample] = []
+    results = collect(cfg.hosts, not (args.json or args.openmetrics), samples)
     docs = [doc for doc, _ in results]
     from dflash_tui.cli.status_doc import mark_job
 
@@ -103,4 +110,12 @@ def run_status(cfg: Config, args: argparse.Namespace) -> int:
     if args.fail_on:
         worst = max((_RANK[f["severity"]] for d in docs for f in d["findings"]), default=-1)
         failing = failing or worst >= _RANK[args.fail_on]
-    return 1 if failing else 0
+    rc = 1 if failing else 0
+    if any(sample.thread.is_alive() for sample in samples):
+        # A sample given up at its timeout is still inside a hung call (a log mount, the GPU
+        # driver's library). The subprocess probe was killed; a thread cannot be, and the
+        # interpreter's exit could wait on a lock it holds: leave without that exit.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(rc)
+    return rc
