@@ -117,7 +117,7 @@ class Procs:
                     procs.append(e.row)
                 continue
             try:
-                e = self.one(name, e, now, groups)
+                e = self.one(name, e, now)
             except (FileNotFoundError, ProcessLookupError):
                 continue  # it exited while we read it
             except OSError as exc:
@@ -145,7 +145,7 @@ class Procs:
         self.texts = cache
         return ",".join(texts)
 
-    def one(self, name: str, last=None, now=None, groups=()):
+    def one(self, name: str, last=None, now=None):
         """The entry of /proc/NAME after reading its stat (and, when new, what it keeps);
         None if unparsable. Raises OSError as the reads do (gone: FileNotFoundError)."""
         now = time.monotonic() if now is None else now
@@ -161,8 +161,7 @@ class Procs:
             e.cold = True  # a kernel thread: not a job, and hundreds of them; never sent
             return e
         key = (st["pid"], st["start_ticks"], st["comm"])
-        was = last if last is not None and last.row is not None else None
-        fixed = was.fixed if was is not None and was.key == key else None
+        fixed = last.fixed if last is not None and last.key == key else None
         if fixed is None:
             fixed = self.fixed(base, st["comm"])
         e.key = key if not fixed[1].startswith("[") else None  # no cmdline yet: ask again
@@ -175,12 +174,14 @@ class Procs:
             "cmd": cmd, "nspid": nspid,
         }  # type: dict  # fmt: skip
         e.row = row
-        before = was.row if was is not None else None
-        if was is None or not before or before["start_ticks"] != st["start_ticks"] or now <= was.t:
-            return e  # new, another process under a reused PID, or no time passed
-        used = st["ticks"] - was.ticks
-        row["cpu_pct"] = round(100.0 * used / self.clk_tck / (now - was.t), 1)
-        e.cold = used == 0 and e.key is not None and self.idle(row, groups)
+        before = last.row if last is not None else None
+        if last is None or before is None or before["start_ticks"] != st["start_ticks"]:
+            return e  # new, or another process under a reused PID
+        if now <= last.t:
+            return e  # no time passed: no CPU figure
+        used = st["ticks"] - last.ticks
+        row["cpu_pct"] = round(100.0 * used / self.clk_tck / (now - last.t), 1)
+        e.cold = used == 0 and e.key is not None and self.idle(row)
         return e
 
     def again(self, last: Seen, now: float) -> Seen:
@@ -190,11 +191,12 @@ class Procs:
             row = dict(row, cpu_pct=0.0)
             last.row = row
         last.t = now  # the next reading measures its CPU from this one
-        last.cold = row is None or self.idle(row, self.groups)
+        last.cold = row is None or self.idle(row)
         return last
 
-    @staticmethod
-    def idle(row: dict, groups) -> bool:
+    def idle(self, row: dict) -> bool:
+        """Asleep and outside the runs' groups: may wait for its turn."""
+        groups = self.groups
         return (
             row["state"] in IDLE_STATES and row["pgid"] not in groups and row["sid"] not in groups
         )
