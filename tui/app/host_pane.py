@@ -143,15 +143,11 @@ class HostPane(Vertical):
         # The header is drawn always: it holds the link's state, which a LinkDown draws too.
         self._draw("header", lambda: self.query_one(RunHeader).show(diag))
         self._draw("GPUs", lambda: self.query_one(GpuGrid).show(diag, draw=shown))
-        if shown:
-            self._draw_latest(msg, ("metrics", "host"))
         self._draw("logs", lambda: self.query_one(LogArea).show(snap.logs, diag))
-        if shown:
-            self._draw_latest(msg, ("findings", "processes"))
         self._draw("timeline", lambda: self.query_one(TimelineList).add(msg.events))
         self._draw("history", lambda: self.query_one(HistoryView).add(snap))
         if shown:
-            self._draw_latest(msg, ("GPU processes",))
+            self._draw_latest(msg)
         return True
 
     def catch_up(self) -> None:
@@ -162,21 +158,17 @@ class HostPane(Vertical):
         self._draw("GPUs", self.query_one(GpuGrid).redraw)
         # While the link is down the findings already say so (show_link_down drew them with
         # the latest sample's findings); drawing them again would drop that line.
-        views = ("metrics", "host") + (() if self.down else ("findings",))
-        self._draw_latest(msg, (*views, "processes", "GPU processes"))
+        self._draw_latest(msg, findings=not self.down)
 
-    def _draw_latest(self, msg: SampleReady, views: Sequence[str]) -> None:
+    def _draw_latest(self, msg: SampleReady, findings: bool = True) -> None:
         """The views that show only the latest sample (nothing of theirs accumulates)."""
         snap, diag = msg.snapshot, msg.diagnosis
-        draws: dict[str, Callable[[], None]] = {
-            "metrics": lambda: self.query_one(MetricsStrip).show(msg.progress, msg.metrics),
-            "host": lambda: self.query_one(HostStrip).show(diag, msg.progress),
-            "findings": lambda: self.query_one(FindingsList).show(diag.findings),
-            "processes": lambda: self.query_one(ProcTree).show(snap, diag),
-            "GPU processes": lambda: self.query_one(GpuProcView).show(snap, diag),
-        }
-        for what in views:
-            self._draw(what, draws[what])
+        self._draw("metrics", lambda: self.query_one(MetricsStrip).show(msg.progress, msg.metrics))
+        self._draw("host", lambda: self.query_one(HostStrip).show(diag, msg.progress))
+        if findings:
+            self._draw("findings", lambda: self.query_one(FindingsList).show(diag.findings))
+        self._draw("processes", lambda: self.query_one(ProcTree).show(snap, diag))
+        self._draw("GPU processes", lambda: self.query_one(GpuProcView).show(snap, diag))
 
     def show_link_down(self, text: str, findings: Sequence[Finding]) -> None:
         """The link is down: the header and the findings say so, with the countdown."""
