@@ -21,7 +21,7 @@ from dflash_tui.core.control.kill import kill
 from dflash_tui.core.control.launch import launch
 from dflash_tui.core.link.errors import TransportError
 from dflash_tui.core.link.feed import sample_once
-from dflash_tui.core.link.local_probe import LocalSample, in_process, sample_local
+from dflash_tui.core.link.local_probe import LocalSample, in_process
 from dflash_tui.core.link.transport import LocalTransport
 
 JOB = "echo 'step 1 loss 2.5'; echo 'a second line'; sleep 60"
@@ -82,7 +82,7 @@ async def test_in_process_sample_is_the_subprocess_sample(
     assert in_process(host)
     time.sleep(START_WINDOW_S)  # both samples see a run past its start window: "running"
     sub = await sample_once(LocalTransport(), host)
-    here = sample_local(host)
+    here = LocalSample(host).result()
     assert here.telemetry.source == sub.telemetry.source == source
     assert here.run is not None and here.run.pid == pid
     assert [lg.lines for lg in here.logs] == [lg.lines for lg in sub.logs]

@@ -13,7 +13,6 @@ from typing import Any
 from dflash_tui.cli.status_doc import status_doc, unreachable
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
-from dflash_tui.core.base.text import with_host
 from dflash_tui.core.diagnosis.thresholds import thresholds_for
 from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.link.connect import make_transport
@@ -26,7 +25,7 @@ class Latest:
     def __init__(self, cfg: Config) -> None:
         self.hosts = cfg.hosts
         self.docs: dict[str, dict[str, Any]] = {
-            h.label: unreachable(h, f"{h.label}: no sample yet") for h in cfg.hosts
+            h.label: unreachable(h, "no sample yet") for h in cfg.hosts
         }
 
     def __call__(self) -> list[dict[str, Any]]:
@@ -43,7 +42,7 @@ class Latest:
                     except Exception as exc:  # a bug in diagnosis must not end the exporter
                         print(f"dflash-tui metrics: diagnosis failed: {exc!r}", file=sys.stderr)
                 elif isinstance(ev, Disconnected):
-                    self.docs[host.label] = unreachable(host, with_host(host.label, ev.error))
+                    self.docs[host.label] = unreachable(host, ev.error)
         finally:
             await transport.close()
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dflash_tui.core.base.config import Config, HostConfig
-from dflash_tui.core.base.text import terminal_safe, with_host
+from dflash_tui.core.base.text import terminal_safe
 from dflash_tui.core.link.errors import TransportError
 from dflash_tui.core.link.local_probe import LocalSample, in_process
 
@@ -26,13 +26,10 @@ Result = tuple[dict[str, Any], list[Any]]  # a host's document, and its table's 
 
 
 def collect(
-    hosts: Sequence[HostConfig], table: bool, started: list[LocalSample] | None = None
+    hosts: Sequence[HostConfig], table: bool, local: dict[int, LocalSample]
 ) -> list[Result]:
-    """Every host's document (and table parts), in the hosts' order; this machine's samples
-    are added to ``started`` (the caller sees whether one is still stuck)."""
-    local = {i: LocalSample(h) for i, h in enumerate(hosts) if in_process(h)}
-    if started is not None:
-        started.extend(local.values())
+    """Every host's document (and table parts), in the hosts' order; ``local`` holds the
+    samples of this machine already started (by index), the others are sampled here."""
     # Imported only now: this machine's sample is already under way in its thread.
     from dflash_tui.cli.status_doc import host_document, unreachable
 
@@ -48,7 +45,7 @@ def collect(
         try:
             out[i] = host_document(hosts[i], sample.result(), table)
         except TransportError as exc:
-            out[i] = unreachable(hosts[i], with_host(hosts[i].label, str(exc))), []
+            out[i] = unreachable(hosts[i], str(exc)), []
     return [out[i] for i in range(len(hosts))]
 
 
@@ -67,7 +64,7 @@ async def _gather(hosts: list[HostConfig], table: bool) -> list[Result]:
             finally:
                 await transport.close()
         except TransportError as exc:
-            return unreachable(h, with_host(h.label, str(exc))), []
+            return unreachable(h, str(exc)), []
         return host_document(h, snap, table)
 
     return list(await asyncio.gather(*(one(h) for h in hosts)))
@@ -79,8 +76,8 @@ def run_status(cfg: Config, args: argparse.Namespace) -> int:
 
         if openmetrics_module() is None:
             return 1
-    samples: list[LocalSample] = []
-    results = collect(cfg.hosts, not (args.json or args.openmetrics), samples)
+    local = {i: LocalSample(h) for i, h in enumerate(cfg.hosts) if in_process(h)}
+    results = collect(cfg.hosts, not (args.json or args.openmetrics), local)
     docs = [doc for doc, _ in results]
     from dflash_tui.cli.status_doc import mark_job
 
@@ -111,7 +108,7 @@ def run_status(cfg: Config, args: argparse.Namespace) -> int:
         worst = max((_RANK[f["severity"]] for d in docs for f in d["findings"]), default=-1)
         failing = failing or worst >= _RANK[args.fail_on]
     rc = 1 if failing else 0
-    if any(sample.thread.is_alive() for sample in samples):
+    if any(sample.thread.is_alive() for sample in local.values()):
         # A sample given up at its timeout is still inside a hung call (a log mount, the GPU
         # driver's library). The subprocess probe was killed; a thread cannot be, and the
         # interpreter's exit could wait on a lock it holds: leave without that exit.

@@ -9,6 +9,7 @@ from typing import Any
 
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.base.text import with_host
 from dflash_tui.core.diagnosis.document import iso_time, to_json
 from dflash_tui.core.diagnosis.job import MemberView, job_line, job_state
 from dflash_tui.core.diagnosis.thresholds import thresholds_for
@@ -37,6 +38,8 @@ def status_doc(host: HostConfig, tracker: Tracker, snap: Snapshot) -> tuple[dict
 
 
 def unreachable(host: HostConfig, error: str) -> dict[str, Any]:
+    """The document of a host whose sample could not be taken; ``error`` names the host (once)."""
+    error = with_host(host.label, error)
     return {
         "schema": 1,
         "host": host.label,

@@ -21,7 +21,7 @@ from typing import Any
 from dflash_tui.cli.status_doc import status_doc, unreachable
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
-from dflash_tui.core.base.text import terminal_safe, with_host
+from dflash_tui.core.base.text import terminal_safe
 from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.link.connect import make_transport
 from dflash_tui.core.link.feed import Disconnected, Feed
@@ -121,7 +121,7 @@ async def _watch_host(cfg: Config, host: HostConfig, progress_every: float) -> N
             if isinstance(ev, Snapshot):
                 doc = status_doc(host, tracker, ev)[0]
             elif isinstance(ev, Disconnected):
-                doc = unreachable(host, with_host(host.label, ev.error))
+                doc = unreachable(host, ev.error)
             else:
                 continue
             print_lines(host.label, watch.lines(doc, time.monotonic()), several, write)

@@ -86,10 +86,3 @@ class LocalSample:
         from dflash_tui.core.base.snapshot import Snapshot
 
         return Snapshot.from_dict(self.box["doc"])
-
-
-def sample_local(
-    host: HostConfig, timeout: float = SAMPLE_TIMEOUT_S, extra: Sequence[str] = ()
-) -> Snapshot:
-    """One sample of this machine, in this process; raises TransportError as ``sample_once``."""
-    return LocalSample(host, timeout, extra).result()
