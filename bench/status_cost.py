@@ -31,26 +31,19 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests")]
 
 from fakes.scenario import FAKES, SCENARIOS  # noqa: E402
+from monitor_cost import link_farm  # noqa: E402
 
-NAMES = (("dflash_tui", "tui"), ("dflash_train", "dflash"))
+FOLDERS = ("tui", "dflash")  # the source folders behind the import names
 ENTRY = "import sys; from dflash_tui.cli.main import main; sys.exit(main())"
-
-
-def import_dir(tree: Path, into: Path) -> Path:
-    """A folder whose entries are the import names, linked to ``tree``'s source folders."""
-    into.mkdir()
-    for name, folder in NAMES:
-        (into / name).symlink_to(tree / folder)
-    return into
 
 
 def export(commit: str, into: Path) -> Path:
     """``commit``'s source folders (git archive), no worktree left behind."""
     tar = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", "--format=tar", commit, *(f for _, f in NAMES)],
+        ["git", "-C", str(ROOT), "archive", "--format=tar", commit, *FOLDERS],
         capture_output=True,
         check=True,
     ).stdout
@@ -94,11 +87,8 @@ def main() -> None:
             env["PATH"] = f"{FAKES}{os.pathsep}{env['PATH']}"
             env["FAKE_SMI_SCENARIO"] = str(SCENARIOS / "seed-incident.json")
         trees = {
-            args.old: import_dir(
-                args.old_dir.resolve() if args.old_dir else export(args.old, t / "old"),
-                t / "old-path",
-            ),
-            "this checkout": import_dir(ROOT, t / "new-path"),
+            args.old: link_farm(args.old_dir or export(args.old, t / "old"), t / "old-path"),
+            "this checkout": link_farm(ROOT, t / "new-path"),
         }
         took: dict[str, list[float]] = {k: [] for k in trees}
         for path in trees.values():  # warm the disk cache and the .pyc files
