@@ -85,10 +85,9 @@ class LogArea(Vertical):
         self.flushing = True  # whether the flush timer runs (a quiet log wakes nothing)
         self._flusher = self.set_interval(FLUSH_INTERVAL, self._tick)
 
-    def on_resize(self) -> None:
-        self.wake()  # a new width or height: wrapped lines are cut again, the end scrolled to
-
     def on_log_tail_resized(self, msg: LogTail.Resized) -> None:
+        # A new width or height (the area's own, the filter box, a tail added): wrapped lines
+        # are cut again, a following tail scrolled back to its end.
         msg.stop()
         self.wake()
 
