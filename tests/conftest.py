@@ -32,13 +32,15 @@ def tmux(tmp_path: Path) -> Iterator[Tmux]:
 
 
 @pytest.fixture
-def fake_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeSmi:
+def fake_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeSmi]:
     """tests/fakes/nvidia-smi first on PATH, playing the seed incident until told otherwise.
 
     The fake ``pynvml`` goes first on PYTHONPATH too (its nvmlInit fails unless
     ``fake_smi.nvml()`` is called), so a probe run by the test reads the fake even on a
-    machine with real GPUs and nvidia-ml-py installed. Use ``fake_smi.use(name | path | dict)``,
-    ``.write(gpus, apps)``, ``.hang()``, ``.raw(bytes)``; see tests/fakes/scenario.py.
+    machine with real GPUs and nvidia-ml-py installed; and first on this process's sys.path,
+    for a probe inside this process (the app's and ``status``'s on this machine). Use
+    ``fake_smi.use(name | path | dict)``, ``.write(gpus, apps)``, ``.hang()``, ``.raw(bytes)``;
+    see tests/fakes/scenario.py.
     """
     for var in ENV_VARS:
         monkeypatch.delenv(var, raising=False)
@@ -48,9 +50,12 @@ def fake_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeSmi:
         "PYTHONPATH",
         f"{NVML_FAKE_DIR}{os.pathsep}{pythonpath}" if pythonpath else str(NVML_FAKE_DIR),
     )
+    monkeypatch.syspath_prepend(str(NVML_FAKE_DIR))
+    monkeypatch.delitem(sys.modules, "pynvml", raising=False)
     fake = FakeSmi(tmp_path, monkeypatch)
     fake.use("seed-incident")
-    return fake
+    yield fake
+    sys.modules.pop("pynvml", None)  # the fake: later tests import whichever comes first again
 
 
 @pytest.fixture(autouse=True)

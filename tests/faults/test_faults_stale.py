@@ -1,18 +1,20 @@
 """Stale data is never shown as live (issue 13, item 7).
 
-Two real ways for samples to stop without any error: the SSH link freezes (the loopback
-sshd's session processes are SIGSTOPped: nothing closes, keepalives take seconds to notice)
-and the local probe gets stuck (the probe process itself is SIGSTOPped: the feed waits 30 s
-before calling it stuck). The live app must say ``stale Ns`` from the first missed sample
-(about 1.5 intervals), not ``connected``.
+Real ways for samples to stop without any error: the SSH link freezes (the loopback sshd's
+session processes are SIGSTOPped: nothing closes, keepalives take seconds to notice), the
+local probe process gets stuck (SIGSTOPped), and the probe inside the app is wedged in a
+sample; the feed waits 30 s before calling a probe stuck. The live app must say ``stale Ns``
+from the first missed sample (about 1.5 intervals), not ``connected``.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sshd_fixtures import ALIAS, local_view, make_sshd
@@ -22,6 +24,7 @@ from textual.pilot import Pilot
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.header import RunHeader
 from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.probe import main as probe_main
 
 INTERVAL = 0.5
 DUE = INTERVAL * 1.5  # a sample older than this is stale (the header checks twice a second)
@@ -77,7 +80,11 @@ async def stale_after_freeze(pilot: Pilot, app: DflashApp, freeze, thaw) -> floa
     return took
 
 
-async def test_a_stuck_local_probe_is_shown_stale(tmp_path: Path) -> None:
+async def test_a_stuck_local_probe_process_is_shown_stale(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Another interpreter named for the probe: the probe runs as a process of its own.
+    monkeypatch.setenv("DFLASH_TUI_PYTHON", "python3")
     cfg = Config(hosts=(HostConfig(run_root=str(tmp_path / "runs")),), interval=INTERVAL)
     app = DflashApp(cfg)
     async with app.run_test(size=(160, 40)) as pilot:
@@ -89,6 +96,28 @@ async def test_a_stuck_local_probe_is_shown_stale(tmp_path: Path) -> None:
             lambda: os.kill(probe, signal.SIGSTOP),
             lambda: os.kill(probe, signal.SIGCONT),
         )
+    assert took < DUE + 1.5
+
+
+async def test_a_stuck_probe_inside_the_app_is_shown_stale(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The probe inside the app (core/link/local_feed.py) wedged in a sample, as in a driver
+    # call that does not return, which this machine cannot do for real.
+    go = threading.Event()
+    go.set()
+    sample = probe_main.Probe.sample
+
+    def wedged(self: Any) -> dict[str, Any]:
+        go.wait()
+        return sample(self)
+
+    monkeypatch.setattr(probe_main.Probe, "sample", wedged)
+    cfg = Config(hosts=(HostConfig(run_root=str(tmp_path / "runs")),), interval=INTERVAL)
+    app = DflashApp(cfg)
+    async with app.run_test(size=(160, 40)) as pilot:
+        took = await stale_after_freeze(pilot, app, go.clear, go.set)
+        assert not probes_of(os.getpid())  # no probe process: it was the one inside
     assert took < DUE + 1.5
 
 

@@ -7,12 +7,12 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.scenario import NVML_FAKE_DIR, app, box, gpu
+from fakes.scenario import app, box, gpu
 
 from dflash_tui.cli.status_doc import host_document
 from dflash_tui.core.base.config import HostConfig
@@ -42,16 +42,6 @@ def stable(v: Any) -> Any:
 
 
 @pytest.fixture
-def nvml_here(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """This process imports ``pynvml`` for its own probe: the fake one, as the subprocess
-    finds it first on PYTHONPATH (the fake_smi fixture)."""
-    monkeypatch.syspath_prepend(str(NVML_FAKE_DIR))
-    monkeypatch.delitem(sys.modules, "pynvml", raising=False)
-    yield
-    sys.modules.pop("pynvml", None)  # the fake: later tests import whichever comes first again
-
-
-@pytest.fixture
 async def job(tmp_path: Path) -> AsyncIterator[HostConfig]:
     """A real run (launched as the app launches one) with a log and a GPU process."""
     runs = tmp_path / "runs"
@@ -65,7 +55,7 @@ async def job(tmp_path: Path) -> AsyncIterator[HostConfig]:
 
 @pytest.mark.parametrize("source", ["nvidia-smi", "nvml"])
 async def test_in_process_sample_is_the_subprocess_sample(
-    fake_smi: Any, nvml_here: None, job: HostConfig, tmp_path: Path, source: str
+    fake_smi: Any, job: HostConfig, tmp_path: Path, source: str
 ) -> None:
     assert job.run_root is not None
     pid = int(next(Path(job.run_root).glob("2*/pid")).read_text().split()[0])

@@ -13,8 +13,10 @@ from typing import Protocol
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.link.feed import Disconnected, Feed, FeedEvent, Malformed, sample_once
+from dflash_tui.core.link.local_feed import LocalFeed, Stuck, in_daemon_thread
+from dflash_tui.core.link.local_probe import in_process, one_sample, probe_args
 from dflash_tui.core.link.refresh import between
-from dflash_tui.core.link.transport import CommandResult, Transport
+from dflash_tui.core.link.transport import CommandResult, Transport, TransportError
 
 __all__ = ["Disconnected", "EventSource", "LiveSource", "Malformed", "ScriptedSource"]
 
@@ -50,11 +52,15 @@ class _ExecStream(Transport):
 
 
 class LiveSource:
-    """The probe streaming from the host (the same code path local and remote)."""
+    """The probe streaming from the host: a probe process through the transport (the same
+    code path for this machine and a remote one), or, on this machine outside a container,
+    the probe inside this process (core/link/local_feed.py; no second interpreter)."""
 
     def __init__(self, transport: Transport, host: HostConfig, interval: float) -> None:
         self.transport = transport
-        self.feed = Feed(_ExecStream(transport), host, interval)
+        self.local = in_process(host)
+        feed = LocalFeed if self.local else Feed
+        self.feed = feed(_ExecStream(transport), host, interval)
 
     def events(self) -> AsyncIterator[FeedEvent]:
         return self.feed.events()
@@ -63,8 +69,23 @@ class LiveSource:
         """One sample at once (the refresh key), through the same transport (one SSH
         connection), fitted in between the stream's (core/link/refresh.py). Its logs resume
         where the stream's stopped: the probe reads no more of them than it must."""
-        fresh = await sample_once(self.transport, self.feed.host, extra=self.feed.resume_args())
+        host, extra = self.feed.host, self.feed.resume_args()
+        if self.local:
+            fresh = await self._sample_here(probe_args(host, once=True, extra=extra))
+        else:
+            fresh = await sample_once(self.transport, host, extra=extra)
         return between(fresh, last)
+
+    async def _sample_here(self, argv: list[str]) -> Snapshot:
+        """A one-shot sample inside this process; its failures as the subprocess's."""
+        timeout = self.feed.stall_timeout
+        try:
+            return Snapshot.from_dict(await in_daemon_thread(lambda: one_sample(argv), timeout))
+        except Stuck:
+            error = f"the probe did not finish a sample within {timeout:.0f}s"
+            raise TransportError(error) from None
+        except Exception as exc:
+            raise TransportError(f"the probe failed: {type(exc).__name__}: {exc}") from exc
 
     async def close(self) -> None:
         await self.transport.close()

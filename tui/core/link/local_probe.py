@@ -47,6 +47,23 @@ def in_process(host: HostConfig) -> bool:
     return host.address is None and not host.container and not os.environ.get("DFLASH_TUI_PYTHON")
 
 
+def new_probe(argv: Sequence[str]) -> Any:
+    """A probe of this machine with ``argv`` (its state kept between its samples)."""
+    from dflash_tui.core.probe.main import Probe, parse_args
+
+    return Probe(parse_args(list(argv)))
+
+
+def one_sample(argv: Sequence[str]) -> dict[str, Any]:
+    """One sample by a probe made for it, its files released after."""
+    probe = new_probe(argv)
+    try:
+        doc: dict[str, Any] = probe.sample()
+        return doc
+    finally:
+        probe.close()
+
+
 class LocalSample:
     """One ``--once`` sample of this machine, started at construction in a daemon thread."""
 
@@ -62,13 +79,7 @@ class LocalSample:
 
     def _work(self) -> None:
         try:
-            from dflash_tui.core.probe.main import Probe, parse_args
-
-            probe = Probe(parse_args(self.argv))
-            try:
-                self.box["doc"] = probe.sample()
-            finally:
-                probe.close()
+            self.box["doc"] = one_sample(self.argv)
         except BaseException as exc:  # a SystemExit from argparse too: reported, never raised
             self.box["error"] = exc
 

@@ -1,0 +1,167 @@
+"""The app's probe of this machine inside the app (core/link/local_feed.py): samples from one
+probe kept between them, no probe process; a hung sample hands over to a probe process, a
+failed probe is made again, and neither loses a log line nor shows one twice."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dflash_tui.app.source import LiveSource
+from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.link.feed import Disconnected, Feed, FeedEvent
+from dflash_tui.core.link.local_feed import LocalFeed
+from dflash_tui.core.link.transport import LocalTransport
+from dflash_tui.core.probe import main as probe_main
+
+WAIT_S = 60  # a bound for what takes well under a second on an idle machine
+
+
+def children() -> list[str]:
+    """The command lines of this process's children (a probe process would be one)."""
+    me, out = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == me:
+            out.append(cmd.replace(b"\0", b" ").decode(errors="replace"))
+    return out
+
+
+async def take(events: AsyncIterator[FeedEvent], n: int) -> list[FeedEvent]:
+    return [await asyncio.wait_for(anext(events), WAIT_S) for _ in range(n)]
+
+
+def lines(events: list[FeedEvent]) -> list[str]:
+    return [ln for ev in events if isinstance(ev, Snapshot) for log in ev.logs for ln in log.lines]
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> HostConfig:
+    (tmp_path / "train.log").write_text("line 0\n")
+    return HostConfig(run_root=str(tmp_path / "runs"), logs=(str(tmp_path / "train.log"),))
+
+
+def append(host: HostConfig, text: str) -> None:
+    with open(host.logs[0], "a") as f:
+        f.write(text)
+
+
+async def test_samples_come_from_one_probe_in_this_process(fake_smi: Any, host: HostConfig) -> None:
+    fake_smi.nvml()  # the fake pynvml, imported by this process (the fixture's sys.path)
+    assert LiveSource(LocalTransport(), host, 0.1).local
+    feed = LocalFeed(LocalTransport(), host, interval=0.1)
+    events = feed.events()
+    try:
+        got = await take(events, 2)
+        append(host, "line 1\nline 2\n")
+        got += await take(events, 3)
+        assert not [c for c in children() if "python" in c], children()
+    finally:
+        await events.aclose()
+    assert all(isinstance(ev, Snapshot) for ev in got) and feed.connected
+    snaps = [ev for ev in got if isinstance(ev, Snapshot)]
+    assert {s.telemetry.source for s in snaps} == {"nvml"}
+    assert len(snaps[0].gpus) == 8 and not fake_smi.calls()  # NVML, not nvidia-smi
+    # One probe kept between samples: each line once, in order (its tail's offset kept).
+    assert lines(got) == ["line 0", "line 1", "line 2"]
+    assert [s.time for s in snaps] == sorted(s.time for s in snaps)
+
+
+async def test_a_hung_sample_hands_over_to_a_probe_process(
+    fake_smi: Any, host: HostConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A driver call that never returns (what this machine cannot do for real): the second
+    # sample's GPU reading blocks until the test ends.
+    release, calls = threading.Event(), [0]
+    gpus = probe_main.Probe.gpus
+
+    def wedged(self: Any, errors: list[str]) -> Any:
+        calls[0] += 1
+        if calls[0] == 2:
+            release.wait(WAIT_S)
+        return gpus(self, errors)
+
+    monkeypatch.setattr(probe_main.Probe, "gpus", wedged)
+    feed = LocalFeed(LocalTransport(), host, interval=0.1, stall_timeout=1.0)
+    events = feed.events()
+    try:
+        first = await take(events, 1)
+        append(host, "line 1\n")
+        down = await take(events, 1)
+        append(host, "line 2\n")
+        after = await take(events, 2)  # from a probe process, resuming the log
+        probes = [c for c in children() if "python" in c]
+    finally:
+        release.set()
+        await events.aclose()
+    assert isinstance(down[0], Disconnected) and not isinstance(first[0], Disconnected)
+    assert "the probe is stuck" in down[0].error and "separate process" in down[0].error
+    assert all(isinstance(ev, Snapshot) for ev in after) and probes
+    assert lines(first + after) == ["line 0", "line 1", "line 2"]
+
+
+async def test_a_failed_probe_is_made_again_and_resumes_its_logs(
+    fake_smi: Any, host: HostConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sample, calls = probe_main.Probe.sample, [0]
+
+    def failing_once(self: Any) -> dict[str, Any]:
+        calls[0] += 1
+        if calls[0] == 2:
+            raise RuntimeError("the probe broke")
+        return sample(self)
+
+    monkeypatch.setattr(probe_main.Probe, "sample", failing_once)
+    feed = LocalFeed(LocalTransport(), host, interval=0.1)
+    events = feed.events()
+    try:
+        first = await take(events, 1)
+        append(host, "line 1\n")
+        down = await take(events, 1)
+        after = await take(events, 1)  # after the 1 s backoff, from a new probe
+    finally:
+        await events.aclose()
+    assert isinstance(down[0], Disconnected) and down[0].retry_in == 1.0
+    assert "the probe failed: RuntimeError: the probe broke" in down[0].error
+    assert isinstance(after[0], Snapshot) and lines(first + after) == ["line 0", "line 1"]
+
+
+async def test_refresh_samples_here_without_the_streams_lines(
+    fake_smi: Any, host: HostConfig
+) -> None:
+    source = LiveSource(LocalTransport(), host, 0.1)
+    events = source.events()
+    try:
+        first = await take(events, 1)
+        append(host, "line 1\n")
+        assert isinstance(first[0], Snapshot)
+        now = await asyncio.wait_for(source.sample_now(first[0]), WAIT_S)
+        nxt = await take(events, 1)
+    finally:
+        await events.aclose()
+    assert now.time > first[0].time and len(now.gpus) == 8
+    assert lines([now]) == []  # the stream delivers the lines, once
+    assert lines(first + nxt) == ["line 0", "line 1"]
+
+
+def test_a_container_or_another_python_keeps_the_probe_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert isinstance(LiveSource(LocalTransport(), HostConfig(), 1.0).feed, LocalFeed)
+    boxed = HostConfig(container="docker:trainer")
+    assert type(LiveSource(LocalTransport(), boxed, 1.0).feed) is Feed
+    monkeypatch.setenv("DFLASH_TUI_PYTHON", "python3")
+    assert type(LiveSource(LocalTransport(), HostConfig(), 1.0).feed) is Feed

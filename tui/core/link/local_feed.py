@@ -1,0 +1,130 @@
+"""The app's feed of this machine with the probe running inside the app's own process.
+
+On this machine, outside a container and without a DFLASH_TUI_PYTHON override (``in_process``),
+the probe that ``Feed`` would stream from a second interpreter is the code this process already
+has as ``dflash_tui.core.probe``. Here one ``Probe`` is kept for the feed's life (its state
+between samples, as the streaming probe keeps it: log offsets, the process table's cache, CPU
+ticks, NVML and its Xid watcher) and sampled every ``interval`` in a daemon thread, where its
+dict is also parsed into a Snapshot, off the event loop. No second Python (about 21 MiB), no
+JSON line encoded and decoded per sample.
+
+What the subprocess gave for free is kept explicitly:
+- a sample that blocks (a hung log mount, a wedged driver call) is given up after the feed's
+  stall timeout and reported; its thread, a daemon, cannot hold the program's exit. The probe
+  it holds cannot be trusted again, so the feed goes on with the subprocess probe (``Feed``),
+  resuming each log where the last sample left it;
+- a probe that fails (an exception) is reported as a disconnection and made again after the
+  same growing backoff as a probe process that died, resuming its logs;
+- a sample that does not parse is a ``Malformed`` event, as a line that does not parse.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeVar
+
+from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.link.feed import Disconnected, Feed, FeedEvent, Malformed
+from dflash_tui.core.link.local_probe import new_probe, probe_args
+
+T = TypeVar("T")
+
+
+class Stuck(Exception):
+    """A call in the probe's thread did not return within the stall timeout."""
+
+
+async def in_daemon_thread(fn: Callable[[], T], timeout: float, name: str = "probe") -> T:
+    """``fn()`` in a daemon thread of its own; Stuck after ``timeout`` (the thread is left to
+    finish or hang: asyncio's default executor would be joined at exit, a daemon is not)."""
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[T] = loop.create_future()
+
+    def settle(result: Any, exc: BaseException | None) -> None:
+        if fut.done():  # given up on (stuck or cancelled) before it finished
+            return
+        if exc is not None:
+            fut.set_exception(exc)
+        else:
+            fut.set_result(result)
+
+    def work() -> None:
+        try:
+            result, exc = fn(), None
+        except BaseException as err:  # a SystemExit from argparse too: reported, not raised
+            result, exc = None, err
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile (the app left)
+            loop.call_soon_threadsafe(settle, result, exc)
+
+    threading.Thread(target=work, name=name, daemon=True).start()
+    try:
+        return await asyncio.wait_for(fut, timeout)
+    except asyncio.TimeoutError:
+        raise Stuck from None
+
+
+def parsed(doc: dict[str, Any]) -> Snapshot | Malformed:
+    try:
+        return Snapshot.from_dict(doc)
+    except ValueError as exc:
+        return Malformed(str(exc))
+
+
+class LocalFeed(Feed):
+    """``Feed``'s events from a probe inside this process (see the module's docstring)."""
+
+    def _argv(self) -> list[str]:
+        return probe_args(self.host, interval=self.interval, extra=self.resume_args())
+
+    async def events(self) -> AsyncIterator[FeedEvent]:
+        backoff = 1.0
+        while True:
+            probe, busy, error = None, False, "the probe stopped"
+            try:
+                probe = await in_daemon_thread(lambda: new_probe(self._argv()), self.stall_timeout)
+                async with contextlib.aclosing(self._samples(probe)) as samples:
+                    async for event in samples:
+                        if isinstance(event, Snapshot):
+                            backoff = 1.0
+                        yield event
+            except Stuck:
+                busy = True
+                # Closed with this generator: the probe process goes with it.
+                async with contextlib.aclosing(self._fall_back()) as fallen:
+                    async for event in fallen:
+                        yield event
+                return
+            except Exception as exc:  # the probe failed, as a probe process that died
+                error = f"the probe failed: {type(exc).__name__}: {exc}"
+            finally:
+                if probe is not None and not busy:
+                    probe.close()
+            self.connected = False
+            yield Disconnected(error, backoff)
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, self.max_backoff)
+
+    async def _samples(self, probe: Any) -> AsyncIterator[Snapshot | Malformed]:
+        """Every ``interval``, on a schedule (a slow sample restarts it: no burst after)."""
+        loop = asyncio.get_running_loop()
+        due = loop.time()
+        while True:
+            event = await in_daemon_thread(lambda: parsed(probe.sample()), self.stall_timeout)
+            if isinstance(event, Snapshot):
+                self.connected = True
+                self._keep_resume(event)
+            yield event
+            due = max(due + self.interval, loop.time())
+            await asyncio.sleep(due - loop.time())
+
+    async def _fall_back(self) -> AsyncIterator[FeedEvent]:
+        """The probe hung: say so, then stream from a probe process (killable) for good."""
+        self.connected = False
+        error = f"no sample for {self.stall_timeout:.0f}s: the probe is stuck"
+        yield Disconnected(f"{error}; sampling in a separate process from now on", 1.0)
+        async with contextlib.aclosing(super().events()) as streamed:
+            async for event in streamed:
+                yield event
