@@ -12,13 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import http.client
 import json
 import logging
 import os
 import signal
-import urllib.error
-import urllib.request
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
@@ -73,6 +70,12 @@ class WebhookNotifier:
         self.url, self.timeout, self.topic, self.name = url, timeout, topic, "webhook"
 
     def _post(self, body: bytes) -> None:
+        # Imported on the first webhook, not with the app: urllib and http.client bring email
+        # and more (about 2 MiB of RSS) that a session without a webhook never uses.
+        import http.client
+        import urllib.error
+        import urllib.request
+
         req = urllib.request.Request(
             self.url,
             data=body,
