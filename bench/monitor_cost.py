@@ -21,9 +21,13 @@ Without a real nvidia-smi (or with --stand-in) the stand-in of tests/fakes plays
 one process each (8 real ``sleep`` processes), utilisation, power and memory moving every
 0.5 s as on a busy machine (the scenario file is rewritten; the fake re-reads it per call);
 with --steady they stay as they are (what a drawing that skips the unchanged saves at best).
+``--gpu nvml`` reads them through the fake ``pynvml`` (FAKE_NVML_RELOAD) as a host with
+nvidia-ml-py does, so no Python stand-in starts twice a sample: the tree is the monitor and its
+probe, wherever the probe runs (a process of its own at 6edd788, inside the app since).
 
     .venv/bin/python bench/monitor_cost.py [--b baseline|nvitop] [--seconds 25] [--repeats 2]
-        [--intervals 2,1,0.5] [--baseline-rev 6edd788] [--stand-in] [--topology T] [--out DIR]
+        [--intervals 2,1,0.5] [--baseline-rev 6edd788] [--stand-in] [--gpu smi|nvml]
+        [--topology T] [--out DIR]
 """
 
 from __future__ import annotations
@@ -117,9 +121,9 @@ class StandIn:
     """8 H200s of the fake nvidia-smi, each held by a real sleeping process, their readings
     moving (a thread rewrites the scenario; the fake reads it on every call)."""
 
-    def __init__(self, work: Path, gpus: int = 8, steady: bool = False) -> None:
+    def __init__(self, work: Path, gpus: int = 8, steady: bool = False, nvml: bool = False) -> None:
         sys.path[:0] = [str(ROOT / "tests")]
-        from fakes.scenario import FAKES, app, gpu, write_scenario
+        from fakes.scenario import FAKES, NVML_FAKE_DIR, app, gpu, write_scenario
 
         self.gpu, self.app, self.write = gpu, app, write_scenario
         self.n, self.path = gpus, work / "scenario.json"
@@ -128,6 +132,12 @@ class StandIn:
         ]
         self.env = {"PATH": f"{FAKES}{os.pathsep}{os.environ['PATH']}"}
         self.env["FAKE_SMI_SCENARIO"] = str(self.path)
+        if nvml:  # read through the fake pynvml (re-reading the moving file), not by spawns
+            path = os.pathsep.join(
+                p for p in (str(NVML_FAKE_DIR), os.environ.get("PYTHONPATH")) if p
+            )
+            self.env |= {"PYTHONPATH": path, "FAKE_NVML_SCENARIO": str(self.path)}
+            self.env["FAKE_NVML_RELOAD"] = "1"
         self.stop = threading.Event()
         self._write(0)
         self.thread = threading.Thread(target=self._move, daemon=True)
@@ -373,7 +383,7 @@ def run(args: argparse.Namespace) -> dict:
     WORK.mkdir(parents=True, exist_ok=True)
     home = Path(tempfile.mkdtemp(prefix="run-", dir=WORK))
     real_smi = shutil.which("nvidia-smi") and not args.stand_in
-    stand_in = None if real_smi else StandIn(home, steady=args.steady)
+    stand_in = None if real_smi else StandIn(home, steady=args.steady, nvml=args.gpu == "nvml")
     env = dict(os.environ)
     if stand_in is not None:
         env.update(stand_in.env)
@@ -411,6 +421,7 @@ def run(args: argparse.Namespace) -> dict:
         "results": results,
         "oneshots": shots,
         "stand_in": stand_in is not None,
+        "gpu": args.gpu,
         "args": vars(args),
     }
 
@@ -456,7 +467,8 @@ def report(doc: dict) -> str:
             f"one-shot {what}: " + ("not run" if ms is None else f"{ms:.0f} ms (median of 5)")
         )
     steady = ", readings steady" if doc["args"].get("steady") else ", readings moving"
-    stand_in = "the stand-in nvidia-smi, 8 H200s, 8 processes" + steady
+    tool = "the fake pynvml" if doc.get("gpu") == "nvml" else "the stand-in nvidia-smi"
+    stand_in = f"{tool}, 8 H200s, 8 processes" + steady
     lines.append("GPUs: " + (stand_in if doc["stand_in"] else "real"))
     return "\n".join(lines)
 
@@ -476,6 +488,13 @@ def main() -> None:
     ap.add_argument("--intervals", default="2,1,0.5")
     ap.add_argument(
         "--stand-in", action="store_true", help="the fake nvidia-smi even with a real one"
+    )
+    ap.add_argument(
+        "--gpu",
+        choices=("smi", "nvml"),
+        default="smi",
+        help="how the stand-in is read: the fake nvidia-smi (two Python starts a sample, in"
+        " the tree) or the fake pynvml inside the probe (the tree is then the monitor alone)",
     )
     ap.add_argument(
         "--steady", action="store_true", help="the stand-in's readings do not move (best case)"
