@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import shlex
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 
 from dflash_tui.core.base.config import HostConfig
@@ -115,7 +115,7 @@ class Feed:
             if (tok := log.resume or self.resume.get(log.path)) is not None
         }
 
-    async def events(self) -> AsyncIterator[FeedEvent]:
+    async def events(self) -> AsyncGenerator[FeedEvent, None]:
         backoff = 1.0
         while True:
             cmd = probe_command(

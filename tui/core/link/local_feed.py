@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any, TypeVar
 
 from dflash_tui.core.base.snapshot import Snapshot
@@ -76,13 +76,16 @@ def parsed(doc: dict[str, Any]) -> Snapshot | Malformed:
 class LocalFeed(Feed):
     """``Feed``'s events from a probe inside this process (see the module's docstring)."""
 
+    sampling = False  # a sample's thread is running (or stuck) with the probe
+
     def _argv(self) -> list[str]:
         return probe_args(self.host, interval=self.interval, extra=self.resume_args())
 
-    async def events(self) -> AsyncIterator[FeedEvent]:
+    async def events(self) -> AsyncGenerator[FeedEvent, None]:
         backoff = 1.0
         while True:
-            probe, busy, error = None, False, "the probe stopped"
+            probe, error = None, "the probe stopped"
+            self.sampling = False  # never close a probe under a sample's thread
             try:
                 probe = await in_daemon_thread(lambda: new_probe(self._argv()), self.stall_timeout)
                 async with contextlib.aclosing(self._samples(probe)) as samples:
@@ -91,28 +94,29 @@ class LocalFeed(Feed):
                             backoff = 1.0
                         yield event
             except Stuck:
-                busy = True
                 # Closed with this generator: the probe process goes with it.
                 async with contextlib.aclosing(self._fall_back()) as fallen:
-                    async for event in fallen:
-                        yield event
+                    async for other in fallen:
+                        yield other
                 return
             except Exception as exc:  # the probe failed, as a probe process that died
                 error = f"the probe failed: {type(exc).__name__}: {exc}"
             finally:
-                if probe is not None and not busy:
+                if probe is not None and not self.sampling:
                     probe.close()
             self.connected = False
             yield Disconnected(error, backoff)
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, self.max_backoff)
 
-    async def _samples(self, probe: Any) -> AsyncIterator[Snapshot | Malformed]:
+    async def _samples(self, probe: Any) -> AsyncGenerator[Snapshot | Malformed, None]:
         """Every ``interval``, on a schedule (a slow sample restarts it: no burst after)."""
         loop = asyncio.get_running_loop()
         due = loop.time()
         while True:
+            self.sampling = True  # until it returns; left set when it is stuck or cancelled
             event = await in_daemon_thread(lambda: parsed(probe.sample()), self.stall_timeout)
+            self.sampling = False
             if isinstance(event, Snapshot):
                 self.connected = True
                 self._keep_resume(event)
@@ -120,7 +124,7 @@ class LocalFeed(Feed):
             due = max(due + self.interval, loop.time())
             await asyncio.sleep(due - loop.time())
 
-    async def _fall_back(self) -> AsyncIterator[FeedEvent]:
+    async def _fall_back(self) -> AsyncGenerator[FeedEvent, None]:
         """The probe hung: say so, then stream from a probe process (killable) for good."""
         self.connected = False
         error = f"no sample for {self.stall_timeout:.0f}s: the probe is stuck"
