@@ -13,7 +13,8 @@ from textual.pilot import Pilot
 
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.history.view import HistoryPlot, HistoryView
+from dflash_tui.app.history.plot import HistoryPlot
+from dflash_tui.app.history.view import HistoryView
 from dflash_tui.app.screens import HelpScreen
 from dflash_tui.app.source import ScriptedSource
 from dflash_tui.core.base.config import Config, HostConfig

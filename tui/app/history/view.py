@@ -14,17 +14,21 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.text import Text
-from textual.app import ComposeResult, RenderResult
+from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
-from textual_plotext import PlotextPlot
-from textual_plotext.plot import Plot
 
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.timings import HISTORY_REDRAW_S
 from dflash_tui.core.diagnosis.history import RunHistory, Thinned, View, decimate, window
+
+if TYPE_CHECKING:  # plotext is imported when the tab is first shown (history/plot.py)
+    from textual_plotext.plot import Plot
+
+    from dflash_tui.app.history.plot import HistoryPlot
 
 # (id, title, y label) of each plot; the GPU plots have one line per GPU.
 RUN_PLOTS = (("plot-loss", "loss", "loss"), ("plot-toks", "tok/s", "tok/s"))
@@ -41,26 +45,6 @@ HISTORY_HELP: tuple[tuple[str, str], ...] = (
     ("< / >", "History: pan half a window back / forward in time"),
 )
 KEYS_NOTE = "z zoom (whole run / 1 h / 5 min)   < > pan"
-
-
-class HistoryPlot(PlotextPlot):
-    """A plot that shows the text its view built off the UI thread (``show``); never builds
-    on the UI thread itself (a resize makes the view build again)."""
-
-    def __init__(self, id: str) -> None:
-        super().__init__(id=id)
-        self.text: Text | None = None
-        self.text_size = (0, 0)
-
-    def show(self, text: Text, size: tuple[int, int]) -> None:
-        self.text, self.text_size = text, size
-        self.refresh()
-
-    def render(self) -> RenderResult:
-        return self.text if self.text is not None else Text()
-
-    def theme_name(self) -> str:
-        return self._get_plotext_theme_name(self.app.theme)
 
 
 def build(jobs: Sequence[tuple[HistoryPlot, Plot, tuple[int, int], str]]) -> list[Text]:
@@ -88,22 +72,33 @@ class HistoryView(Vertical):
         self.history = RunHistory()
         self.view = View()
         self.dirty = False  # samples arrived since the last plot
-        self.building = 0  # builds started and not yet shown
+        self.building = 0  # builds started and not yet shown (and the plots' mount)
+        self.plots: str | None = None  # None, then "mounting", then "ready"
 
     def compose(self) -> ComposeResult:
         yield Static(id="history-title", markup=False)
-        with Horizontal(id="history-run"):
-            for pid, _, _ in RUN_PLOTS:
-                yield HistoryPlot(id=pid)
-        with Horizontal(id="history-gpus"):
-            for pid, _, _ in GPU_PLOTS:
-                yield HistoryPlot(id=pid)
+        yield Horizontal(id="history-run")
+        yield Horizontal(id="history-gpus")
 
     def on_mount(self) -> None:
         self.replot()
         self.set_interval(HISTORY_REDRAW_S, self._redraw)
-        # After the plots' own subscriptions (children mount first): they register the theme.
+
+    async def _mount_plots(self) -> None:
+        """The plots, when the tab is first shown: plotext (about 2 MiB) is imported then,
+        not by a session that never opens the tab."""
+        from dflash_tui.app.history.plot import HistoryPlot
+
+        await self.query_one("#history-run").mount_all(HistoryPlot(id=p) for p, _, _ in RUN_PLOTS)
+        await self.query_one("#history-gpus").mount_all(HistoryPlot(id=p) for p, _, _ in GPU_PLOTS)
+        self.call_after_refresh(self._plots_ready)  # laid out: they have their sizes
+
+    def _plots_ready(self) -> None:
+        self.plots = "ready"
+        # After the plots' own subscriptions (they mounted first): they register the theme.
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self.replot())
+        self.replot()
+        self.building -= 1  # the mount's, after the build it started counted itself
 
     def add(self, snap: Snapshot) -> None:
         """Fold one sample; it is plotted at the next redraw while the tab is shown."""
@@ -138,6 +133,13 @@ class HistoryView(Vertical):
         if not self.shown:  # hidden, or not laid out yet: built when shown
             self.dirty = True
             return
+        if self.plots is None:  # the first time shown: the plots are made, then built
+            self.plots = "mounting"
+            self.building += 1
+            self.run_worker(self._mount_plots(), group="history-plots", exit_on_error=False)
+            return
+        if self.plots == "mounting":
+            return  # _plots_ready builds them
         h = self.history
         jobs = [
             self._plot("plot-loss", "loss", [("loss", h.loss)], span, shown),
@@ -190,6 +192,10 @@ class HistoryView(Vertical):
         shown: tuple[float, float] | None,
     ) -> tuple[HistoryPlot, Plot, tuple[int, int], str]:
         """The plot's data on a fresh Plot, with what its build needs (size, theme)."""
+        from textual_plotext.plot import Plot
+
+        from dflash_tui.app.history.plot import HistoryPlot
+
         widget = self.query_one(f"#{pid}", HistoryPlot)
         plt = Plot()
         plt.title(title)
