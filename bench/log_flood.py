@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import resource
 import time
 
 from textual import events
 
+import dflash_tui
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.logs.area import LogArea
 from dflash_tui.app.logs.tail import LogTail
@@ -84,6 +86,9 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=2000)
     ap.add_argument("--all-lines", action="store_true", help="filter off (draw every line)")
     args = ap.parse_args()
+    # The tree measured: the installed one, or the one PYTHONPATH's import-name links point to.
+    tree = os.path.dirname(os.path.dirname(os.path.realpath(dflash_tui.__file__)))
+    print(f"{'tree':>20}: {tree}")
     res = asyncio.run(flood(args.lines, args.batch, not args.all_lines))
     for k, v in res.items():
         print(f"{k:>20}: {v:,.2f}" if isinstance(v, float) else f"{k:>20}: {v:,}")
