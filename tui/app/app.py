@@ -143,10 +143,10 @@ class DflashApp(App[None]):
         self.call_after_refresh(self.feeds.start)
         self.call_after_refresh(self.auto_restarts.start)
         self.call_after_refresh(self.refresh_overview)
-        self.call_after_refresh(heap.settle)  # last: the screen is built (tui/app/heap.py)
+        self.call_after_refresh(heap.settle_heap)  # last: the screen is built (tui/app/heap.py)
 
     async def on_unmount(self) -> None:
-        heap.release()
+        heap.thaw_heap()
         await self.auto_restarts.stop()  # first: they use the transports the feeds close
         await self.feeds.stop()
         await self.alerts.stop()

@@ -14,12 +14,12 @@ from __future__ import annotations
 import gc
 
 
-def settle() -> None:
+def settle_heap() -> None:
     """Collect start-up's garbage, then keep what lives on out of later full passes."""
     gc.collect()
     gc.freeze()
 
 
-def release() -> None:
+def thaw_heap() -> None:
     """Hand the frozen objects back to the collector (the app is leaving)."""
     gc.unfreeze()
