@@ -2,18 +2,22 @@
 
 Measures how long the app takes to take in and draw the flood, how long a key waits while it
 does, and what memory the process holds afterwards. Run: ``.venv/bin/python bench/log_flood.py
-[--lines N] [--batch N]``. Batches stand for probe samples (the probe caps one sample at 4 MiB).
+[--lines N] [--batch N] [--text T]``. Batches stand for probe samples (the probe caps one sample
+at 4 MiB). Without PYTHONPATH it measures the installed tree; with PYTHONPATH=$PWD/.pyshim (the
+import-name links) the worktree's: the first line of its output says which.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import resource
 import time
 
 from textual import events
 
+import dflash_tui
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.logs.area import LogArea
 from dflash_tui.app.logs.tail import LogTail
@@ -42,7 +46,9 @@ async def key_latency(app: DflashApp, area: LogArea) -> float:
     return time.monotonic() - t
 
 
-async def flood(total: int, batch: int, filtered: bool) -> dict[str, float]:
+async def flood(
+    total: int, batch: int, filtered: bool, text: str = "step={n} loss=1.25 tok/s=2.8K"
+) -> dict[str, float]:
     source = ScriptedSource([snap(0.0, ["start"])])
     app = DflashApp(Config(), source=source)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -55,7 +61,7 @@ async def flood(total: int, batch: int, filtered: bool) -> dict[str, float]:
         n = 0
         while n < total:
             k = min(batch, total - n)
-            source.push(snap(1.0 + n, [f"step={n + i} loss=1.25 tok/s=2.8K" for i in range(k)]))
+            source.push(snap(1.0 + n, [text.format(n=n + i) for i in range(k)]))
             n += k
         samples = 1 + (total + batch - 1) // batch
         key_waits = []
@@ -83,8 +89,16 @@ def main() -> None:
     ap.add_argument("--lines", type=int, default=100_000)
     ap.add_argument("--batch", type=int, default=2000)
     ap.add_argument("--all-lines", action="store_true", help="filter off (draw every line)")
+    ap.add_argument(
+        "--text",
+        default="step={n} loss=1.25 tok/s=2.8K",
+        help="each line, {n} its number (e.g. '[rank0] W: retrying {n}': no metric, filtered out)",
+    )
     args = ap.parse_args()
-    res = asyncio.run(flood(args.lines, args.batch, not args.all_lines))
+    # The tree measured: the installed one, or the one PYTHONPATH's import-name links point to.
+    tree = os.path.dirname(os.path.dirname(os.path.realpath(dflash_tui.__file__)))
+    print(f"{'tree':>20}: {tree}")
+    res = asyncio.run(flood(args.lines, args.batch, not args.all_lines, args.text))
     for k, v in res.items():
         print(f"{k:>20}: {v:,.2f}" if isinstance(v, float) else f"{k:>20}: {v:,}")
 

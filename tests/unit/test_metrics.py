@@ -44,3 +44,30 @@ def test_progress_interval_and_restart() -> None:
     assert p.last_step_at == 104.0
     p = advance(p, Metric(step=1), 120.0)  # a new run starts counting again
     assert p.last_step == 1 and p.typical_interval is None
+
+
+_WORDS = st.sampled_from(["step", "STEP", "ſtep", "tok/s", "TOK/S", "toKs/s", "tps", "TPS", "loss"])
+
+
+@given(
+    st.lists(st.one_of(_WORDS, st.text(max_size=6)), max_size=6), st.sampled_from(["=", " ", ": "])
+)
+def test_prefilter_passes_every_metric_line(parts: list[str], sep: str) -> None:
+    # The cheap test before the patterns never hides a line they read (any case, any script).
+    line = " ".join(f"{p}{sep}12" for p in parts) + " loss=1.5"
+    expect = _slow_parse(line)
+    assert parse_line(line) == expect
+
+
+def _slow_parse(line: str) -> Metric | None:
+    """parse_line without its prefilter (the patterns alone)."""
+    from dflash_tui.core.diagnosis import progress
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(progress, "_may_hold_metric", lambda _line: True)
+        return progress.parse_line(line)
+
+
+@pytest.mark.parametrize("line", ["ſtep=3 loss=2.0", "STEP=3 LOSS=2", "x TPS=5", "to\u212a/s 7"])
+def test_prefilter_case_folding(line: str) -> None:
+    assert parse_line(line) is not None

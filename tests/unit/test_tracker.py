@@ -1,12 +1,16 @@
-"""The tracker: durations outlive the bounded history; step time from batched lines."""
+"""The tracker: durations outlive the bounded history; step time from batched lines; a flood's
+sample parses only the lines it keeps, and keeps what parsing every line would."""
 
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dflash_train.topology import Topology
 from dflash_tui.core.base.snapshot import Snapshot
-from dflash_tui.core.diagnosis.tracker import Tracker
+from dflash_tui.core.diagnosis.progress import Metric, newest_metrics, parse_line
+from dflash_tui.core.diagnosis.tracker import METRICS_KEPT, Tracker
 
 T0 = 1_764_669_600.0
 
@@ -55,3 +59,37 @@ def test_history_keeps_no_log_text() -> None:
     tr.add(snap(T0, ["x" * 1000] * 5000))
     assert all(lg.lines == () for s in tr.history for lg in s.logs)
     assert tr.history[-1].logs[1].exists  # the rest of the log state is kept
+
+
+def _every_line(lines: list[str], keep: int) -> tuple[list[Metric], Metric | None]:
+    """The reference: every line parsed, the newest ``keep`` kept, the last one with a step."""
+    parsed = [m for m in map(parse_line, lines) if m is not None]
+    return parsed[-keep:], next((m for m in reversed(parsed) if m.step is not None), None)
+
+
+def test_flood_keeps_what_parsing_every_line_keeps() -> None:
+    tr = Tracker(Topology.parse("0:"))
+    lines = [f"step={i} loss={i / 1000} tok/s=2.8K" if i % 3 else f"plain {i}" for i in range(3000)]
+    tr.add(snap(T0, lines))
+    kept, last = _every_line(lines, METRICS_KEPT)
+    assert [m for _, m in tr.metrics] == kept
+    assert tr.progress.last == last and tr.progress.last_step == 2999
+
+
+def test_flood_without_steps_at_its_end_still_finds_the_last_step() -> None:
+    # The newest lines report tok/s alone: the step folded is older than the lines kept.
+    lines = ["step=7 loss=2.0 tok/s=100"] + ["tok/s=120"] * (METRICS_KEPT + 50)
+    tr = Tracker(Topology.parse("0:"))
+    tr.add(snap(T0, lines))
+    kept, last = _every_line(lines, METRICS_KEPT)
+    assert [m for _, m in tr.metrics] == kept
+    assert last is not None and tr.progress.last_step == 7
+
+
+@given(st.lists(st.sampled_from(["step=1 loss=1", "step=2 tok/s=3", "tok/s=4", "x"]), max_size=30))
+def test_newest_metrics_matches_every_line(lines: list[str]) -> None:
+    for keep in (1, 3, 10):
+        found = newest_metrics(lines, keep)
+        kept, last = _every_line(lines, keep)
+        assert found[-keep:] == kept
+        assert next((m for m in reversed(found) if m.step is not None), None) == last

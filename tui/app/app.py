@@ -20,6 +20,7 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import Worker
 
+from dflash_tui.app import heap
 from dflash_tui.app.actions import ControlActions
 from dflash_tui.app.alerts import AppAlerts
 from dflash_tui.app.autorestart import AutoRestarts
@@ -142,8 +143,10 @@ class DflashApp(App[None]):
         self.call_after_refresh(self.feeds.start)
         self.call_after_refresh(self.auto_restarts.start)
         self.call_after_refresh(self.refresh_overview)
+        self.call_after_refresh(heap.settle_heap)  # last: the screen is built (tui/app/heap.py)
 
     async def on_unmount(self) -> None:
+        heap.thaw_heap()
         await self.auto_restarts.stop()  # first: they use the transports the feeds close
         await self.feeds.stop()
         await self.alerts.stop()

@@ -15,10 +15,11 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import Log, Static
+from textual.widgets import Static
 
 from dflash_tui.app.logs.lines import ERROR_RE, MAX_LINES, LineStore
 from dflash_tui.app.logs.search import SearchState, hscroll_label, wrapped
+from dflash_tui.app.logs.widget import TailLog
 from dflash_tui.app.palette import Palette, palette_for
 from dflash_tui.app.widgets import redraw_guarded, show_changed
 from dflash_tui.core.base.text import safe_label
@@ -72,7 +73,7 @@ class LogTail(Vertical):
         self.follow = True
         self.highlighter = ErrorHighlighter()
         # Following is ours (flush scrolls to the end), never Log's own auto_scroll.
-        self.log_view = Log(max_lines=MAX_LINES, highlight=True, auto_scroll=False)
+        self.log_view = TailLog(max_lines=MAX_LINES, highlight=True, auto_scroll=False)
         self.log_view.highlighter = self.highlighter
         self.title_bar = Static(classes="tail-title")
         self.missing_bar = Static(classes="tail-missing")

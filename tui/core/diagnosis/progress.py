@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 # A number (digits, or nan/inf/infinity as a whole word) and an optional K/M/G suffix.
@@ -24,6 +25,17 @@ _LOSS = re.compile(r"\bloss\s*[=:]?\s*" + _NUM, re.IGNORECASE)
 _ACC = re.compile(r"\bacc(?:uracy)?\s*[=:]?\s*" + _NUM, re.IGNORECASE)
 _TOKS = re.compile(r"\b(?:tok(?:en)?s?/s(?:ec)?|tps)\s*[=:]?\s*" + _NUM, re.IGNORECASE)
 _SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9}
+# A metric line names a step or a tok/s figure (see parse_line): a line holding none of these
+# words can skip the four patterns above. The same flag, so the same case folding as theirs
+# (``ſtep`` is a step to them); ASCII text takes the cheaper lower-case test (1/5 the time).
+_MAYBE = re.compile(r"step|tok|tps", re.IGNORECASE)
+
+
+def _may_hold_metric(line: str) -> bool:
+    if line.isascii():
+        low = line.lower()
+        return "step" in low or "tok" in low or "tps" in low
+    return _MAYBE.search(line) is not None
 
 
 @dataclass(frozen=True)
@@ -54,6 +66,8 @@ def parse_line(line: str) -> Metric | None:
     """A Metric when the line reports a training step, else None."""
     if len(line) > 4096:  # a progress line is short; do not scan megabyte lines
         line = line[:4096]
+    if not _may_hold_metric(line):
+        return None
     step_m = _STEP.search(line)
     toks = _num(_TOKS.search(line))
     loss = _num(_LOSS.search(line))
@@ -65,6 +79,25 @@ def parse_line(line: str) -> Metric | None:
     if loss is None and toks is None:
         return None  # "checkpoint step=60": names a step, reports no training figure
     return Metric(step=step, loss=loss, acc=_num(_ACC.search(line)), tok_s=toks)
+
+
+def newest_metrics(lines: Sequence[str], keep: int) -> list[Metric]:
+    """The metrics of the newest ``keep`` metric lines, oldest first, and older ones only as
+    far back as the newest one with a step (the progress folds that one).
+
+    What a tracker keeping ``keep`` metrics would hold after parsing every line: a sample of
+    thousands of lines parses only its end (the parse holds the GIL the UI needs)."""
+    found: list[Metric] = []
+    has_step = False
+    for line in reversed(lines):
+        if len(found) >= keep and has_step:
+            break
+        m = parse_line(line)
+        if m is not None:
+            found.append(m)
+            has_step = has_step or m.step is not None
+    found.reverse()
+    return found
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,12 @@ from dataclasses import replace
 from dflash_train.topology import Topology
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.diagnosis.diagnose import Diagnosis, diagnose
-from dflash_tui.core.diagnosis.progress import Metric, Progress, advance, parse_line
+from dflash_tui.core.diagnosis.progress import Metric, Progress, advance, newest_metrics
 from dflash_tui.core.diagnosis.thresholds import DEFAULT, Thresholds
+
+# Metric lines kept: what the app reads of them (SampleReady carries the newest 200, for the
+# metrics strip's sparklines; a replay the same). Also how many lines a flood's sample parses.
+METRICS_KEPT = 200
 
 
 class Tracker:
@@ -27,7 +31,7 @@ class Tracker:
         self.live = live
         self.history: deque[Snapshot] = deque(maxlen=keep)
         self.progress = Progress()
-        self.metrics: deque[tuple[float, Metric]] = deque(maxlen=600)
+        self.metrics: deque[tuple[float, Metric]] = deque(maxlen=METRICS_KEPT)
         self._run_id: str | None = None
         self._last: Diagnosis | None = None
 
@@ -43,16 +47,14 @@ class Tracker:
         return self._last
 
     def _fold_metrics(self, snap: Snapshot) -> None:
-        has_run_log = any(x.is_run_log for x in snap.logs)
-        last_step: Metric | None = None
-        for log in snap.logs:
-            if has_run_log and not log.is_run_log:
-                continue  # progress comes from the run's own log when there is one
-            for line in log.lines:
-                m = parse_line(line)
-                if m is not None:
-                    self.metrics.append((snap.time, m))
-                    last_step = m if m.step is not None else last_step
+        # Progress comes from the run's own log when there is one.
+        logs = [x for x in snap.logs if x.is_run_log] or snap.logs
+        lines = [line for log in logs for line in log.lines]
+        # Only what the bounded deque would keep is parsed: a flood of 2,000 step lines a
+        # sample parses its last 200, the same metrics and the same last step as all of them.
+        found = newest_metrics(lines, METRICS_KEPT)
+        self.metrics.extend((snap.time, m) for m in found[-METRICS_KEPT:])
+        last_step = next((m for m in reversed(found) if m.step is not None), None)
         if last_step is not None:
             # One fold per sample: many steps arriving together share one arrival time, so
             # the time per step is the sample's time over the steps it brought.

@@ -1,0 +1,56 @@
+"""The log filter's fast path: the default filter, matched on the lower-cased line, shows and
+hides exactly the lines the filter itself does (any case; non-ASCII lines take the filter)."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dflash_tui.app.logs.lines import DEFAULT_FILTER, LineStore, compile_filter, passes_filter
+
+DEFAULT = compile_filter(DEFAULT_FILTER)
+# Pieces of what the filter looks for, and of what it must not mistake for them.
+_WORDS = [
+    "error",
+    "ERRNO",
+    "Exception",
+    "oom",
+    "bOOm",
+    "room",
+    '  File "',
+    "file",
+    "tok/s",
+    "Step",
+    "steP",
+    "exit",
+    "not found",
+    "ſtep",
+    "\u212ailled",
+    "killed",
+    "Segmentation Fault",
+]
+_PIECES = st.one_of(st.sampled_from(_WORDS), st.text(max_size=4), st.sampled_from([" ", "\t", "_"]))
+
+
+@given(st.lists(_PIECES, max_size=8))
+def test_default_fast_path_matches_the_filter(pieces: list[str]) -> None:
+    line = "".join(pieces)
+    assert passes_filter(DEFAULT)(line) == bool(DEFAULT.search(line))
+
+
+@given(st.lists(st.sampled_from(_WORDS), max_size=4).map(" ".join))
+def test_any_other_filter_is_its_search(line: str) -> None:
+    other = re.compile(r"(?i)step|oom")
+    assert passes_filter(other)(line) == bool(other.search(line))
+
+
+def test_store_hides_and_shows_as_the_filter_does() -> None:
+    store = LineStore()
+    store.pattern = DEFAULT
+    lines = ["step=1 loss=2", "plain line", '  File "/x.py", line 3', "ROOM 12", "OOM killed"]
+    assert store.add(lines) == 3
+    assert store.take_pending() == ["step=1 loss=2", '  File "/x.py", line 3', "OOM killed"]
+    assert store.hidden == 2
+    assert store.set_filter(None) == lines and store.pattern is None
