@@ -17,7 +17,7 @@ from dflash_tui.app.source import LiveSource
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.link.feed import Disconnected, Feed, FeedEvent
-from dflash_tui.core.link.local_feed import LocalFeed
+from dflash_tui.core.link.local_feed import LocalFeed, feed_for
 from dflash_tui.core.link.transport import LocalTransport
 from dflash_tui.core.probe import main as probe_main
 
@@ -160,8 +160,14 @@ async def test_refresh_samples_here_without_the_streams_lines(
 def test_a_container_or_another_python_keeps_the_probe_process(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert isinstance(LiveSource(LocalTransport(), HostConfig(), 1.0).feed, LocalFeed)
-    boxed = HostConfig(container="docker:trainer")
+    # The one rule for the app (LiveSource), status --watch, metrics and supervise (feed_for).
+    here, boxed = HostConfig(), HostConfig(container="docker:trainer")
+    assert isinstance(LiveSource(LocalTransport(), here, 1.0).feed, LocalFeed)
+    assert isinstance(feed_for(LocalTransport(), here, 1.0), LocalFeed)
+    remote = HostConfig(address="gpu-box")
+    for host in (boxed, remote):
+        assert type(feed_for(LocalTransport(), host, 1.0)) is Feed
     assert type(LiveSource(LocalTransport(), boxed, 1.0).feed) is Feed
     monkeypatch.setenv("DFLASH_TUI_PYTHON", "python3")
-    assert type(LiveSource(LocalTransport(), HostConfig(), 1.0).feed) is Feed
+    assert type(LiveSource(LocalTransport(), here, 1.0).feed) is Feed
+    assert type(feed_for(LocalTransport(), here, 1.0)) is Feed

@@ -12,9 +12,9 @@ from typing import Protocol
 
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
-from dflash_tui.core.link.feed import Disconnected, Feed, FeedEvent, Malformed, sample_once
-from dflash_tui.core.link.local_feed import LocalFeed, Stuck, in_daemon_thread
-from dflash_tui.core.link.local_probe import in_process, one_sample, probe_args
+from dflash_tui.core.link.feed import Disconnected, FeedEvent, Malformed, sample_once
+from dflash_tui.core.link.local_feed import LocalFeed, Stuck, feed_for, in_daemon_thread
+from dflash_tui.core.link.local_probe import one_sample, probe_args
 from dflash_tui.core.link.refresh import between
 from dflash_tui.core.link.transport import CommandResult, Transport, TransportError
 
@@ -58,9 +58,8 @@ class LiveSource:
 
     def __init__(self, transport: Transport, host: HostConfig, interval: float) -> None:
         self.transport = transport
-        self.local = in_process(host)
-        feed = LocalFeed if self.local else Feed
-        self.feed = feed(_ExecStream(transport), host, interval)
+        self.feed = feed_for(_ExecStream(transport), host, interval)
+        self.local = isinstance(self.feed, LocalFeed)
 
     def events(self) -> AsyncIterator[FeedEvent]:
         return self.feed.events()

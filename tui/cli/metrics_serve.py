@@ -16,7 +16,8 @@ from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.diagnosis.thresholds import thresholds_for
 from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.link.connect import make_transport
-from dflash_tui.core.link.feed import Disconnected, Feed
+from dflash_tui.core.link.feed import Disconnected
+from dflash_tui.core.link.local_feed import feed_for
 
 
 class Latest:
@@ -35,7 +36,7 @@ class Latest:
         transport = make_transport(host)
         tracker = Tracker(host.topology, thresholds_for(host))
         try:
-            async for ev in Feed(transport, host, interval).events():
+            async for ev in feed_for(transport, host, interval).events():
                 if isinstance(ev, Snapshot):
                     try:
                         self.docs[host.label] = status_doc(host, tracker, ev)[0]

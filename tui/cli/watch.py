@@ -24,7 +24,8 @@ from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.text import terminal_safe
 from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.link.connect import make_transport
-from dflash_tui.core.link.feed import Disconnected, Feed
+from dflash_tui.core.link.feed import Disconnected
+from dflash_tui.core.link.local_feed import feed_for
 
 PROGRESS_EVERY_S = 30.0
 
@@ -117,7 +118,7 @@ async def _watch_host(cfg: Config, host: HostConfig, progress_every: float) -> N
         sys.stdout.flush()
 
     try:
-        async for ev in Feed(transport, host, cfg.interval).events():
+        async for ev in feed_for(transport, host, cfg.interval).events():
             if isinstance(ev, Snapshot):
                 doc = status_doc(host, tracker, ev)[0]
             elif isinstance(ev, Disconnected):

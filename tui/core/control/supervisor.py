@@ -52,7 +52,8 @@ from dflash_tui.core.control.supervisor_state import (
 )
 from dflash_tui.core.diagnosis.thresholds import thresholds_for
 from dflash_tui.core.diagnosis.tracker import Tracker
-from dflash_tui.core.link.feed import Feed, sample_once
+from dflash_tui.core.link.feed import sample_once
+from dflash_tui.core.link.local_feed import feed_for
 from dflash_tui.core.link.transport import Transport, TransportError
 from dflash_tui.core.record.recorder import Recorder
 
@@ -343,7 +344,7 @@ class Supervisor:
 
     async def watch_feed(self) -> None:
         tracker = Tracker(self.host.topology, thresholds_for(self.host))
-        async for ev in Feed(self.transport, self.host, self.opts.interval).events():
+        async for ev in feed_for(self.transport, self.host, self.opts.interval).events():
             if isinstance(ev, Snapshot):
                 try:
                     self.on_sample(tracker, ev)

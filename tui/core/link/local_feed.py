@@ -1,12 +1,13 @@
-"""The app's feed of this machine with the probe running inside the app's own process.
+"""The feed of this machine with the probe running inside this process (the app, ``status
+--watch``, ``metrics``, ``supervise``).
 
-On this machine, outside a container and without a DFLASH_TUI_PYTHON override (``in_process``),
-the probe that ``Feed`` would stream from a second interpreter is the code this process already
-has as ``dflash_tui.core.probe``. Here one ``Probe`` is kept for the feed's life (its state
-between samples, as the streaming probe keeps it: log offsets, the process table's cache, CPU
-ticks, NVML and its Xid watcher) and sampled every ``interval`` in a daemon thread, where its
-dict is also parsed into a Snapshot, off the event loop. No second Python (about 21 MiB), no
-JSON line encoded and decoded per sample.
+On this machine, outside a container and without a DFLASH_TUI_PYTHON override (``in_process``,
+``feed_for``), the probe that ``Feed`` would stream from a second interpreter is the code this
+process already has as ``dflash_tui.core.probe``. Here one ``Probe`` is kept for the feed's
+life (its state between samples, as the streaming probe keeps it: log offsets, the process
+table's cache, CPU ticks, NVML and its Xid watcher) and sampled every ``interval`` in a daemon
+thread, where its dict is also parsed into a Snapshot, off the event loop. No second Python
+(about 21 MiB), no JSON line encoded and decoded per sample.
 
 What the subprocess gave for free is kept explicitly:
 - a sample that blocks (a hung log mount, a wedged driver call) is given up after the feed's
@@ -26,9 +27,11 @@ import threading
 from collections.abc import AsyncGenerator, Callable
 from typing import Any, TypeVar
 
+from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.link.feed import Disconnected, Feed, FeedEvent, Malformed
-from dflash_tui.core.link.local_probe import new_probe, probe_args
+from dflash_tui.core.link.local_probe import in_process, new_probe, probe_args
+from dflash_tui.core.link.transport import Transport
 
 T = TypeVar("T")
 
@@ -132,3 +135,11 @@ class LocalFeed(Feed):
         async with contextlib.aclosing(super().events()) as streamed:
             async for event in streamed:
                 yield event
+
+
+def feed_for(transport: Transport, host: HostConfig, interval: float) -> Feed:
+    """The feed of ``host``: the probe inside this process where it can run here
+    (``in_process``: this machine, no container, no DFLASH_TUI_PYTHON), else a probe process
+    through ``transport``. The app, ``status --watch``, ``metrics`` and ``supervise`` all ask
+    here."""
+    return (LocalFeed if in_process(host) else Feed)(transport, host, interval)
