@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from support import until
 from textual.pilot import Pilot
+from textual.widgets import Static
 
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
@@ -139,3 +140,23 @@ async def test_a_live_runs_steps_reach_the_history_each_once_in_order(host: Host
         assert losses == [k + 1.5 for k in range(len(losses))]  # from step 1, none twice
         assert [y for _, y in history.tok_s.points()][:3] == [1001.0, 1002.0, 1003.0]
         assert history.steps_path == f"{app.last.diagnosis.run.dir}/events.jsonl"  # type: ignore[union-attr]
+
+
+async def test_plots_that_cannot_be_made_are_said_so_in_the_tab(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(self: HistoryPlot, id: str) -> None:
+        raise RuntimeError("no plotext [b]here[/b]")
+
+    monkeypatch.setattr(HistoryPlot, "__init__", broken)
+    app = DflashApp(Config(), source=ScriptedSource(scenes.history_run()))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.samples >= 5, timeout=90)
+        view = app.detail().history()
+        await pilot.press("e", "e")
+        await built(pilot, view)  # the failed mount is not left counting as a build
+        title = str(view.query_one("#history-title", Static).render())
+        assert "the plots could not be made (RuntimeError: no plotext [b]here[/b])" in title
+        assert not list(view.query(HistoryPlot))
+        await pilot.press("z")  # the keys still work, and keep saying it
+        assert "could not be made" in str(view.query_one("#history-title", Static).render())

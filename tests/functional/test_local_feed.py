@@ -17,7 +17,7 @@ from dflash_tui.app.source import LiveSource
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.link.feed import Disconnected, Feed, FeedEvent
-from dflash_tui.core.link.local_feed import LocalFeed, feed_for
+from dflash_tui.core.link.local_feed import LocalFeed, feed_for, in_daemon_thread
 from dflash_tui.core.link.transport import LocalTransport
 from dflash_tui.core.probe import main as probe_main
 
@@ -46,6 +46,18 @@ async def take(events: AsyncIterator[FeedEvent], n: int) -> list[FeedEvent]:
 
 def lines(events: list[FeedEvent]) -> list[str]:
     return [ln for ev in events if isinstance(ev, Snapshot) for log in ev.logs for ln in log.lines]
+
+
+def closes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts Probe.close calls: the list holds their number once there is one."""
+    close, count = probe_main.Probe.close, []
+
+    def counted(self: Any) -> None:
+        count[:] = [count[0] + 1 if count else 1]
+        close(self)
+
+    monkeypatch.setattr(probe_main.Probe, "close", counted)
+    return count
 
 
 @pytest.fixture
@@ -95,22 +107,38 @@ async def test_a_hung_sample_hands_over_to_a_probe_process(
         return gpus(self, errors)
 
     monkeypatch.setattr(probe_main.Probe, "gpus", wedged)
-    feed = LocalFeed(LocalTransport(), host, interval=0.1, stall_timeout=1.0)
+    closed = closes(monkeypatch)
+    source = LiveSource(LocalTransport(), host, 0.1)
+    feed = source.feed
+    assert isinstance(feed, LocalFeed) and source.local
+    feed.stall_timeout = 1.0
     events = feed.events()
     try:
         first = await take(events, 1)
         append(host, "line 1\n")
         down = await take(events, 1)
+        feed.stall_timeout = WAIT_S  # the probe process's start is not judged by the 1 s
         append(host, "line 2\n")
         after = await take(events, 2)  # from a probe process, resuming the log
         probes = [c for c in children() if "python" in c]
+        # The refresh key goes through the probe process's way too, not the wedged probe.
+        assert not source.local and isinstance(after[-1], Snapshot)
+        now = await asyncio.wait_for(source.sample_now(after[-1]), WAIT_S)
+        assert calls[0] == 2 and not closed  # the wedged probe is not closed under its sample
+        release.set()
+        for _ in range(WAIT_S * 20):  # its thread closes it once the sample is over
+            if closed:
+                break
+            await asyncio.sleep(0.05)
     finally:
         release.set()
         await events.aclose()
     assert isinstance(down[0], Disconnected) and not isinstance(first[0], Disconnected)
     assert "the probe is stuck" in down[0].error and "separate process" in down[0].error
+    assert down[0].retry_in == 0.0  # the probe process starts at once
     assert all(isinstance(ev, Snapshot) for ev in after) and probes
     assert lines(first + after) == ["line 0", "line 1", "line 2"]
+    assert len(now.gpus) == 8 and closed == [1]
 
 
 async def test_a_failed_probe_is_made_again_and_resumes_its_logs(
@@ -125,6 +153,7 @@ async def test_a_failed_probe_is_made_again_and_resumes_its_logs(
         return sample(self)
 
     monkeypatch.setattr(probe_main.Probe, "sample", failing_once)
+    closed = closes(monkeypatch)
     feed = LocalFeed(LocalTransport(), host, interval=0.1)
     events = feed.events()
     try:
@@ -132,11 +161,14 @@ async def test_a_failed_probe_is_made_again_and_resumes_its_logs(
         append(host, "line 1\n")
         down = await take(events, 1)
         after = await take(events, 1)  # after the 1 s backoff, from a new probe
+        on_failure = list(closed)
     finally:
         await events.aclose()
     assert isinstance(down[0], Disconnected) and down[0].retry_in == 1.0
     assert "the probe failed: RuntimeError: the probe broke" in down[0].error
     assert isinstance(after[0], Snapshot) and lines(first + after) == ["line 0", "line 1"]
+    assert on_failure == [1]  # the failed probe released its files (and NVML) before the next
+    assert closed == [2]  # and the next one when the feed was closed
 
 
 async def test_refresh_samples_here_without_the_streams_lines(
@@ -171,3 +203,11 @@ def test_a_container_or_another_python_keeps_the_probe_process(
     monkeypatch.setenv("DFLASH_TUI_PYTHON", "python3")
     assert type(LiveSource(LocalTransport(), here, 1.0).feed) is Feed
     assert type(feed_for(LocalTransport(), here, 1.0)) is Feed
+
+
+async def test_a_system_exit_in_the_thread_is_an_error_not_an_exit() -> None:
+    def leave() -> None:
+        raise SystemExit(2)  # argparse's way with a bad argument
+
+    with pytest.raises(RuntimeError, match="SystemExit: 2"):
+        await in_daemon_thread(leave, WAIT_S)

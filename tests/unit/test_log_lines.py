@@ -54,3 +54,25 @@ def test_store_hides_and_shows_as_the_filter_does() -> None:
     assert store.take_pending() == ["step=1 loss=2", '  File "/x.py", line 3', "OOM killed"]
     assert store.hidden == 2
     assert store.set_filter(None) == lines and store.pattern is None
+
+
+def test_the_default_filter_takes_the_fast_path() -> None:
+    # The property above holds for any path; this one says the fast one is the one taken:
+    # an ASCII line is matched lower-cased, without asking the case-blind pattern at all.
+    from dflash_tui.app.logs import lines
+
+    asked: list[str] = []
+
+    class Spy:
+        pattern = DEFAULT_FILTER
+
+        def search(self, line: str) -> object:
+            asked.append(line)
+            return DEFAULT.search(line)
+
+    shows = passes_filter(Spy())  # type: ignore[arg-type]
+    assert shows("Step 12 loss 0.5") and not shows("nothing to see")
+    assert (
+        asked == [] and lines._DEFAULT_LOWER.pattern == DEFAULT_FILTER.removeprefix("(?i)").lower()
+    )
+    assert shows("ſtep 3") == bool(DEFAULT.search("ſtep 3")) and asked == ["ſtep 3"]

@@ -12,6 +12,7 @@ from typing import Protocol
 
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.base.timings import SAMPLE_TIMEOUT_S
 from dflash_tui.core.link.feed import Disconnected, FeedEvent, Malformed, sample_once
 from dflash_tui.core.link.local_feed import LocalFeed, Stuck, feed_for, in_daemon_thread
 from dflash_tui.core.link.local_probe import one_sample, probe_args
@@ -59,7 +60,6 @@ class LiveSource:
     def __init__(self, transport: Transport, host: HostConfig, interval: float) -> None:
         self.transport = transport
         self.feed = feed_for(_ExecStream(transport), host, interval)
-        self.local = isinstance(self.feed, LocalFeed)
 
     def events(self) -> AsyncIterator[FeedEvent]:
         return self.feed.events()
@@ -75,9 +75,14 @@ class LiveSource:
             fresh = await sample_once(self.transport, host, extra=extra)
         return between(fresh, last)
 
+    @property
+    def local(self) -> bool:
+        """Samples are taken inside this process (not after a hung one handed over)."""
+        return isinstance(self.feed, LocalFeed) and not self.feed.handed_over
+
     async def _sample_here(self, argv: list[str]) -> Snapshot:
         """A one-shot sample inside this process; its failures as the subprocess's."""
-        timeout = self.feed.stall_timeout
+        timeout = SAMPLE_TIMEOUT_S
         try:
             return Snapshot.from_dict(await in_daemon_thread(lambda: one_sample(argv), timeout))
         except Stuck:

@@ -73,7 +73,8 @@ class HistoryView(Vertical):
         self.view = View()
         self.dirty = False  # samples arrived since the last plot
         self.building = 0  # builds started and not yet shown (and the plots' mount)
-        self.plots: str | None = None  # None, then "mounting", then "ready"
+        self.plots: str | None = None  # None, then "mounting", then "ready" (or "failed")
+        self.plot_error: str | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="history-title", markup=False)
@@ -87,10 +88,18 @@ class HistoryView(Vertical):
     async def _mount_plots(self) -> None:
         """The plots, when the tab is first shown: plotext (about 2 MiB) is imported then,
         not by a session that never opens the tab."""
-        from dflash_tui.app.history.plot import HistoryPlot
+        try:
+            from dflash_tui.app.history.plot import HistoryPlot
 
-        await self.query_one("#history-run").mount_all(HistoryPlot(id=p) for p, _, _ in RUN_PLOTS)
-        await self.query_one("#history-gpus").mount_all(HistoryPlot(id=p) for p, _, _ in GPU_PLOTS)
+            run = [HistoryPlot(id=p) for p, _, _ in RUN_PLOTS]
+            gpus = [HistoryPlot(id=p) for p, _, _ in GPU_PLOTS]
+            await self.query_one("#history-run").mount_all(run)
+            await self.query_one("#history-gpus").mount_all(gpus)
+        except Exception as exc:  # the tab says so; never blank and silent
+            self.plots, self.plot_error = "failed", f"{type(exc).__name__}: {exc}"
+            self.building -= 1
+            self.replot()
+            return
         self.call_after_refresh(self._plots_ready)  # laid out: they have their sizes
 
     def _plots_ready(self) -> None:
@@ -138,8 +147,8 @@ class HistoryView(Vertical):
             self.building += 1
             self.run_worker(self._mount_plots(), group="history-plots", exit_on_error=False)
             return
-        if self.plots == "mounting":
-            return  # _plots_ready builds them
+        if self.plots in ("mounting", "failed"):
+            return  # _plots_ready builds them; a failure is in the title
         h = self.history
         jobs = [
             self._plot("plot-loss", "loss", [("loss", h.loss)], span, shown),
@@ -174,6 +183,8 @@ class HistoryView(Vertical):
             widget.show(text, size)
 
     def title(self, span: tuple[float, float] | None, shown: tuple[float, float] | None) -> str:
+        if self.plot_error is not None:
+            return f"History: the plots could not be made ({self.plot_error})"
         if span is None or shown is None:
             return f"History: nothing recorded yet   {KEYS_NOTE}"
         run_min = (span[1] - span[0]) / 60

@@ -35,6 +35,9 @@ def plain_width(lines: Sequence[str]) -> int | None:
 
 
 class TailLog(Log):
+    """Textual's Log, measuring a printable-ASCII batch's width inline (no thread worker per
+    write) and finding its style once a draw (module docstring)."""
+
     _draw_style: Style | None = None  # the style, found once for the draw under way
 
     @property

@@ -57,8 +57,10 @@ async def in_daemon_thread(fn: Callable[[], T], timeout: float, name: str = "pro
     def work() -> None:
         try:
             result, exc = fn(), None
-        except BaseException as err:  # a SystemExit from argparse too: reported, not raised
+        except Exception as err:
             result, exc = None, err
+        except BaseException as err:  # a SystemExit (argparse's) must not end the caller's loop
+            result, exc = None, RuntimeError(f"{type(err).__name__}: {err}")
         with contextlib.suppress(RuntimeError):  # the loop closed meanwhile (the app left)
             loop.call_soon_threadsafe(settle, result, exc)
 
@@ -79,7 +81,12 @@ def parsed(doc: dict[str, Any]) -> Snapshot | Malformed:
 class LocalFeed(Feed):
     """``Feed``'s events from a probe inside this process (see the module's docstring)."""
 
-    sampling = False  # a sample's thread is running (or stuck) with the probe
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.handed_over = False  # a sample hung: the feed streams from a probe process now
+        self._lock = threading.Lock()
+        self._busy: Any = None  # the probe a sample's thread is using
+        self._orphan = False  # given up on while busy: that thread closes it when done
 
     def _argv(self) -> list[str]:
         return probe_args(self.host, interval=self.interval, extra=self.resume_args())
@@ -88,7 +95,6 @@ class LocalFeed(Feed):
         backoff = 1.0
         while True:
             probe, error = None, "the probe stopped"
-            self.sampling = False  # never close a probe under a sample's thread
             try:
                 probe = await in_daemon_thread(lambda: new_probe(self._argv()), self.stall_timeout)
                 async with contextlib.aclosing(self._samples(probe)) as samples:
@@ -97,6 +103,9 @@ class LocalFeed(Feed):
                             backoff = 1.0
                         yield event
             except Stuck:
+                if probe is not None:  # its thread closes it if the sample ever returns
+                    self._release(probe)
+                    probe = None
                 # Closed with this generator: the probe process goes with it.
                 async with contextlib.aclosing(self._fall_back()) as fallen:
                     async for other in fallen:
@@ -105,8 +114,8 @@ class LocalFeed(Feed):
             except Exception as exc:  # the probe failed, as a probe process that died
                 error = f"the probe failed: {type(exc).__name__}: {exc}"
             finally:
-                if probe is not None and not self.sampling:
-                    probe.close()
+                if probe is not None:
+                    self._release(probe)
             self.connected = False
             yield Disconnected(error, backoff)
             await asyncio.sleep(backoff)
@@ -117,9 +126,9 @@ class LocalFeed(Feed):
         loop = asyncio.get_running_loop()
         due = loop.time()
         while True:
-            self.sampling = True  # until it returns; left set when it is stuck or cancelled
-            event = await in_daemon_thread(lambda: parsed(probe.sample()), self.stall_timeout)
-            self.sampling = False
+            with self._lock:
+                self._busy = probe
+            event = await in_daemon_thread(lambda: self._sample(probe), self.stall_timeout)
             if isinstance(event, Snapshot):
                 self.connected = True
                 self._keep_resume(event)
@@ -127,11 +136,30 @@ class LocalFeed(Feed):
             due = max(due + self.interval, loop.time())
             await asyncio.sleep(due - loop.time())
 
+    def _sample(self, probe: Any) -> Snapshot | Malformed:
+        """In the sample's thread. A probe given up on meanwhile (stuck, or the feed closed
+        under it) is closed here once its sample is over: never under a running sample."""
+        try:
+            return parsed(probe.sample())
+        finally:
+            with self._lock:
+                self._busy, orphan, self._orphan = None, self._orphan, False
+            if orphan:
+                probe.close()
+
+    def _release(self, probe: Any) -> None:
+        """Close ``probe`` now, or have the thread still sampling with it close it after."""
+        with self._lock:
+            if self._busy is probe:
+                self._orphan = True
+                return
+        probe.close()
+
     async def _fall_back(self) -> AsyncGenerator[FeedEvent, None]:
         """The probe hung: say so, then stream from a probe process (killable) for good."""
-        self.connected = False
+        self.connected, self.handed_over = False, True
         error = f"no sample for {self.stall_timeout:.0f}s: the probe is stuck"
-        yield Disconnected(f"{error}; sampling in a separate process from now on", 1.0)
+        yield Disconnected(f"{error}; sampling in a separate process from now on", 0.0)
         async with contextlib.aclosing(super().events()) as streamed:
             async for event in streamed:
                 yield event

@@ -113,12 +113,23 @@ class Probe:
         return out
 
     def close(self) -> None:
-        """Release the files held between samples (log tails, the kernel log): a probe that
-        runs inside another program (``status`` on this machine) must not leave them open."""
+        """Release what is held between samples (log tails, the kernel log, NVML's event set
+        and its init): a probe that runs inside another program (the app, ``status``,
+        ``supervise`` on this machine) must not leave them behind. Not NVML while a call of
+        this probe is stuck in it."""
         for tail in self.tails.values():
             tail.close()
         self.tails.clear()
         self.kernel.close()
+        stuck = self.nvml_stuck is not None and self.nvml_stuck.is_alive()
+        if self.nvml is not None and not stuck:
+            if self.health is not None:
+                self.health.close()
+            try:
+                self.nvml.nv.nvmlShutdown()  # one per nvmlInit: NVML counts them
+            except Exception:
+                pass
+            self.nvml = self.health = None
 
     def dumps(self, out: dict) -> str:
         """The sample as one JSON line; the process table last, encoded by Procs.encode."""

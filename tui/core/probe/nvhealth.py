@@ -35,6 +35,16 @@ class NvHealth:
         except Exception as exc:
             self.note = "NVML Xid events unavailable: %s" % (exc,)
 
+    def close(self):
+        """Free the event set (a probe inside a long-lived program is made again after a
+        failure: a process got this back at exit)."""
+        events, self.events = self.events, None
+        if events is not None:
+            try:
+                self.nv.nvmlEventSetFree(events)
+            except Exception:
+                pass
+
     def read(self, errors):
         """[{index, uuid, lost, error, xids, retired_pages, remapped_rows, pcie_replay}]."""
         out = []
