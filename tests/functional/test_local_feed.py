@@ -24,8 +24,9 @@ from dflash_tui.core.probe import main as probe_main
 WAIT_S = 60  # a bound for what takes well under a second on an idle machine
 
 
-def children() -> list[str]:
-    """The command lines of this process's children (a probe process would be one)."""
+def probes() -> list[str]:
+    """The command lines of this process's children that are probes (``python3 - --once`` or
+    ``--interval=S``; an earlier test's stand-in nvidia-smi may still be running)."""
     me, out = os.getpid(), []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -35,7 +36,9 @@ def children() -> list[str]:
             cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
         except OSError:
             continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == me:
+        argv = cmd.split(b"\0")
+        probe = b"-" in argv[1:3] and any(a.startswith((b"--interval=", b"--once")) for a in argv)
+        if probe and int(stat.rsplit(")", 1)[1].split()[1]) == me:
             out.append(cmd.replace(b"\0", b" ").decode(errors="replace"))
     return out
 
@@ -48,12 +51,14 @@ def lines(events: list[FeedEvent]) -> list[str]:
     return [ln for ev in events if isinstance(ev, Snapshot) for log in ev.logs for ln in log.lines]
 
 
-def closes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts Probe.close calls: the list holds their number once there is one."""
+def closes(monkeypatch: pytest.MonkeyPatch, host: HostConfig) -> list[int]:
+    """Counts the closes of ``host``'s probes (an earlier test's sample thread may still end
+    and close its own): the list holds their number once there is one."""
     close, count = probe_main.Probe.close, []
 
     def counted(self: Any) -> None:
-        count[:] = [count[0] + 1 if count else 1]
+        if host.logs[0] in self.args.log:
+            count[:] = [count[0] + 1 if count else 1]
         close(self)
 
     monkeypatch.setattr(probe_main.Probe, "close", counted)
@@ -80,7 +85,7 @@ async def test_samples_come_from_one_probe_in_this_process(fake_smi: Any, host: 
         got = await take(events, 2)
         append(host, "line 1\nline 2\n")
         got += await take(events, 3)
-        assert not [c for c in children() if "python" in c], children()
+        assert not probes(), probes()
     finally:
         await events.aclose()
     assert all(isinstance(ev, Snapshot) for ev in got) and feed.connected
@@ -107,7 +112,7 @@ async def test_a_hung_sample_hands_over_to_a_probe_process(
         return gpus(self, errors)
 
     monkeypatch.setattr(probe_main.Probe, "gpus", wedged)
-    closed = closes(monkeypatch)
+    closed = closes(monkeypatch, host)
     source = LiveSource(LocalTransport(), host, 0.1)
     feed = source.feed
     assert isinstance(feed, LocalFeed) and source.local
@@ -120,7 +125,7 @@ async def test_a_hung_sample_hands_over_to_a_probe_process(
         feed.stall_timeout = WAIT_S  # the probe process's start is not judged by the 1 s
         append(host, "line 2\n")
         after = await take(events, 2)  # from a probe process, resuming the log
-        probes = [c for c in children() if "python" in c]
+        streaming = probes()
         # The refresh key goes through the probe process's way too, not the wedged probe.
         assert not source.local and isinstance(after[-1], Snapshot)
         now = await asyncio.wait_for(source.sample_now(after[-1]), WAIT_S)
@@ -136,7 +141,7 @@ async def test_a_hung_sample_hands_over_to_a_probe_process(
     assert isinstance(down[0], Disconnected) and not isinstance(first[0], Disconnected)
     assert "the probe is stuck" in down[0].error and "separate process" in down[0].error
     assert down[0].retry_in == 0.0  # the probe process starts at once
-    assert all(isinstance(ev, Snapshot) for ev in after) and probes
+    assert all(isinstance(ev, Snapshot) for ev in after) and streaming
     assert lines(first + after) == ["line 0", "line 1", "line 2"]
     assert len(now.gpus) == 8 and closed == [1]
 
@@ -153,7 +158,7 @@ async def test_a_failed_probe_is_made_again_and_resumes_its_logs(
         return sample(self)
 
     monkeypatch.setattr(probe_main.Probe, "sample", failing_once)
-    closed = closes(monkeypatch)
+    closed = closes(monkeypatch, host)
     feed = LocalFeed(LocalTransport(), host, interval=0.1)
     events = feed.events()
     try:
