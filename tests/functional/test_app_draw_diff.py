@@ -22,6 +22,7 @@ from dflash_tui.app.gpus.panel import GpuPanel, held
 from dflash_tui.app.header import RunHeader
 from dflash_tui.app.logs.area import LogArea
 from dflash_tui.app.procs.gpu_table import GpuProcView
+from dflash_tui.app.procs.tree import ProcTree
 from dflash_tui.app.source import ScriptedSource
 from dflash_tui.app.waits import WaitBar
 from dflash_tui.core.base.config import Config
@@ -116,6 +117,37 @@ async def test_a_steady_panel_redraws_once_a_minute_past_its_first_minute() -> N
         await pilot.pause(0.3)
         assert "busy-no-memory 7m " in str(panels[2].render())
         assert counts[2][0] >= 1
+
+
+async def test_the_same_process_rows_touch_no_tree_node_and_a_new_one_is_added() -> None:
+    snaps = scenes.seed_incident()
+    last = snaps[-1]
+    source = ScriptedSource(snaps)
+    app = DflashApp(Config(), source=source)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.samples >= len(snaps))
+        await pilot.pause(0.3)
+        tree = app.detail().query_one(ProcTree)
+        refreshes = count_refreshes(tree)
+        placed = [0]
+        place = tree._place
+
+        def counted_place(*args: Any) -> None:
+            placed[0] += 1
+            place(*args)
+
+        tree._place = counted_place  # type: ignore[method-assign]
+        source.push(dataclasses.replace(last, time=last.time + 1))
+        await until(pilot, lambda: app.samples >= len(snaps) + 1)
+        await pilot.pause(0.3)
+        assert refreshes[0] == 0 and placed[0] == 0
+        # A new process under a listed one (the run's group: shown) is added at once.
+        parent = next(p for p in last.procs if p.pid in tree.nodes)
+        child = dataclasses.replace(parent, pid=parent.pid + 100_000, ppid=parent.pid)
+        source.push(dataclasses.replace(last, procs=(*last.procs, child)))
+        await until(pilot, lambda: app.samples >= len(snaps) + 2)
+        await pilot.pause(0.3)
+        assert parent.pid + 100_000 in tree.nodes and placed[0] > 0
 
 
 async def test_a_hidden_gpu_process_table_fills_when_shown() -> None:
