@@ -18,10 +18,11 @@ from textual.widgets._progress_bar import Bar
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.findings.panel import FindingsList
-from dflash_tui.app.gpus.panel import GpuPanel
+from dflash_tui.app.gpus.panel import GpuPanel, held
 from dflash_tui.app.header import RunHeader
 from dflash_tui.app.logs.area import LogArea
 from dflash_tui.app.procs.gpu_table import GpuProcView
+from dflash_tui.app.procs.tree import ProcTree
 from dflash_tui.app.source import ScriptedSource
 from dflash_tui.app.waits import WaitBar
 from dflash_tui.core.base.config import Config
@@ -76,6 +77,77 @@ async def test_an_identical_sample_redraws_nothing_and_a_change_only_its_panel()
         assert counts[5][0] >= 1
         assert " 57%" in str(panels[5].render())
         assert {i: c[0] for i, c in counts.items() if i != 5} == {i: 0 for i in panels if i != 5}
+
+
+def test_a_held_time_coarsens_as_it_grows_and_never_rounds_up() -> None:
+    assert [held(s) for s in (-1, 0, 59.9, 60, 119, 3599, 3600, 3659, 3660, 90061)] == [
+        "0s",
+        "0s",
+        "59s",
+        "1m",
+        "1m",
+        "59m",
+        "1h00m",
+        "1h00m",
+        "1h01m",
+        "25h01m",
+    ]
+
+
+async def test_a_steady_panel_redraws_once_a_minute_past_its_first_minute() -> None:
+    """The seed incident's labels have held for 6 minutes: the same readings 20 s later say
+    the same (``6m``) and draw nothing; past the next minute the chips say ``7m``."""
+    snaps = scenes.seed_incident()
+    last = snaps[-1]
+    source = ScriptedSource(snaps)
+    app = DflashApp(Config(), source=source)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.samples >= len(snaps))
+        await pilot.pause(0.3)
+        panels = {p.index: p for p in app.detail().query(GpuPanel)}
+        assert "busy-no-memory 6m " in str(panels[2].render())
+        counts = {i: count_refreshes(p) for i, p in panels.items()}
+        for later in (10, 20):
+            source.push(dataclasses.replace(last, time=last.time + later))
+        await until(pilot, lambda: app.samples >= len(snaps) + 2)
+        await pilot.pause(0.3)
+        assert {i: c[0] for i, c in counts.items()} == {i: 0 for i in panels}
+        source.push(dataclasses.replace(last, time=last.time + 61))
+        await until(pilot, lambda: app.samples >= len(snaps) + 3)
+        await pilot.pause(0.3)
+        assert "busy-no-memory 7m " in str(panels[2].render())
+        assert counts[2][0] >= 1
+
+
+async def test_the_same_process_rows_touch_no_tree_node_and_a_new_one_is_added() -> None:
+    snaps = scenes.seed_incident()
+    last = snaps[-1]
+    source = ScriptedSource(snaps)
+    app = DflashApp(Config(), source=source)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.samples >= len(snaps))
+        await pilot.pause(0.3)
+        tree = app.detail().query_one(ProcTree)
+        refreshes = count_refreshes(tree)
+        placed = [0]
+        place = tree._place
+
+        def counted_place(*args: Any) -> None:
+            placed[0] += 1
+            place(*args)
+
+        tree._place = counted_place  # type: ignore[method-assign]
+        source.push(dataclasses.replace(last, time=last.time + 1))
+        await until(pilot, lambda: app.samples >= len(snaps) + 1)
+        await pilot.pause(0.3)
+        assert refreshes[0] == 0 and placed[0] == 0
+        # A new process under a listed one (the run's group: shown) is added at once.
+        parent = next(p for p in last.procs if p.pid in tree.nodes)
+        child = dataclasses.replace(parent, pid=parent.pid + 100_000, ppid=parent.pid)
+        source.push(dataclasses.replace(last, procs=(*last.procs, child)))
+        await until(pilot, lambda: app.samples >= len(snaps) + 2)
+        await pilot.pause(0.3)
+        assert parent.pid + 100_000 in tree.nodes and placed[0] > 0
 
 
 async def test_a_hidden_gpu_process_table_fills_when_shown() -> None:

@@ -22,6 +22,18 @@ HISTORY = 60  # samples of utilisation and memory kept per GPU for the sparkline
 _BAR, _SPARK = 8, 7
 
 
+def held(seconds: float) -> str:
+    """How long a label has held, for its chip: ``42s`` under a minute, whole minutes under an
+    hour (``6m``), then hours and minutes (``1h05m``), always rounded down, so the text is true
+    and a panel whose readings do not move redraws at most once a minute (issue 16)."""
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m"
+    return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+
+
 def _short_name(name: str | None) -> str:
     return safe_label((name or "?").replace("NVIDIA ", "").replace("GeForce ", ""), 16)
 
@@ -148,10 +160,10 @@ class GpuPanel(Static, Themed):
 
     def _chips(self, out: Text, view: GpuView, pal: Palette) -> None:
         for i, label in enumerate(view.labels):
-            held = duration(self.now - self.since.get(label.code, label.since))
+            since = held(self.now - self.since.get(label.code, label.since))
             out.append(" " if i else "")
             out.append(
-                f" {label.code} {held} ", pal.chip(label_severity(label.code, self.run_active))
+                f" {label.code} {since} ", pal.chip(label_severity(label.code, self.run_active))
             )
         out.append("\n")
 

@@ -131,9 +131,11 @@ class ProcTree(Tree[ProcInfo]):
         }
         if not self.whole:
             parent_of = _what_matters(parent_of, infos)
-        self._remove_stale(parent_of)
         infos = {pid: infos[pid] for pid in parent_of}
         run_id = diag.run.id if diag.run else None
+        if run_id == self.run_id and parent_of == self.parents and infos == self.infos:
+            return  # the same rows as drawn (most samples): no node to touch
+        self._remove_stale(parent_of)
         # Open the way to what matters on the first sample and for a new run; otherwise the
         # user's expand/collapse is never overridden.
         self.open_path = run_id != self.run_id
