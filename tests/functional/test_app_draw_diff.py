@@ -8,11 +8,13 @@ through it)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from support import screen_text, until
+from textual.pilot import Pilot
 from textual.widgets._progress_bar import Bar
 
 from dflash_tui.app import scenes
@@ -42,19 +44,26 @@ def count_refreshes(widget: Any) -> list[int]:
     return calls
 
 
+@contextlib.asynccontextmanager
+async def seeded() -> AsyncIterator[tuple[DflashApp, Pilot, ScriptedSource, Snapshot]]:
+    """The app after the seed incident's samples, settled; its source takes pushes."""
+    snaps = scenes.seed_incident()
+    source = ScriptedSource(snaps)
+    app = DflashApp(Config(), source=source)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.samples >= len(snaps))
+        await pilot.pause(0.3)
+        yield app, pilot, source, snaps[-1]
+
+
 def with_util(snap: Snapshot, index: int, util: int) -> Snapshot:
     gpus = tuple(dataclasses.replace(g, util=util) if g.index == index else g for g in snap.gpus)
     return dataclasses.replace(snap, gpus=gpus)
 
 
 async def test_an_identical_sample_redraws_nothing_and_a_change_only_its_panel() -> None:
-    snaps = scenes.seed_incident()
-    last = snaps[-1]
-    source = ScriptedSource(snaps)
-    app = DflashApp(Config(), source=source)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: app.samples >= len(snaps))
-        await pilot.pause(0.3)
+    async with seeded() as (app, pilot, source, last):
+        start = app.samples
         pane = app.detail()
         panels = {p.index: p for p in pane.query(GpuPanel)}
         assert len(panels) == 8
@@ -64,7 +73,7 @@ async def test_an_identical_sample_redraws_nothing_and_a_change_only_its_panel()
         # The seed incident's last sample again, as it was: nothing on screen changes.
         for _ in range(3):
             source.push(last)
-        await until(pilot, lambda: app.samples >= len(snaps) + 3)
+        await until(pilot, lambda: app.samples >= start + 3)
         await pilot.pause(0.3)
         assert {i: c[0] for i, c in counts.items()} == {i: 0 for i in panels}
         assert header[0] == 0
@@ -72,7 +81,7 @@ async def test_an_identical_sample_redraws_nothing_and_a_change_only_its_panel()
         # GPU 5 busy now: its panel shows it, at once; no other panel redraws.
         assert "util" in screen_text(app)
         source.push(with_util(last, 5, 57))
-        await until(pilot, lambda: app.samples >= len(snaps) + 4)
+        await until(pilot, lambda: app.samples >= start + 4)
         await pilot.pause(0.3)
         assert counts[5][0] >= 1
         assert " 57%" in str(panels[5].render())
@@ -97,36 +106,26 @@ def test_a_held_time_coarsens_as_it_grows_and_never_rounds_up() -> None:
 async def test_a_steady_panel_redraws_once_a_minute_past_its_first_minute() -> None:
     """The seed incident's labels have held for 6 minutes: the same readings 20 s later say
     the same (``6m``) and draw nothing; past the next minute the chips say ``7m``."""
-    snaps = scenes.seed_incident()
-    last = snaps[-1]
-    source = ScriptedSource(snaps)
-    app = DflashApp(Config(), source=source)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: app.samples >= len(snaps))
-        await pilot.pause(0.3)
+    async with seeded() as (app, pilot, source, last):
+        start = app.samples
         panels = {p.index: p for p in app.detail().query(GpuPanel)}
         assert "busy-no-memory 6m " in str(panels[2].render())
         counts = {i: count_refreshes(p) for i, p in panels.items()}
         for later in (10, 20):
             source.push(dataclasses.replace(last, time=last.time + later))
-        await until(pilot, lambda: app.samples >= len(snaps) + 2)
+        await until(pilot, lambda: app.samples >= start + 2)
         await pilot.pause(0.3)
         assert {i: c[0] for i, c in counts.items()} == {i: 0 for i in panels}
         source.push(dataclasses.replace(last, time=last.time + 61))
-        await until(pilot, lambda: app.samples >= len(snaps) + 3)
+        await until(pilot, lambda: app.samples >= start + 3)
         await pilot.pause(0.3)
         assert "busy-no-memory 7m " in str(panels[2].render())
         assert counts[2][0] >= 1
 
 
 async def test_the_same_process_rows_touch_no_tree_node_and_a_new_one_is_added() -> None:
-    snaps = scenes.seed_incident()
-    last = snaps[-1]
-    source = ScriptedSource(snaps)
-    app = DflashApp(Config(), source=source)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: app.samples >= len(snaps))
-        await pilot.pause(0.3)
+    async with seeded() as (app, pilot, source, last):
+        start = app.samples
         tree = app.detail().query_one(ProcTree)
         refreshes = count_refreshes(tree)
         placed = [0]
@@ -138,14 +137,14 @@ async def test_the_same_process_rows_touch_no_tree_node_and_a_new_one_is_added()
 
         tree._place = counted_place  # type: ignore[method-assign]
         source.push(dataclasses.replace(last, time=last.time + 1))
-        await until(pilot, lambda: app.samples >= len(snaps) + 1)
+        await until(pilot, lambda: app.samples >= start + 1)
         await pilot.pause(0.3)
         assert refreshes[0] == 0 and placed[0] == 0
         # A new process under a listed one (the run's group: shown) is added at once.
         parent = next(p for p in last.procs if p.pid in tree.nodes)
         child = dataclasses.replace(parent, pid=parent.pid + 100_000, ppid=parent.pid)
         source.push(dataclasses.replace(last, procs=(*last.procs, child)))
-        await until(pilot, lambda: app.samples >= len(snaps) + 2)
+        await until(pilot, lambda: app.samples >= start + 2)
         await pilot.pause(0.3)
         assert parent.pid + 100_000 in tree.nodes and placed[0] > 0
 

@@ -23,15 +23,9 @@ _BAR, _SPARK = 8, 7
 
 
 def held(seconds: float) -> str:
-    """How long a label has held, for its chip: ``42s`` under a minute, whole minutes under an
-    hour (``6m``), then hours and minutes (``1h05m``), always rounded down, so the text is true
-    and a panel whose readings do not move redraws at most once a minute (issue 16)."""
-    s = max(0, int(seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m"
-    return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+    """How long a label has held, for its chip: ``42s``, ``6m``, ``1h05m``, rounded down
+    (``duration``'s whole minutes: a panel whose readings stand redraws once a minute)."""
+    return duration(seconds, whole_minutes=True)
 
 
 def _short_name(name: str | None) -> str:
