@@ -15,7 +15,7 @@ from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
 from dflash_tui.app.alerts import AppAlerts
-from dflash_tui.app.hosts import HostState
+from dflash_tui.app.hosts import HostState, summarize
 from dflash_tui.app.messages import LinkDown, SampleMalformed, SampleReady
 from dflash_tui.app.ports import AppPort
 from dflash_tui.app.source import Disconnected, Malformed
@@ -159,13 +159,18 @@ class HostFeeds:
             state.drawn.set()  # also when nothing was drawn: the feed must not wait for ever
 
     def _take_sample(self, state: HostState, msg: SampleReady) -> None:
+        several = len(self.app.host_states) > 1  # else there is no overview
+        row = summarize(state) if several else None  # this host's row before this sample
         state.last = msg
         state.link_up()
         self.app.alerts.sample(state, msg)  # before drawing: an alert never waits on a panel
         pane = self.app.pane_of(state)
         if pane is None or not pane.show_sample(msg):
             return  # the pane is gone or the app is exiting: nothing to draw on, nothing to say
-        self.app.draw_safely("overview", self.app.refresh_overview)
+        # The overview draws every host: only when this sample changed this host's row (a
+        # job's row shows its members' steps, which move with every sample).
+        if several and (state.job is not None or summarize(state) != row):
+            self.app.draw_safely("overview", self.app.refresh_overview)
         for ev in msg.events:
             if ev.kind in ("crash", "launch-failed"):
                 title = self.app.host_title(state, "run crashed")
