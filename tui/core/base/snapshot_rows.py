@@ -5,6 +5,8 @@ A row whose probe dict equals the one it was parsed from last time is that same 
 record: a dict comparison instead of a conversion per field. Python's ``==`` says ``True ==
 1``, where the conversion tells a bool from a number (a bool is no PID or size): rows holding
 a bool anywhere are never kept nor taken, so a kept row is always what parsing would give.
+A probe dict is never edited once handed over (a JSON line's are new; the in-process probe's
+rows stand unedited, tui/core/probe/procs.py), so the kept dict is the row as it was parsed.
 """
 
 from __future__ import annotations
