@@ -19,7 +19,7 @@ side: sshd sessions, probes, the GPU tool), medians and ranges over --repeats; w
 
     .venv/bin/python bench/hosts_cost.py [--hosts 8] [--interval 1] [--seconds 20]
         [--warmup 12] [--repeats 3] [--gpu nvml|smi] [--baseline-dir .baseline-6edd788]
-        [--profile app.svg]   # py-spy (pip install py-spy) on the app instead of measuring
+        [--profile app.svg [--gil]]   # py-spy (pip install py-spy) on the app instead
 """
 
 from __future__ import annotations
@@ -122,6 +122,7 @@ def profile(mon: Monitor, args: argparse.Namespace) -> None:
         time.sleep(args.warmup)
         cmd = [spy, "record", "--pid", str(p.pid), "--duration", f"{args.seconds:.0f}"]
         cmd += ["--rate", "200", "--format", fmt, "--output", str(args.profile)]
+        cmd += ["--gil"] if args.gil else []
         subprocess.run(cmd, check=True)
 
 
@@ -204,6 +205,12 @@ def main() -> int:
     )
     ap.add_argument(
         "--profile", type=Path, help="py-spy the app for one window instead (.svg, or .txt raw)"
+    )
+    ap.add_argument(
+        "--gil",
+        action="store_true",
+        help="with --profile: only the thread holding the GIL (py-spy --gil); without it a "
+        "thread waiting for the GIL (the diagnosis') is counted as busy where it waits",
     )
     args = ap.parse_args()
     why = sshd_unavailable()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from dflash_tui.app.app import DflashApp
 from dflash_tui.app.findings.panel import FindingsList
 from dflash_tui.app.gpus.grid import GpuGrid
 from dflash_tui.app.header import RunHeader
+from dflash_tui.app.hosts import summarize
 from dflash_tui.app.logs.tail import LogTail
 from dflash_tui.app.overview import HostOverview
 from dflash_tui.app.procs.tree import ProcTree
@@ -134,6 +136,9 @@ async def test_a_hidden_host_keeps_its_samples_and_draws_them_when_shown() -> No
         assert grid_b.panels and not any(str(p.render()) for p in grid_b.panels.values())
         assert all(len(p.util_hist) == len(healthy) for p in grid_b.panels.values())
         assert pane_b.query_one(ProcTree).last is None  # its process tree was not drawn
+        # Its header drew the link coming up (the first sample) and nothing since.
+        header_b = pane_b.query_one(RunHeader)
+        assert header_b.diag is not None and header_b.diag.time == healthy[0].time
         assert app.screen.query_one("#host-1").query_one(LogTail).store.received > 0
         await pilot.press("2")
         assert shown(app) == 1 and pane_b.behind is None  # type: ignore[attr-defined]
@@ -142,6 +147,7 @@ async def test_a_hidden_host_keeps_its_samples_and_draws_them_when_shown() -> No
         assert tree_last is not None and tree_last[0] is healthy[-1]
         drawn = {i: str(p.render()) for i, p in grid_b.panels.items()}
         findings = pane_b.query_one(FindingsList).findings
+        header = pane_text(app, 1, RunHeader)
     # What a pane that drew every one of those samples shows: host B alone.
     alone = DflashApp(Config(hosts=(HostConfig(address=B),)), source=ScriptedSource(healthy))
     async with alone.run_test(size=SIZE) as pilot:
@@ -149,6 +155,7 @@ async def test_a_hidden_host_keeps_its_samples_and_draws_them_when_shown() -> No
         grid = alone.detail().query_one(GpuGrid)
         assert {i: str(p.render()) for i, p in grid.panels.items()} == drawn
         assert alone.detail().query_one(FindingsList).findings == findings
+        assert str(alone.detail().query_one(RunHeader).render()) == header
     assert all("ok" in text for text in drawn.values())
 
 
@@ -165,6 +172,10 @@ async def test_a_hidden_host_whose_link_went_down_still_says_so_when_shown() -> 
         assert findings.note is not None and "probe link down" in findings.note
         app.select_host(1)  # as the key does; no await: no timer redraws the line meanwhile
         assert findings.note is not None and "probe link down" in findings.note
+        # The header, drawn with the latest sample on the way in, still says the link is down.
+        header = pane_text(app, 1, RunHeader)
+        assert "DISCONNECTED" in header and "connection to gpu-b lost" in header
+        assert "RUNNING" in header
         assert findings.findings == app.host_states[1].last.diagnosis.findings  # type: ignore[union-attr]
 
 
@@ -189,6 +200,31 @@ async def test_a_host_that_is_down_shows_on_its_row_while_the_other_updates() ->
         await until(pilot, lambda: app.host_states[1].link == "connected")
         assert "DOWN" not in row(app, 1) and "connected" in row(app, 1)
         assert "DISCONNECTED" not in pane_text(app, 1, RunHeader)
+
+
+async def test_the_overview_is_drawn_only_when_a_row_changes() -> None:
+    """Issue 16: a sample that leaves its host's row as it was builds no overview; a link
+    going down is drawn at once, and coming back too."""
+    seed, healthy = scenes.seed_incident(), scenes.healthy_run(samples=4)
+    app, _, sb = two_hosts(seed, healthy)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, len(seed), len(healthy))
+        overview, b = app.screen.query_one(HostOverview), app.host_states[1]
+        drawn: list[str] = []
+        redraw = overview.redraw
+        overview.redraw = lambda: (redraw(), drawn.append(row(app, 1)))  # type: ignore[method-assign]
+        row_b = summarize(b)
+        assert summarize(b) is row_b  # kept while its sample and link are the same
+        again = replace(healthy[-1], time=healthy[-1].time + 1)
+        sb.push(again)
+        await until(pilot, lambda: b.snapshot is again)
+        assert drawn == [] and overview.rows[1] == summarize(b) == row_b
+        sb.push(Disconnected("ssh: connection to gpu-b lost", 4.0))
+        await until(pilot, lambda: b.link == "down")
+        assert drawn and "DOWN" in drawn[-1]  # drawn by the LinkDown itself
+        sb.push(replace(again, time=again.time + 1))
+        await until(pilot, lambda: b.link == "connected")
+        assert "connected" in drawn[-1] and "DOWN" not in drawn[-1]
 
 
 async def test_a_silent_host_never_stalls_the_others() -> None:

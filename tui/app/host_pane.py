@@ -85,6 +85,7 @@ class HostPane(Vertical):
         self.sample_at: float | None = None  # time.monotonic() of the last sample drawn
         self.interval: float | None = None  # the probe's interval (None: scripted, never due)
         self.down = False  # the link is down (a LinkDown came after the last sample)
+        self.down_text = ""  # what the header says of the link while it is down
         self.stale_s: int | None = None  # seconds since the last sample, while it is stale
         self.diag: Diagnosis | None = None  # the last sample's, for what a finding names
         self.behind: SampleReady | None = None  # the latest sample, not drawn while hidden
@@ -137,11 +138,14 @@ class HostPane(Vertical):
         self.diag = diag
         self._show_stale(None)  # before the findings: a fresh sample may say OK again
         # A host not on screen (another host's pane is shown) keeps what accumulates (the
-        # sparklines, log lines, timeline, history) and draws the rest when it is shown.
+        # sparklines, log lines, timeline, history) and draws the rest when it is shown
+        # (catch_up). Its header is drawn only when its link state changes (back up): a
+        # link down is drawn at once, and the sample's own parts wait like the rest.
         shown = self.display
         self.behind = None if shown else msg
-        # The header is drawn always: it holds the link's state, which a LinkDown draws too.
-        self._draw("header", lambda: self.query_one(RunHeader).show(diag))
+        header = self.query_one(RunHeader)
+        if shown or header.link != "connected":
+            self._draw("header", lambda: header.show(diag))
         self._draw("GPUs", lambda: self.query_one(GpuGrid).show(diag, draw=shown))
         self._draw("logs", lambda: self.query_one(LogArea).show(snap.logs, diag))
         self._draw("timeline", lambda: self.query_one(TimelineList).add(msg.events))
@@ -155,10 +159,20 @@ class HostPane(Vertical):
         msg, self.behind = self.behind, None
         if msg is None or not self.can_draw:
             return
+        self._draw("header", lambda: self._header_caught_up(msg.diagnosis))
         self._draw("GPUs", self.query_one(GpuGrid).redraw)
         # While the link is down the findings already say so (show_link_down drew them with
         # the latest sample's findings); drawing them again would drop that line.
         self._draw_latest(msg, findings=not self.down)
+
+    def _header_caught_up(self, diag: Diagnosis) -> None:
+        """The header as the samples, link losses and stale checks since it was hidden
+        would have left it: the latest sample, then the link down and the age, if so."""
+        header = self.query_one(RunHeader)
+        header.show(diag)
+        if self.down:
+            header.show_link("down", self.down_text)
+        header.show_stale(self.stale_s)
 
     def _draw_latest(self, msg: SampleReady, findings: bool = True) -> None:
         """The views that show only the latest sample (nothing of theirs accumulates)."""
@@ -174,7 +188,7 @@ class HostPane(Vertical):
         """The link is down: the header and the findings say so, with the countdown."""
         if not self.can_draw:
             return
-        self.down = True
+        self.down, self.down_text = True, text
         self.check_stale()
         # Not through the draw guard, as before: these two only format the text they are given.
         self.query_one(RunHeader).show_link("down", text)

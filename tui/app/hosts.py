@@ -62,6 +62,8 @@ class HostState:
         # A job member (config `job = "..."`): the job and all its members' configs; the run
         # keys act on the whole job (tui/core/control/job.py).
         self.job: tuple[JobConfig, tuple[HostConfig, ...]] | None = None
+        # The overview's row of this host, with what it was made from (``summarize``).
+        self.row: tuple[SampleReady | None, str, str, HostSummary] | None = None
 
     @property
     def transport(self) -> Transport:
@@ -168,8 +170,19 @@ class HostSummary:
 
 
 def summarize(state: HostState) -> HostSummary:
-    diag = state.diagnosis
+    """The overview's row of ``state``; made again only once its sample, link or retry note
+    changed (the overview asks for every host's row on each host's sample)."""
     note = state.retry_text(short=True) if state.link == "down" else ""
+    row = state.row
+    if row is not None and row[0] is state.last and row[1:3] == (state.link, note):
+        return row[3]
+    summary = _summary(state, note)
+    state.row = (state.last, state.link, note, summary)
+    return summary
+
+
+def _summary(state: HostState, note: str) -> HostSummary:
+    diag = state.diagnosis
     if diag is None:
         return HostSummary(state.key, state.link, note, "?", None, None, None, None, 0, 0)
     counts = Counter(f.severity for f in diag.findings)

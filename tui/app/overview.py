@@ -56,8 +56,10 @@ class HostOverview(Static, Themed):
         selected: int,
         jobs: Sequence[tuple[str, Sequence[MemberView]]] = (),
     ) -> None:
-        self.rows, self.selected = tuple(rows), selected
-        self.jobs = tuple((name, tuple(m)) for name, m in jobs)
+        shown = (tuple(rows), selected, tuple((name, tuple(m)) for name, m in jobs))
+        if shown == (self.rows, self.selected, self.jobs):
+            return  # every row as drawn: no Text built again (a sample rarely changes one)
+        self.rows, self.selected, self.jobs = shown
         self.redraw()
 
     def redraw(self) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeVar
 
 from dflash_tui.core.base.machine import Machine, Worker, workers_of
+from dflash_tui.core.base.snapshot_rows import KeptRows
 from dflash_tui.core.base.supervision import SupervisorRecord
 
 T = TypeVar("T")
@@ -411,14 +412,16 @@ class Snapshot:
                     out.append(row)
             return tuple(out)
 
+        host = _str(d.get("host")) or "local"
+        procs = KeptRows(host, Proc.from_dict)  # most rows are as the last sample had them
         tel_raw = d.get("telemetry")
         tel = tel_raw if isinstance(tel_raw, dict) else {}
         run = d.get("run")
         step = StepEvent.from_dict(_step(_embedded(d.get("last_step"), "last_step", errors)))
         sup = SupervisorRecord.from_dict(_embedded(d.get("supervisor"), "supervisor", errors))
-        return cls(
+        snap = cls(
             time=_float(d.get("time")) or 0.0,
-            host=_str(d.get("host")) or "local",
+            host=host,
             telemetry=Telemetry(
                 source=_str(tel.get("source")) or "none",
                 error=_str(tel.get("error")),
@@ -431,7 +434,7 @@ class Snapshot:
                 sane(p, PROC_LIMITS, f"GPU process {p.pid}", errors)
                 for p in rows("gpu_procs", GpuProcess.from_dict)
             ),
-            procs=rows("procs", Proc.from_dict),
+            procs=rows("procs", procs),
             logs=rows("logs", LogState.from_dict),
             run=RunRecord.from_dict(run) if isinstance(run, dict) else None,
             clk_tck=_int(d.get("clk_tck")) or 100,
@@ -445,6 +448,8 @@ class Snapshot:
             machine=Machine.from_dict(d.get("machine")),
             workers=workers_of(d.get("workers")),
         )
+        procs.keep()
+        return snap
 
     @functools.cached_property
     def _by_pid(self) -> dict[int, Proc]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from dflash_train.topology import Topology
 from dflash_tui.core.base.codes import GPU_LABELS
@@ -154,20 +155,42 @@ def _proc_view(gp: GpuProcess, snap: Snapshot) -> ProcView:
 
 
 _VIEWS = "_dflash_views"  # a snapshot's own memo of _views_of, per (topology, thresholds)
+_LAST = "_dflash_views_last"  # the (topology, thresholds, answer) asked last
+
+
+class _Views(NamedTuple):
+    """One sample's answer: per GPU its view and raw labels, and the labels alone (the
+    history that ``_since`` walks)."""
+
+    views: dict[int, tuple[GpuView, set[str]]]
+    labels: dict[int, set[str]]
 
 
 def _views_of(
     snap: Snapshot, topology: Topology, th: Thresholds
 ) -> dict[int, tuple[GpuView, set[str]]]:
-    """Per GPU: its view and raw labels in one sample. Every diagnosis looks at each sample
-    of its window (60 or more), so each sample's answer is kept on the (frozen) snapshot:
-    one computation per sample instead of one per sample per diagnosis."""
-    memo: dict[tuple[Topology, Thresholds], dict[int, tuple[GpuView, set[str]]]]
-    memo = snap.__dict__.setdefault(_VIEWS, {})
+    """Per GPU: its view and raw labels in one sample (see ``_sample_views``)."""
+    return _sample_views(snap, topology, th).views
+
+
+def _sample_views(snap: Snapshot, topology: Topology, th: Thresholds) -> _Views:
+    """Every diagnosis looks at each sample of its window (60 or more), so each sample's
+    answer is kept on the (frozen) snapshot: one computation per sample instead of one per
+    sample per diagnosis. A tracker asks with the same two objects every time: those are
+    recognised by identity first (hashing the thresholds' fields per sample per diagnosis
+    cost more than the lookup saved)."""
+    memo = snap.__dict__
+    last = memo.get(_LAST)
+    if last is not None and last[0] is topology and last[1] is th:
+        return last[2]
+    kept: dict[tuple[Topology, Thresholds], _Views] = memo.setdefault(_VIEWS, {})
     key = (topology, th)
-    if key not in memo:
-        memo[key] = _compute_views(snap, topology, th)
-    return memo[key]
+    answer = kept.get(key)
+    if answer is None:
+        views = _compute_views(snap, topology, th)
+        answer = kept[key] = _Views(views, {i: labels for i, (_, labels) in views.items()})
+    memo[_LAST] = (topology, th, answer)
+    return answer
 
 
 def _compute_views(
@@ -283,11 +306,11 @@ def diagnose(
         raise ValueError("diagnose needs at least one snapshot")
     latest = snapshots[-1]
     window = [s for s in snapshots if latest.time - s.time <= max(th.persist_s * 3, 60.0)]
-    per_snap = [_views_of(s, topology, th) for s in window]
-    history = [{i: labels for i, (_, labels) in v.items()} for v in per_snap]
+    per_snap = [_sample_views(s, topology, th) for s in window]
+    history = [v.labels for v in per_snap]
     times = [s.time for s in window]
     views: list[GpuView] = []
-    for index, (view, labels) in sorted(per_snap[-1].items()):
+    for index, (view, labels) in sorted(per_snap[-1].views.items()):
         kept = []
         for code in sorted(labels, key=GPU_LABELS.index):
             since = _since(code, index, history, times)

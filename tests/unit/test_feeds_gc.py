@@ -1,0 +1,30 @@
+"""The feeds raise the collector's young threshold (issue 16: short-lived per-sample objects
+die before a young collection promotes them) and never lower one already higher."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+
+import pytest
+
+from dflash_tui.app.feeds import GC_YOUNG, tune_collector
+
+
+@pytest.fixture(autouse=True)
+def _restore() -> Iterator[None]:
+    kept = gc.get_threshold()
+    yield
+    gc.set_threshold(*kept)
+
+
+def test_the_young_threshold_is_raised_and_the_older_kept() -> None:
+    gc.set_threshold(700, 11, 12)
+    tune_collector()
+    assert gc.get_threshold() == (GC_YOUNG, 11, 12) and GC_YOUNG > 700
+
+
+def test_a_higher_threshold_is_left_as_it_is() -> None:
+    gc.set_threshold(GC_YOUNG * 2, 10, 10)
+    tune_collector()
+    assert gc.get_threshold() == (GC_YOUNG * 2, 10, 10)
