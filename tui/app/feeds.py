@@ -8,13 +8,13 @@ beside its stream; the sample goes through the same fold as the stream's, one at
 from __future__ import annotations
 
 import asyncio
-import gc
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
+from dflash_tui.app import heap
 from dflash_tui.app.alerts import AppAlerts
 from dflash_tui.app.hosts import HostState, summarize
 from dflash_tui.app.messages import LinkDown, SampleMalformed, SampleReady
@@ -24,24 +24,9 @@ from dflash_tui.core.base.config import Config
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.link.transport import TransportError
 
-# Objects allocated before CPython collects its youngest generation (its default: 700).
-GC_YOUNG = 7000
 FEED_GROUP = "feed:"
 REFRESH_GROUP = "refresh:"
 RESTART_AFTER = 2.0  # seconds before a crashed sample reader is started again
-
-
-def tune_collector() -> None:
-    """Raise the collector's young threshold to ``GC_YOUNG`` (never lower it). Each sample of
-    each host makes thousands of objects that live well under a second (the probe line's
-    JSON, its rows, the diagnosis' views, the messages): at the default, a young collection
-    ran every ~0.2 s with 8 hosts, promoting what was still in flight, and the full
-    collections that walk every object (~0.14 s each here) came every ~10 s. With ten times
-    the threshold those objects die first (8 hosts at 1 Hz: about 1 % of a core less,
-    bench/hosts_cost.py)."""
-    young, *older = gc.get_threshold()
-    if young < GC_YOUNG:
-        gc.set_threshold(GC_YOUNG, *older)
 
 
 def feed_group(state: HostState) -> str:
@@ -72,7 +57,7 @@ class HostFeeds:
         self._folding: dict[int, asyncio.Lock] = {}  # per host: one sample folded at a time
 
     def start(self) -> None:
-        tune_collector()  # the samples about to flow are most of what the app allocates
+        heap.tune_collector()  # the samples about to flow are most of what the app allocates
         for state in self.app.host_states:
             if state.source is None:
                 state.source = state.live_source(self.app.cfg.interval, self.app.cfg.record)

@@ -1,5 +1,6 @@
-"""The feeds raise the collector's young threshold (issue 16: short-lived per-sample objects
-die before a young collection promotes them) and never lower one already higher."""
+"""When the feeds start, the app raises the collector's young threshold (tui/app/heap.py;
+issue 16: short-lived per-sample objects die before a young collection promotes them) and
+never lowers one already higher."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from dflash_tui.app.feeds import GC_YOUNG, tune_collector
+from dflash_tui.app.heap import GC_YOUNG, tune_collector
 
 
 @pytest.fixture(autouse=True)
