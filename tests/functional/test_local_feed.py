@@ -18,8 +18,10 @@ from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.link.feed import Disconnected, Feed, FeedEvent
 from dflash_tui.core.link.local_feed import LocalFeed, feed_for, in_daemon_thread
+from dflash_tui.core.link.local_probe import new_probe
 from dflash_tui.core.link.transport import LocalTransport
 from dflash_tui.core.probe import main as probe_main
+from dflash_tui.core.probe.nvhealth import NvHealth
 
 WAIT_S = 60  # a bound for what takes well under a second on an idle machine
 
@@ -216,3 +218,44 @@ async def test_a_system_exit_in_the_thread_is_an_error_not_an_exit() -> None:
 
     with pytest.raises(RuntimeError, match="SystemExit: 2"):
         await in_daemon_thread(leave, WAIT_S)
+
+
+def nvml_frees(monkeypatch: pytest.MonkeyPatch, nv: Any) -> list[str]:
+    """Records the probe's calls that free NVML (the fake pynvml's, counted)."""
+    freed: list[str] = []
+    for name in ("nvmlEventSetFree", "nvmlShutdown"):
+        real = getattr(nv, name)
+
+        def counted(*args: Any, _real: Any = real, _name: str = name) -> Any:
+            freed.append(_name)
+            return _real(*args)
+
+        monkeypatch.setattr(nv, name, counted)
+    return freed
+
+
+def test_close_frees_nvml_unless_a_call_of_it_is_wedged(
+    fake_smi: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_smi.nvml()
+    argv = ["--interval=1", f"--run-root={tmp_path}", "--smi-timeout=0.5"]
+    probe = new_probe(argv)
+    freed = nvml_frees(monkeypatch, probe.nvml.nv)
+    probe.sample()
+    probe.close()  # a streaming probe holds an event set and one init: both given back
+    assert freed == ["nvmlEventSetFree", "nvmlShutdown"]
+
+    # The health read wedged in the driver (what this machine cannot do for real): the probe
+    # goes on without it, and its close must not free what the wedged call is using.
+    release = threading.Event()
+    monkeypatch.setattr(NvHealth, "read", lambda self, errors: release.wait(WAIT_S))
+    probe = new_probe(argv)
+    freed = nvml_frees(monkeypatch, probe.nvml.nv)
+    try:
+        doc = probe.sample()
+        assert doc["machine"]["nvml"] is None and probe.nvml_stuck is not None
+        assert probe.sample()["telemetry"]["source"] == "nvidia-smi"  # NVML is left alone
+        probe.close()
+        assert freed == []
+    finally:
+        release.set()

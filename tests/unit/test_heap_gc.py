@@ -29,3 +29,15 @@ def test_a_higher_threshold_is_left_as_it_is() -> None:
     gc.set_threshold(GC_YOUNG * 2, 10, 10)
     tune_collector()
     assert gc.get_threshold() == (GC_YOUNG * 2, 10, 10)
+
+
+def test_leaving_the_app_puts_the_young_threshold_back() -> None:
+    from dflash_tui.app.heap import thaw_heap
+
+    gc.set_threshold(700, 10, 10)
+    tune_collector()
+    tune_collector()  # a second start of the feeds keeps the first threshold to go back to
+    thaw_heap()
+    assert gc.get_threshold() == (700, 10, 10)
+    thaw_heap()  # nothing raised: nothing to put back
+    assert gc.get_threshold() == (700, 10, 10)

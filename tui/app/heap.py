@@ -24,12 +24,18 @@ def settle_heap() -> None:
 
 
 def thaw_heap() -> None:
-    """Hand the frozen objects back to the collector (the app is leaving)."""
+    """Hand the frozen objects back to the collector and its young threshold as it was before
+    ``tune_collector`` (the app is leaving: another in the same process starts as this one)."""
     gc.unfreeze()
+    global _young_before
+    if _young_before is not None:
+        gc.set_threshold(_young_before, *gc.get_threshold()[1:])
+        _young_before = None
 
 
 # Objects allocated before CPython collects its youngest generation (its default: 700).
 GC_YOUNG = 7000
+_young_before: int | None = None  # the threshold tune_collector raised, for thaw_heap
 
 
 def tune_collector() -> None:
@@ -40,6 +46,8 @@ def tune_collector() -> None:
     collections that walk every object (~0.14 s each here) came every ~10 s. With ten times
     the threshold those objects die first (8 hosts at 1 Hz: about 1 % of a core less,
     bench/hosts_cost.py)."""
+    global _young_before
     young, *older = gc.get_threshold()
     if young < GC_YOUNG:
+        _young_before = young if _young_before is None else _young_before
         gc.set_threshold(GC_YOUNG, *older)

@@ -148,12 +148,13 @@ class LocalFeed(Feed):
                 probe.close()
 
     def _release(self, probe: Any) -> None:
-        """Close ``probe`` now, or have the thread still sampling with it close it after."""
+        """Close ``probe`` (in a daemon thread: NVML's shutdown is a driver call, never on the
+        event loop), or have the thread still sampling with it close it after."""
         with self._lock:
             if self._busy is probe:
                 self._orphan = True
                 return
-        probe.close()
+        threading.Thread(target=probe.close, name="probe-close", daemon=True).start()
 
     async def _fall_back(self) -> AsyncGenerator[FeedEvent, None]:
         """The probe hung: say so, then stream from a probe process (killable) for good."""

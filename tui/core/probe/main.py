@@ -83,7 +83,10 @@ class Probe:
         self.kernel = KernelLog()  # kept open: each sample reads the records new since the last
         self.health = None
         if self.nvml is not None:  # Xid events are queued only for a watcher: the set stays open
-            self.health = in_thread(lambda: NvHealth(self.nvml.nv, not args.once), 2.0)[0]
+            res, _, t = in_thread(lambda: NvHealth(self.nvml.nv, not args.once), 2.0)
+            self.health = res
+            if t.is_alive():  # NVML is wedged: nothing may call it (close() neither)
+                self.nvml_stuck = t
 
     def sample(self) -> dict:
         errors = []  # type: list[str]
@@ -154,6 +157,8 @@ class Probe:
             if exc is not None:
                 errors.append("NVML health failed: %s: %s" % (type(exc).__name__, exc))
             m["nvml"] = res if not t.is_alive() else None
+            if t.is_alive():  # NVML is wedged: later reads and close() leave it alone
+                self.nvml_stuck = t
         return m
 
     def gpus(self, errors: list):
