@@ -46,8 +46,8 @@ def test_the_kept_answer_is_the_computed_one() -> None:
     for s in snaps:
         # Two settings on one sample: each its own answer, equal to a fresh computation.
         for th in (Thresholds(), strict):
-            kept = diagnose_mod._views_of(s, topo, th)
-            assert kept is diagnose_mod._views_of(s, topo, th)
+            kept = diagnose_mod._sample_views(s, topo, th).views
+            assert kept is diagnose_mod._sample_views(s, topo, th).views
             assert kept == diagnose_mod._compute_views(fresh(s), topo, th)
     last = snaps[-1]
     a = diagnose_mod.diagnose(snaps, topo)

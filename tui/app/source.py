@@ -15,7 +15,7 @@ from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.timings import SAMPLE_TIMEOUT_S
 from dflash_tui.core.link.feed import Disconnected, FeedEvent, Malformed, sample_once
 from dflash_tui.core.link.local_feed import LocalFeed, Stuck, feed_for, in_daemon_thread
-from dflash_tui.core.link.local_probe import one_sample, probe_args
+from dflash_tui.core.link.local_probe import failed, one_sample, probe_args, stuck
 from dflash_tui.core.link.refresh import between
 from dflash_tui.core.link.transport import CommandResult, Transport, TransportError
 
@@ -86,10 +86,9 @@ class LiveSource:
         try:
             return Snapshot.from_dict(await in_daemon_thread(lambda: one_sample(argv), timeout))
         except Stuck:
-            error = f"the probe did not finish a sample within {timeout:.0f}s"
-            raise TransportError(error) from None
+            raise stuck(timeout) from None
         except Exception as exc:
-            raise TransportError(f"the probe failed: {type(exc).__name__}: {exc}") from exc
+            raise TransportError(failed(exc)) from exc
 
     async def close(self) -> None:
         await self.transport.close()

@@ -154,7 +154,7 @@ def _proc_view(gp: GpuProcess, snap: Snapshot) -> ProcView:
     )
 
 
-_VIEWS = "_dflash_views"  # a snapshot's own memo of _views_of, per (topology, thresholds)
+_VIEWS = "_dflash_views"  # a snapshot's own memo of _sample_views, per (topology, thresholds)
 _LAST = "_dflash_views_last"  # the (topology, thresholds, answer) asked last
 
 
@@ -164,13 +164,6 @@ class _Views(NamedTuple):
 
     views: dict[int, tuple[GpuView, set[str]]]
     labels: dict[int, set[str]]
-
-
-def _views_of(
-    snap: Snapshot, topology: Topology, th: Thresholds
-) -> dict[int, tuple[GpuView, set[str]]]:
-    """Per GPU: its view and raw labels in one sample (see ``_sample_views``)."""
-    return _sample_views(snap, topology, th).views
 
 
 def _sample_views(snap: Snapshot, topology: Topology, th: Thresholds) -> _Views:

@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.link.feed import Disconnected, Feed, FeedEvent, Malformed
-from dflash_tui.core.link.local_probe import in_process, new_probe, probe_args
+from dflash_tui.core.link.local_probe import failed, in_process, new_probe, probe_args
 from dflash_tui.core.link.transport import Transport
 
 T = TypeVar("T")
@@ -112,7 +112,7 @@ class LocalFeed(Feed):
                         yield other
                 return
             except Exception as exc:  # the probe failed, as a probe process that died
-                error = f"the probe failed: {type(exc).__name__}: {exc}"
+                error = failed(exc)
             finally:
                 if probe is not None:
                     self._release(probe)

@@ -64,6 +64,18 @@ def one_sample(argv: Sequence[str]) -> dict[str, Any]:
         probe.close()
 
 
+def stuck(timeout: float) -> TransportError:
+    """A sample in this process not back within ``timeout``: as the subprocess's timeout."""
+    return TransportError(
+        f"the probe did not finish a sample within {timeout:.0f}s (a hung log mount or GPU driver?)"
+    )
+
+
+def failed(exc: BaseException) -> str:
+    """What a probe in this process that raised says (as a probe process that died)."""
+    return f"the probe failed: {type(exc).__name__}: {exc}"
+
+
 class LocalSample:
     """One ``--once`` sample of this machine, started at construction in a daemon thread."""
 
@@ -87,13 +99,10 @@ class LocalSample:
         """The sample as a Snapshot; TransportError when it failed or did not finish in time."""
         self.thread.join(max(0.0, self.deadline - time.monotonic()))
         if self.thread.is_alive():
-            raise TransportError(
-                f"the probe did not finish a sample within {self.timeout:.0f}s"
-                " (a hung log mount or GPU driver?)"
-            )
+            raise stuck(self.timeout)
         exc = self.box.get("error")
         if exc is not None:
-            raise TransportError(f"the probe failed: {type(exc).__name__}: {exc}")
+            raise TransportError(failed(exc))
         from dflash_tui.core.base.snapshot import Snapshot
 
         return Snapshot.from_dict(self.box["doc"])
