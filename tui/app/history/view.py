@@ -22,6 +22,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 
 from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.base.text import terminal_safe
 from dflash_tui.core.base.timings import HISTORY_REDRAW_S
 from dflash_tui.core.diagnosis.history import RunHistory, Thinned, View, decimate, window
 
@@ -96,7 +97,8 @@ class HistoryView(Vertical):
             await self.query_one("#history-run").mount_all(run)
             await self.query_one("#history-gpus").mount_all(gpus)
         except Exception as exc:  # the tab says so; never blank and silent
-            self.plots, self.plot_error = "failed", f"{type(exc).__name__}: {exc}"
+            error = terminal_safe(f"{type(exc).__name__}: {exc}", visible=False)
+            self.plots, self.plot_error = "failed", error
             self.building -= 1
             self.replot()
             return
