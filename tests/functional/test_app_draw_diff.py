@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import io
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from rich.console import Console
 from support import screen_text, until
+from textual.geometry import Region
 from textual.pilot import Pilot
 from textual.widgets._progress_bar import Bar
 
@@ -86,6 +89,67 @@ async def test_an_identical_sample_redraws_nothing_and_a_change_only_its_panel()
         assert counts[5][0] >= 1
         assert " 57%" in str(panels[5].render())
         assert {i: c[0] for i, c in counts.items() if i != 5} == {i: 0 for i in panels if i != 5}
+
+
+def styled_rows(app: Any) -> list[str]:
+    """The screen as the compositor draws it from scratch, one string per row, colours and
+    styles included (what a stale kept row would differ in)."""
+    width, height = app.size
+    console = Console(
+        width=width, height=height, file=io.StringIO(), record=True, color_system="truecolor"
+    )
+    console.print(app.screen._compositor.render_update(full=True))
+    return console.export_text(styles=True).split("\n")
+
+
+def repainted_rows(widget: Any) -> tuple[list[set[int]], Callable[[], set[int]]]:
+    """Wrap ``widget.refresh``; the second value gives the screen rows asked to repaint so far
+    (a refresh with no region repaints the whole widget)."""
+    asked: list[set[int]] = []
+    real: Callable[..., Any] = widget.refresh
+
+    def counted(*regions: Region, **kw: Any) -> Any:
+        top = widget.region.y + widget.content_offset.y
+        rows = {top + y for r in regions for y in range(r.y, r.y + r.height)}
+        asked.append(rows if regions else set(widget.region.line_range))
+        return real(*regions, **kw)
+
+    widget.refresh = counted
+    return asked, lambda: set().union(*asked)
+
+
+async def test_a_moved_reading_repaints_only_the_rows_that_changed_and_they_are_true() -> None:
+    """GPU 2 (busy with no memory) stays so, at 97 % and 590 W: the rows of its panel that
+    now look different (the util meter, the subtitle in the bottom border) are the ones asked
+    to repaint, not its whole box nor another panel; and the rows kept are what a
+    from-scratch render of every panel draws."""
+    async with seeded() as (app, pilot, source, last):
+        start = app.samples
+        panels = {p.index: p for p in app.detail().query(GpuPanel)}
+        asked, rows_of = repainted_rows(panels[2])
+        before = styled_rows(app)
+        gpus = tuple(
+            dataclasses.replace(g, util=97, power_w=590.0) if g.index == 2 else g
+            for g in last.gpus
+        )
+        source.push(dataclasses.replace(last, gpus=gpus))
+        await until(pilot, lambda: app.samples >= start + 1)
+        await pilot.pause(0.3)
+        after = styled_rows(app)
+        changed = {y for y, (a, b) in enumerate(zip(before, after, strict=True)) if a != b}
+        box = set(panels[2].region.line_range)
+        assert changed and changed <= box  # no other panel looks different
+        assert changed <= rows_of()  # everything that looks different was repainted
+        assert asked and all(rows < box for rows in asked)  # never the whole box
+        assert panels[2].region.bottom - 1 in changed  # the subtitle's row: 590W
+        assert " 97%" in str(panels[2].render())
+        # What the kept rows show is what the panels draw from nothing.
+        for panel in panels.values():
+            panel._made.clear()
+            panel._rows_key = None
+            panel.refresh()
+        await pilot.pause(0.3)
+        assert styled_rows(app) == after
 
 
 def test_a_held_time_coarsens_as_it_grows_and_never_rounds_up() -> None:

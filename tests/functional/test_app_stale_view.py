@@ -8,9 +8,12 @@ counting up; the next sample makes them live again.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
+import pytest
 from support import until
 from textual.pilot import Pilot
+from textual.timer import Timer
 from textual.widgets import TabbedContent
 
 from dflash_tui.app import scenes
@@ -18,6 +21,7 @@ from dflash_tui.app.app import DflashApp
 from dflash_tui.app.findings.panel import FindingsList
 from dflash_tui.app.gpus.panel import GpuPanel
 from dflash_tui.app.header import RunHeader
+from dflash_tui.app.logs.area import LogArea
 from dflash_tui.app.procs.tree import ProcTree
 from dflash_tui.app.source import Disconnected, ScriptedSource
 from dflash_tui.core.base.config import Config, HostConfig
@@ -120,3 +124,49 @@ async def test_a_link_down_before_any_sample_calls_nothing_healthy() -> None:
         await until(pilot, lambda: "LINK" in findings_text(app))
         text = findings_text(app)
         assert "nothing wrong" not in text and "no sample yet" in text, text
+
+
+async def test_samples_in_time_wake_nothing_between_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing polls while samples come in time (issue 16): no Textual timer ticks (the
+    links' countdown runs only while a host is down, the wait bar's ETA timer is paused) and
+    the age of the last sample is looked at only when the next one is overdue. Then, with
+    no sample, the view goes stale and its age counts up (the look is planned again)."""
+    ticked: list[str] = []
+    tick = Timer._tick
+
+    async def counted(self: Timer, **kw: Any) -> None:
+        ticked.append(getattr(self._callback, "__qualname__", str(self.name)))
+        await tick(self, **kw)
+
+    monkeypatch.setattr(Timer, "_tick", counted)
+    snaps = healthy()
+    source = ScriptedSource(snaps[:1])
+    app = DflashApp(Config(hosts=(HostConfig(),)), source=source)
+    async with app.run_test(size=SIZE) as pilot:
+        await fresh(pilot, app, 1)
+        pane = app.detail()
+        looks = [0]
+        look = pane.check_stale
+
+        def counted_look() -> None:
+            looks[0] += 1
+            look()
+
+        pane.check_stale = counted_look  # type: ignore[method-assign]
+        area = pane.query_one(LogArea)
+        await until(pilot, lambda: not area.flushing)  # the first sample's lines are drawn
+        ticked.clear()
+        for i in range(1, 7):  # 3 s of samples, each in time, no new log line
+            snap = snaps[i % len(snaps)]
+            logs = tuple(replace(log, lines=()) for log in snap.logs)
+            source.push(replace(snap, time=snaps[0].time + i * INTERVAL, logs=logs))
+            await pilot.pause(INTERVAL)
+        await until(pilot, lambda: app.samples >= 7)
+        assert looks[0] == 0
+        quiet = {"Screen._on_timer_update", "HistoryView._redraw"}  # drawing; every 5 s
+        assert set(ticked) <= quiet, ticked
+        await until(pilot, lambda: "STALE" in findings_text(app), timeout=10)
+        assert_stale(app)
+        first = age_in(titles(app)[0])
+        await pilot.pause(2.2)
+        assert age_in(titles(app)[0]) >= first + 2, titles(app)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from textual.app import App, SystemCommand
+from textual.driver import Driver
 from textual.markup import escape
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
@@ -24,6 +25,7 @@ from dflash_tui.app import heap
 from dflash_tui.app.actions import ControlActions
 from dflash_tui.app.alerts import AppAlerts
 from dflash_tui.app.autorestart import AutoRestarts
+from dflash_tui.app.driver import quiet_driver
 from dflash_tui.app.feeds import HostFeeds
 from dflash_tui.app.history.view import HISTORY_ACTIONS
 from dflash_tui.app.host_pane import HostPane
@@ -133,6 +135,9 @@ class DflashApp(App[None]):
         self.notify(f"theme: {self.theme}", timeout=2)
 
     # -- screen and data flow (tui/app/feeds.py) --
+
+    def get_driver_class(self) -> type[Driver]:
+        return quiet_driver(super().get_driver_class())  # tui/app/driver.py
 
     def get_default_screen(self) -> Screen[None]:
         return MainScreen([s.key for s in self.host_states], self.read_only, self.apply_filter)

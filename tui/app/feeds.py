@@ -42,7 +42,9 @@ class FeedsApp(AppPort, Protocol):
     @property
     def cfg(self) -> Config: ...
 
-    def set_interval(self, interval: float, callback: Callable[[], object]) -> Timer: ...
+    def set_interval(
+        self, interval: float, callback: Callable[[], object], *, pause: bool = False
+    ) -> Timer: ...
 
     def draw_safely(self, what: str, draw: Callable[[], None]) -> None: ...
 
@@ -55,6 +57,7 @@ class HostFeeds:
     def __init__(self, app: FeedsApp) -> None:
         self.app = app
         self._folding: dict[int, asyncio.Lock] = {}  # per host: one sample folded at a time
+        self._countdown: Timer | None = None  # ticks while a host is down (its retry countdown)
 
     def start(self) -> None:
         heap.tune_collector()  # the samples about to flow are most of what the app allocates
@@ -62,7 +65,8 @@ class HostFeeds:
             if state.source is None:
                 state.source = state.live_source(self.app.cfg.interval, self.app.cfg.record)
             self._start_feed(state)
-        self.app.set_interval(1.0, self.tick_links)  # the retry countdown of hosts that are down
+        # The retry countdown of hosts that are down; paused while none is (issue 16).
+        self._countdown = self.app.set_interval(1.0, self.tick_links, pause=True)
 
     def _start_feed(self, state: HostState) -> None:
         self.app.run_worker(
@@ -186,6 +190,8 @@ class HostFeeds:
         self.app.alerts.link_down(state, msg.error)
         self._show_link(state)
         self.app.refresh_overview()
+        if self._countdown is not None:
+            self._countdown.resume()
 
     def _show_link(self, state: HostState) -> None:
         pane = self.app.pane_of(state)
@@ -199,6 +205,8 @@ class HostFeeds:
             self._show_link(state)
         if down:  # the overview draws every host: once a tick, not once per host down
             self.app.refresh_overview()
+        elif self._countdown is not None:
+            self._countdown.pause()
 
     def sample_malformed(self, msg: SampleMalformed) -> None:
         title = self.app.host_title(self.app.state_of(msg.host), "unreadable sample")

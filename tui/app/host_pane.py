@@ -11,6 +11,7 @@ reported once through the app's draw guard (tui/app/widgets.py) and the others s
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Sequence
 
@@ -53,7 +54,7 @@ def named_pid(diag: Diagnosis, finding: Finding) -> int | None:
     return None
 
 
-STALE_CHECK_S = 0.5  # how often the pane looks at the age of the last sample
+STALE_TICK_S = 1.0  # while stale, the age shown counts up by this much
 
 
 def stale_after(interval: float) -> float:
@@ -89,6 +90,7 @@ class HostPane(Vertical):
         self.stale_s: int | None = None  # seconds since the last sample, while it is stale
         self.diag: Diagnosis | None = None  # the last sample's, for what a finding names
         self.behind: SampleReady | None = None  # the latest sample, not drawn while hidden
+        self._stale_due: asyncio.TimerHandle | None = None  # the next look at the age
 
     def compose(self) -> ComposeResult:
         yield RunHeader(self.host, self.read_only)
@@ -112,7 +114,20 @@ class HostPane(Vertical):
 
     def on_mount(self) -> None:
         self.zoom = Zoom(self)
-        self.set_interval(STALE_CHECK_S, self.check_stale)
+
+    def on_unmount(self) -> None:
+        self._look_again(None)
+
+    def _look_again(self, delay: float | None) -> None:
+        """Look at the age of the last sample in ``delay`` seconds (None: not at all), in
+        place of any look planned: when the next sample is overdue, then at each whole second
+        of age while stale. A loop handle, not a Textual timer: re-armed with every sample,
+        and nothing wakes the app while samples come in time (issue 16)."""
+        if self._stale_due is not None:
+            self._stale_due.cancel()
+        self._stale_due = None
+        if delay is not None:
+            self._stale_due = asyncio.get_running_loop().call_later(delay, self.check_stale)
 
     def on_resize(self, _event: Resize) -> None:
         # The grid's mode depends on the pane's height too, which its own resize misses.
@@ -135,6 +150,7 @@ class HostPane(Vertical):
             return False
         snap, diag = msg.snapshot, msg.diagnosis
         self.sample_at, self.interval, self.down = time.monotonic(), diag.interval, False
+        self._look_again(stale_after(diag.interval) if diag.interval else None)
         self.diag = diag
         self._show_stale(None)  # before the findings: a fresh sample may say OK again
         # A host not on screen (another host's pane is shown) keeps what accumulates (the
@@ -203,6 +219,10 @@ class HostPane(Vertical):
         overdue = age is not None and bool(self.interval) and age >= stale_after(self.interval or 0)
         stale = (self.down or overdue) and age is not None
         self._show_stale(int(age) if stale and age is not None else None)
+        if stale and age is not None:  # the next whole second of age
+            self._look_again(STALE_TICK_S - age % STALE_TICK_S + 0.01)
+        elif self.interval and age is not None:  # looked early (a refresh): when it is due
+            self._look_again(stale_after(self.interval) - age + 0.01)
         if self.down and age is None:  # down before any sample: still nothing is called OK
             self.query_one(FindingsList).show_stale(None, down=True)
 

@@ -17,6 +17,7 @@ from typing import ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import ModalScreen
+from textual.timer import Timer
 from textual.widgets import Input
 
 from dflash_tui.app.app import DflashApp
@@ -92,6 +93,7 @@ class ReplayApp(DflashApp):
         self.feeds = _NoFeeds(self)
         self.rec, self.cursor = rec, Cursor(rec)
         self.start_index = rec.index_at(at) if at is not None else 0
+        self._ticker: Timer | None = None  # the play steps; paused while not playing
         self.playing, self.speed = False, speed
         self.clock = 0.0  # the recording's time while playing
         self.last_tick = time.monotonic()
@@ -102,7 +104,7 @@ class ReplayApp(DflashApp):
     def on_mount(self) -> None:
         super().on_mount()
         self.call_after_refresh(lambda: self.seek(self.start_index))
-        self.set_interval(TICK, self._tick)
+        self._ticker = self.set_interval(TICK, self._tick, pause=not self.playing)
         for note in self.rec.notes:
             self.notify(note, title="recording", severity="warning", timeout=15)
 
@@ -151,6 +153,21 @@ class ReplayApp(DflashApp):
             self.seek(self.rec.index_at(t))
 
         self.push_screen(GotoScreen(), done)
+
+    @property
+    def playing(self) -> bool:
+        return self._playing
+
+    @playing.setter
+    def playing(self, on: bool) -> None:
+        """Playing or not; the step timer runs only while playing (a paused replay wakes
+        nothing)."""
+        self._playing = on
+        if self._ticker is not None:
+            if on:
+                self._ticker.resume()
+            else:
+                self._ticker.pause()
 
     def action_speed(self, direction: int) -> None:
         i = min(range(len(SPEEDS)), key=lambda k: abs(SPEEDS[k] - self.speed))

@@ -3,12 +3,26 @@ start window) with a cancel key. Control reports steps; this only draws them."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal
+from textual.timer import Timer
 from textual.widgets import ProgressBar, Static
 
 from dflash_tui.core.base.text import safe_label
+
+
+class _WaitProgress(ProgressBar):
+    """Textual's bar, less the 1 s timer its mount starts to refresh the ETA: this bar shows
+    none, and the timer would wake the app every second while nothing waits (issue 16)."""
+
+    def set_interval(self, interval: float, callback: Any = None, **kwargs: Any) -> Timer:
+        timer = super().set_interval(interval, callback, **kwargs)
+        if callback == self.update:  # bound methods: equal when of the same bar
+            timer.pause()
+        return timer
 
 
 class WaitBar(Horizontal):
@@ -28,7 +42,7 @@ class WaitBar(Horizontal):
     def compose(self) -> ComposeResult:
         yield Static(id="wait-text")
         # Determinate while hidden: an indeterminate bar animates on a 15 Hz timer even so.
-        yield ProgressBar(total=1, show_eta=False, id="wait-bar")
+        yield _WaitProgress(total=1, show_eta=False, id="wait-bar")
         yield Static(" esc: cancel", id="wait-cancel")
 
     def start(self, what: str) -> None:

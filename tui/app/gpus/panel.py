@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from collections import deque
 
+from rich.style import Style
 from rich.text import Text
-from textual.widgets import Static
 
 from dflash_tui.app.palette import Palette
+from dflash_tui.app.rows import RowStatic
 from dflash_tui.app.spark import bar, sparkline
-from dflash_tui.app.widgets import Themed, set_border_changed, show_changed
+from dflash_tui.app.widgets import Themed, set_border_changed
 from dflash_tui.core.base.snapshot import Gpu
 from dflash_tui.core.base.text import mib, mib_pair, safe_label
 from dflash_tui.core.diagnosis.diagnose import GpuView, ProcView
@@ -32,7 +33,7 @@ def _short_name(name: str | None) -> str:
     return safe_label((name or "?").replace("NVIDIA ", "").replace("GeForce ", ""), 16)
 
 
-class GpuPanel(Static, Themed):
+class GpuPanel(RowStatic, Themed):
     """Renders a GpuView; keeps its own short history for the sparklines."""
 
     DEFAULT_CSS = """
@@ -120,56 +121,64 @@ class GpuPanel(Static, Themed):
         for sev in LEVELS:
             self.set_class(self.worst() == sev and not stale, f"-{sev}")
         self.set_class(stale, "-stale")
-        show_changed(self, self._body(view, self.palette))
+        self.show_rows(self._body(view, self.palette))
 
-    def _body(self, view: GpuView, pal: Palette) -> Text:
+    def _body(self, view: GpuView, pal: Palette) -> list[Text]:
+        """The panel's lines: meters, chips, processes (each drawn only when it changed)."""
         gpu = view.gpu
-        out = Text(no_wrap=False, overflow="ellipsis")
         if gpu is None:
-            out.append("in the topology, not on this machine\n", pal.fg("error"))
+            lines = [_line("in the topology, not on this machine", pal.fg("error"))]
         else:
             mem_pct = self.mem_hist[-1] if self.mem_hist else None
-            self._meter(out, "util", gpu.util, self.util_hist, pal)
-            self._meter(out, "mem ", mem_pct, self.mem_hist, pal)
-        self._chips(out, view, pal)
-        self._procs(out, view.processes, pal)
-        out.rstrip()
-        return out
+            lines = [
+                self._meter("util", gpu.util, self.util_hist, pal),
+                self._meter("mem ", mem_pct, self.mem_hist, pal),
+            ]
+        lines.append(self._chips(view, pal))
+        lines.extend(self._procs(view.processes, pal))
+        lines[-1].rstrip()
+        return lines
 
     def _meter(
         self,
-        out: Text,
         name: str,
         pct: float | None,
         hist: deque[float | None],
         pal: Palette,
-    ) -> None:
+    ) -> Text:
         frac = None if pct is None else pct / 100.0
         sev = "error" if (pct or 0) >= 95 and name == "mem " else "ok"
-        out.append(f"{name} ")
+        out = _line(f"{name} ")
         out.append(bar(frac, _BAR), pal.fg(sev))
         out.append(" ---% " if pct is None else f" {pct:3.0f}% ")
         out.append(sparkline(hist, _SPARK, 0.0, 100.0), pal.fg("info"))
-        out.append("\n")
+        return out
 
-    def _chips(self, out: Text, view: GpuView, pal: Palette) -> None:
+    def _chips(self, view: GpuView, pal: Palette) -> Text:
+        out = _line()
         for i, label in enumerate(view.labels):
             since = held(self.now - self.since.get(label.code, label.since))
             out.append(" " if i else "")
             out.append(
                 f" {label.code} {since} ", pal.chip(label_severity(label.code, self.run_active))
             )
-        out.append("\n")
+        return out
 
-    def _procs(self, out: Text, procs: tuple[ProcView, ...], pal: Palette) -> None:
+    def _procs(self, procs: tuple[ProcView, ...], pal: Palette) -> list[Text]:
         if not procs:
-            out.append("no processes", pal.fg("muted"))
-            return
+            return [_line("no processes", pal.fg("muted"))]
         shown = procs[:2] if len(procs) <= 2 else procs[:1]
+        lines = []
         for p in shown:
             pid = f"{p.pid}→{p.container_pid}" if p.container_pid is not None else str(p.pid)
-            out.append(f"{pid} {safe_label(p.name.rsplit('/', 1)[-1], 12)} {mib(p.used_mib)} ")
+            out = _line(f"{pid} {safe_label(p.name.rsplit('/', 1)[-1], 12)} {mib(p.used_mib)} ")
             out.append(p.owner, pal.fg(_OWNER_SEVERITY.get(p.owner, "info"), bold=True))
-            out.append("\n")
+            lines.append(out)
         if len(procs) > len(shown):
-            out.append(f"+{len(procs) - len(shown)} more processes", pal.fg("muted"))
+            lines.append(_line(f"+{len(procs) - len(shown)} more processes", pal.fg("muted")))
+        return lines
+
+
+def _line(text: str = "", style: str | Style = "") -> Text:
+    """One of a panel's lines: wrapped at the panel's width, cut with an ellipsis below."""
+    return Text(text, style, no_wrap=False, overflow="ellipsis", end="")

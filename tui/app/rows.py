@@ -1,0 +1,101 @@
+"""A Static drawn row by row (issue 16): its content is a list of lines, each rendered once
+and kept while it stays the same; a new content marks only the screen rows that changed,
+so a GPU panel whose utilisation moved repaints its meter rows, not its box.
+
+Textual's Static re-renders its whole content and repaints every row of the widget, border
+included, on each ``update``: that was most of the app's CPU per sample with eight moving
+panels. Here ``render_line`` (Textual's Line API) hands the styles cache the kept strips,
+and ``refresh`` is given the changed rows only, so the compositor repaints just those."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from rich.text import Text
+from textual.geometry import Region
+from textual.strip import Strip
+from textual.visual import Visual, visualize
+from textual.widgets import Static
+
+from dflash_tui.app.widgets import same_text
+
+
+def _runs(rows: Sequence[int]) -> Iterator[tuple[int, int]]:
+    """Consecutive rows as (first, count): one repaint region for each run."""
+    start = prev = -2
+    for y in rows:
+        if y != prev + 1:
+            if start >= 0:
+                yield start, prev - start + 1
+            start = y
+        prev = y
+    if start >= 0:
+        yield start, prev - start + 1
+
+
+def changed_rows(old: Sequence[object], new: Sequence[object]) -> list[int]:
+    """The rows whose strip is not the very one drawn there before (a kept line's strips
+    are the same objects), plus the rows either side has and the other has not."""
+    return [
+        y
+        for y in range(max(len(old), len(new)))
+        if y >= len(old) or y >= len(new) or old[y] is not new[y]
+    ]
+
+
+class RowStatic(Static):
+    """``show_rows(lines)`` instead of ``update``: each line of Rich Text may wrap onto
+    several rows; only the rows that changed are rendered and repainted. ``render()`` gives
+    the whole content as one Text (what a Static would show)."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._lines: list[Text] = []
+        # Per line: the Text, the width and style it was rendered at, and its strips.
+        self._made: list[tuple[Text, int, object, list[Strip]] | None] = []
+        self._rows: list[Strip] = []
+        self._rows_key: tuple[int, object] | None = None  # (width, style) of _rows
+
+    def show_rows(self, lines: Sequence[Text]) -> bool:
+        """Show ``lines``; True when anything changed (then only changed rows repaint)."""
+        if len(lines) == len(self._lines) and all(map(same_text, lines, self._lines)):
+            return False
+        self._lines = list(lines)
+        width = self.size.width
+        if not self.is_mounted or not width or self._rows_key is None:
+            self._rows_key = None
+            self.refresh()  # nothing drawn yet: the first render lays every row out
+            return True
+        old = self._rows
+        new = self._layout(width)
+        for y, count in _runs(changed_rows(old, new)):
+            self.refresh(Region(0, y, width, count))
+        return True
+
+    def _layout(self, width: int) -> list[Strip]:
+        """Every row at ``width``, rendering only the lines not kept at this width and style."""
+        style = self.visual_style
+        cache = self.text_selection is None  # a selection changes how a line looks
+        made = self._made
+        del made[len(self._lines) :]
+        made.extend([None] * (len(self._lines) - len(made)))
+        rows: list[Strip] = []
+        for i, text in enumerate(self._lines):
+            kept = made[i]
+            if kept is None or kept[1] != width or kept[2] != style or not same_text(kept[0], text):
+                strips = Visual.to_strips(self, visualize(self, text), width, None, style)
+                kept = (text, width, style, strips)
+                made[i] = kept if cache else None
+            rows.extend(kept[3])
+        self._rows, self._rows_key = rows, (width, style)
+        return rows
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        if self._rows_key != (width, self.visual_style):
+            self._layout(width)
+        rows = self._rows
+        return rows[y] if y < len(rows) else Strip.blank(width, self.visual_style.rich_style)
+
+    def render(self) -> Text:
+        return Text("\n").join(self._lines)
