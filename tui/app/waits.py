@@ -21,7 +21,7 @@ class _WaitProgress(ProgressBar):
     def set_interval(self, interval: float, callback: Any = None, **kwargs: Any) -> Timer:
         timer = super().set_interval(interval, callback, **kwargs)
         if callback == self.update:  # bound methods: equal when of the same bar
-            timer.pause()
+            timer.stop()
         return timer
 
 
