@@ -9,6 +9,9 @@
 #   mkdir .baseline-6edd788 && git archive 6edd788 tui dflash | tar -x -C .baseline-6edd788),
 # else a git worktree of 6edd788 (the carried tree then needs its .git).
 #   OUT=/tmp/out [RUNS="nvitop baseline nvitop@0:"] [PROBE=1] bash bench/device_monitor_cost.sh
+# WARMUP (default 4 s), REPEATS (2) and RUN_LIMIT (270 s a comparison) change the windows:
+# WARMUP=65 measures past the app's first minute, when a label's chip has stopped counting
+# seconds (it says whole minutes from then on).
 set -u
 OUT=${OUT:-/tmp/dflash-monitor-cost-out}
 SECONDS_EACH=${SECONDS_EACH:-13}  # 2 x (3 x 2 x 2 x (13 + 4 warm-up) s + one-shots): ~8 min
@@ -52,8 +55,8 @@ for run in ${RUNS:-nvitop baseline}; do
   topo=()
   [ "$b" != "$run" ] && topo=(--topology "${run#*@}")
   echo "== monitor_cost.py --b $b ${topo[*]}" | tee -a "$OUT/device_monitor_cost.log"
-  timeout 270 python3 bench/monitor_cost.py --b "$b" "${base[@]}" "${topo[@]}" \
-    --seconds "$SECONDS_EACH" --warmup 4 --repeats 2 --out "$OUT" 2>&1 |
+  timeout "${RUN_LIMIT:-270}" python3 bench/monitor_cost.py --b "$b" "${base[@]}" "${topo[@]}" \
+    --seconds "$SECONDS_EACH" --warmup "${WARMUP:-4}" --repeats "${REPEATS:-2}" --out "$OUT" 2>&1 |
     tee -a "$OUT/device_monitor_cost.log"
 done
 # PROBE=1: the probe's CPU per sample with 1,000 more sleeping processes, reading NVML as it
