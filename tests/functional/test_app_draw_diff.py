@@ -129,8 +129,7 @@ async def test_a_moved_reading_repaints_only_the_rows_that_changed_and_they_are_
         asked, rows_of = repainted_rows(panels[2])
         before = styled_rows(app)
         gpus = tuple(
-            dataclasses.replace(g, util=97, power_w=590.0) if g.index == 2 else g
-            for g in last.gpus
+            dataclasses.replace(g, util=97, power_w=590.0) if g.index == 2 else g for g in last.gpus
         )
         source.push(dataclasses.replace(last, gpus=gpus))
         await until(pilot, lambda: app.samples >= start + 1)
