@@ -128,7 +128,7 @@ async def test_a_link_down_before_any_sample_calls_nothing_healthy() -> None:
 
 async def test_samples_in_time_wake_nothing_between_them(monkeypatch: pytest.MonkeyPatch) -> None:
     """Nothing polls while samples come in time (issue 16): no Textual timer ticks (the
-    links' countdown runs only while a host is down, the wait bar's ETA timer is paused) and
+    links' countdown runs only while a host is down, the wait bar's ETA timer is stopped) and
     the age of the last sample is looked at only when the next one is overdue. Then, with
     no sample, the view goes stale and its age counts up (the look is planned again)."""
     ticked: list[str] = []
@@ -139,7 +139,9 @@ async def test_samples_in_time_wake_nothing_between_them(monkeypatch: pytest.Mon
         await tick(self, **kw)
 
     monkeypatch.setattr(Timer, "_tick", counted)
-    snaps = healthy()
+    # The samples say a 2 s interval (overdue after 3 s) and come every 0.5 s: in time with
+    # 2.5 s to spare, however loaded the machine.
+    snaps = [replace(s, interval=2.0) for s in healthy()]
     source = ScriptedSource(snaps[:1])
     app = DflashApp(Config(hosts=(HostConfig(),)), source=source)
     async with app.run_test(size=SIZE) as pilot:

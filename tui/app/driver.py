@@ -4,10 +4,13 @@ comes instead of waking ten times a second (issue 16).
 Textual's input thread polls the terminal every 0.1 s whatever happens, only so that its
 parser can time out a lone Escape (an Escape byte may start a longer key sequence). Those
 wakeups cost this app about 1.5 ms of CPU a second on a 2-core machine, as much as a GPU
-panel's redraw. Here the thread waits 0.1 s only while the parser holds such a byte, and
-otherwise until a key, a resize report or the exit comes: setting the exit event also writes
-to a pipe the thread waits on. Everything else is Textual's (textual is pinned exactly; the
-loop below follows ``LinuxDriver.run_input_thread`` of that version)."""
+panel's redraw (docs/internals.md, "Issue 16, the 2026-12-04 third round"). Here the thread
+waits 0.1 s only while the parser holds such a byte, and otherwise until a key, a resize
+report or the exit comes: setting the exit event also writes to a pipe the thread waits on.
+The pipe is the driver's for its whole life (made with it, closed with it), so no write can
+reach a file descriptor closed and reused meanwhile. Everything else is Textual's (textual
+is pinned exactly; the loop below follows ``LinuxDriver.run_input_thread`` of that
+version)."""
 
 from __future__ import annotations
 
@@ -28,15 +31,15 @@ ESCAPE_WAIT = 0.1  # seconds, as Textual: how soon a lone Escape is a key of its
 class _WakingEvent(threading.Event):
     """The driver's exit event: setting it also wakes the input thread's wait."""
 
-    def __init__(self, driver: QuietLinuxDriver) -> None:
+    def __init__(self, wake_fd: int) -> None:
         super().__init__()
-        self._driver = driver
+        self.wake_fd: int | None = wake_fd  # None once the driver is closed
 
     def set(self) -> None:
         super().set()
-        fd = self._driver.wake_fd
+        fd = self.wake_fd
         if fd is not None:
-            with contextlib.suppress(OSError):  # the thread is gone already: nothing to wake
+            with contextlib.suppress(OSError):  # full (a wake is pending anyway)
                 os.write(fd, b"\0")
 
 
@@ -45,21 +48,25 @@ class QuietLinuxDriver(LinuxDriver):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.wake_fd: int | None = None
-        self.exit_event = _WakingEvent(self)
+        self._wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_w, False)  # setting the event never blocks
+        self._waking = self.exit_event = _WakingEvent(wake_w)
 
     def run_input_thread(self) -> None:
-        wake_r, self.wake_fd = os.pipe()
         selector = selectors.SelectSelector()
         try:
             selector.register(self.fileno, selectors.EVENT_READ)
-            selector.register(wake_r, selectors.EVENT_READ)
-            self._read_input(selector, wake_r)
+            selector.register(self._wake_r, selectors.EVENT_READ)
+            self._read_input(selector, self._wake_r)
         finally:
             selector.close()
-            wake_w, self.wake_fd = self.wake_fd, None
-            os.close(wake_r)
+
+    def close(self) -> None:
+        super().close()
+        wake_w, self._waking.wake_fd = self._waking.wake_fd, None
+        if wake_w is not None:  # the input thread was joined before (stop_application_mode)
             os.close(wake_w)
+            os.close(self._wake_r)
 
     def _read_input(self, selector: selectors.BaseSelector, wake_r: int) -> None:
         parser = XTermParser(self._debug)

@@ -11,13 +11,13 @@ reported once through the app's draw guard (tui/app/widgets.py) and the others s
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Sequence
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.events import Resize
+from textual.timer import Timer
 from textual.widgets import TabbedContent, TabPane
 
 from dflash_tui.app.findings.panel import FindingsList, TimelineList
@@ -90,7 +90,7 @@ class HostPane(Vertical):
         self.stale_s: int | None = None  # seconds since the last sample, while it is stale
         self.diag: Diagnosis | None = None  # the last sample's, for what a finding names
         self.behind: SampleReady | None = None  # the latest sample, not drawn while hidden
-        self._stale_due: asyncio.TimerHandle | None = None  # the next look at the age
+        self._stale_due: Timer | None = None  # the next look at the age
 
     def compose(self) -> ComposeResult:
         yield RunHeader(self.host, self.read_only)
@@ -121,13 +121,11 @@ class HostPane(Vertical):
     def _look_again(self, delay: float | None) -> None:
         """Look at the age of the last sample in ``delay`` seconds (None: not at all), in
         place of any look planned: when the next sample is overdue, then at each whole second
-        of age while stale. A loop handle, not a Textual timer: re-armed with every sample,
-        and nothing wakes the app while samples come in time (issue 16)."""
+        of age while stale. A one-shot timer re-armed with every sample, not an interval:
+        nothing wakes the app while samples come in time (issue 16)."""
         if self._stale_due is not None:
-            self._stale_due.cancel()
-        self._stale_due = None
-        if delay is not None:
-            self._stale_due = asyncio.get_running_loop().call_later(delay, self.check_stale)
+            self._stale_due.stop()
+        self._stale_due = None if delay is None else self.set_timer(delay, self.check_stale)
 
     def on_resize(self, _event: Resize) -> None:
         # The grid's mode depends on the pane's height too, which its own resize misses.
@@ -221,7 +219,7 @@ class HostPane(Vertical):
         self._show_stale(int(age) if stale and age is not None else None)
         if stale and age is not None:  # the next whole second of age
             self._look_again(STALE_TICK_S - age % STALE_TICK_S + 0.01)
-        elif self.interval and age is not None:  # looked early (a refresh): when it is due
+        elif self.interval and age is not None:  # looked before it was due: look again then
             self._look_again(stale_after(self.interval) - age + 0.01)
         if self.down and age is None:  # down before any sample: still nothing is called OK
             self.query_one(FindingsList).show_stale(None, down=True)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+from rich.segment import Segment
+from rich.style import Style as RichStyle
 from rich.text import Text
 from textual.geometry import Region
 from textual.strip import Strip
@@ -43,10 +45,31 @@ def changed_rows(old: Sequence[object], new: Sequence[object]) -> list[int]:
     ]
 
 
+def at_line(strips: list[Strip], y: int) -> list[Strip]:
+    """The strips of a line rendered alone (its segments say line 0) as line ``y`` of the
+    whole content: Textual maps a mouse position to the text under it (where a selection
+    starts and ends) by these offsets."""
+    if y == 0:
+        return strips
+    out = []
+    for strip in strips:
+        segments = []
+        for seg in strip:
+            style = seg.style
+            offset = style.meta.get("offset") if style is not None and style._meta else None
+            if offset is not None:
+                style = style + RichStyle.from_meta({"offset": (offset[0], y)})  # type: ignore[operator]
+            segments.append(Segment(seg.text, style, seg.control))
+        out.append(Strip(segments, strip.cell_length))
+    return out
+
+
 class RowStatic(Static):
     """``show_rows(lines)`` instead of ``update``: each line of Rich Text may wrap onto
     several rows; only the rows that changed are rendered and repainted. ``render()`` gives
-    the whole content as one Text (what a Static would show)."""
+    the whole content as one Text (what a Static would show); while some of it is selected
+    (Textual's text selection) it is rendered whole, as a Static renders it. Content passed
+    to the constructor and a vertical ``content-align`` are not used."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
@@ -75,7 +98,11 @@ class RowStatic(Static):
     def _layout(self, width: int) -> list[Strip]:
         """Every row at ``width``, rendering only the lines not kept at this width and style."""
         style = self.visual_style
-        cache = self.text_selection is None  # a selection changes how a line looks
+        if self.text_selection is not None:  # drawn over the whole text, as a Static does
+            whole = visualize(self, self.render())
+            self._rows = Visual.to_strips(self, whole, width, None, style)
+            self._rows_key = (width, style)  # until the selection changes (selection_updated)
+            return self._rows
         made = self._made
         del made[len(self._lines) :]
         made.extend([None] * (len(self._lines) - len(made)))
@@ -84,11 +111,14 @@ class RowStatic(Static):
             kept = made[i]
             if kept is None or kept[1] != width or kept[2] != style or not same_text(kept[0], text):
                 strips = Visual.to_strips(self, visualize(self, text), width, None, style)
-                kept = (text, width, style, strips)
-                made[i] = kept if cache else None
+                kept = made[i] = (text, width, style, at_line(strips, i))
             rows.extend(kept[3])
         self._rows, self._rows_key = rows, (width, style)
         return rows
+
+    def selection_updated(self, selection: object) -> None:
+        self._rows_key = None  # drawn again, whole while selected
+        super().selection_updated(selection)  # type: ignore[arg-type]
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width

@@ -1,0 +1,63 @@
+"""A Static drawn row by row (tui/app/rows.py) draws what a Static with the same text draws:
+the same rows, the same offsets under the mouse (where a text selection starts and ends), and
+a selection highlighted as a Static highlights it, kept across a new content."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.geometry import Offset
+from textual.selection import Selection
+from textual.strip import Strip
+from textual.widget import Widget
+from textual.widgets import Static
+
+from dflash_tui.app.rows import RowStatic
+
+LINES = [Text("alpha line"), Text("beta line that wraps at this width", "bold"), Text("gamma")]
+
+
+class Pair(App[None]):
+    CSS = "RowStatic, Static { width: 20; height: 5; }"
+
+    def compose(self) -> ComposeResult:
+        yield RowStatic(id="rows")
+        yield Static(id="static")
+
+
+def drawn(widget: Widget) -> list[Strip]:
+    """What the compositor gets from ``widget`` (its styles cache, padding and all)."""
+    return widget._styles_cache.render_widget(widget, widget.size.region)
+
+
+def looks(strips: list[Strip]) -> list[list[tuple[str, str, object]]]:
+    """Each row's text and style, and the offset its segments map the mouse to."""
+    return [
+        [(s.text, str(s.style), s.style.meta.get("offset") if s.style else None) for s in strip]
+        for strip in strips
+    ]
+
+
+async def test_rows_draw_what_a_static_draws_with_its_offsets_and_selection() -> None:
+    app = Pair()
+    async with app.run_test(size=(40, 12)) as pilot:
+        rows, static = app.query_one("#rows", RowStatic), app.query_one("#static", Static)
+        rows.show_rows(LINES)
+        static.update(Text("\n").join(LINES))
+        await pilot.pause()
+        plain = looks(drawn(rows))
+        assert plain == looks(drawn(static))
+        # A selection inside the wrapped second line: highlighted as in a Static.
+        selection = Selection(Offset(2, 1), Offset(12, 1))
+        app.screen.selections = {rows: selection, static: selection}
+        await pilot.pause()
+        assert looks(drawn(rows)) == looks(drawn(static)) != plain
+        # A new content while selected, then the selection cleared: still the same.
+        new = [*LINES[:2], Text("gamma changed")]
+        rows.show_rows(new)
+        static.update(Text("\n").join(new))
+        await pilot.pause()
+        assert looks(drawn(rows)) == looks(drawn(static))
+        app.screen.selections = {}
+        await pilot.pause()
+        assert looks(drawn(rows)) == looks(drawn(static))
