@@ -4,8 +4,12 @@ lines, then two samples of the ended run."""
 
 from __future__ import annotations
 
+import shlex
+import sys
 from dataclasses import replace
 from pathlib import Path
+
+from tmux_util import Tmux
 
 from dflash_tui.app import scenes
 from dflash_tui.core.base.config import HostConfig
@@ -51,3 +55,15 @@ def make_crash_recording(run: Path) -> list[Snapshot]:
         rec.add(s, tracker.add(s))
     rec.close()
     return snaps
+
+
+def replay_in_tmux(tmux: Tmux, tmp_path: Path) -> Path:
+    """``dflash-tui replay`` of a fresh crash recording in a new 120x40 session of ``tmux``
+    (tests/tmux_util.py), at its first sample; the recording's run directory."""
+    run = tmp_path / "runs" / "20251202-095500-1a2b"
+    make_crash_recording(run)
+    app = shlex.join([sys.executable, "-m", "dflash_tui.cli.main", "replay", str(run)])
+    root = shlex.quote(str(Path(__file__).resolve().parents[1]))
+    tmux("new-session", "-d", "-x", "120", "-y", "40", f"sleep 1; cd {root}; exec {app}")
+    tmux.wait("sample 1/23")
+    return run

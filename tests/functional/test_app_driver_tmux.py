@@ -5,16 +5,13 @@ still ends the app at once (setting the exit event wakes the sleeping input thre
 
 from __future__ import annotations
 
-import shlex
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from replay_util import make_crash_recording
+from replay_util import replay_in_tmux
 from tmux_util import Tmux
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 
@@ -31,11 +28,7 @@ def wakeups(pid: int) -> dict[str, int]:
 def test_the_input_thread_sleeps_until_a_key_and_keys_still_work(
     tmux: Tmux, tmp_path: Path
 ) -> None:
-    run = tmp_path / "runs" / "20251202-095500-1a2b"
-    make_crash_recording(run)
-    app = shlex.join([sys.executable, "-m", "dflash_tui.cli.main", "replay", str(run)])
-    tmux("new-session", "-d", "-x", "120", "-y", "40", f"cd {shlex.quote(str(ROOT))}; exec {app}")
-    tmux.wait("sample 1/23")
+    replay_in_tmux(tmux, tmp_path)
     pid = int(tmux("display-message", "-p", "#{pane_pid}").strip())
     time.sleep(1.0)  # the first frames drawn
     before = wakeups(pid)

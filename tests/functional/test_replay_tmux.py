@@ -6,35 +6,21 @@ sample shown are ever on screen."""
 
 from __future__ import annotations
 
-import shlex
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from replay_util import LAST_LINES, make_crash_recording
+from replay_util import LAST_LINES, replay_in_tmux
 from tmux_util import Tmux
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 
 def test_step_to_the_crash_with_the_bracket_key_shows_the_last_lines(
     tmux: Tmux, tmp_path: Path
 ) -> None:
-    run = tmp_path / "runs" / "20251202-095500-1a2b"
-    make_crash_recording(run)
-    app = shlex.join([sys.executable, "-m", "dflash_tui.cli.main", "replay", str(run)])
-    tmux(
-        "new-session",
-        "-d",
-        "-x",
-        "120",
-        "-y",
-        "40",
-        f"sleep 1; cd {shlex.quote(str(ROOT))}; exec {app}",
-    )
-    screen = tmux.wait("sample 1/23")
+    replay_in_tmux(tmux, tmp_path)
+    screen = tmux("capture-pane", "-p")
     assert "RUNNING" in screen and "READ-ONLY" in screen
     assert LAST_LINES[0] not in screen and "step=299" not in screen  # not yet written
     for key in ("l", "k", "r", "K"):  # no control key in a replay: nothing happens
