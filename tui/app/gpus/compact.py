@@ -10,7 +10,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from dflash_tui.app.gpus.panel import GpuPanel, held
+from dflash_tui.app.gpus.panel import GpuPanel
 from dflash_tui.app.palette import Palette
 from dflash_tui.app.spark import bar
 from dflash_tui.app.widgets import Themed, show_changed
@@ -64,7 +64,7 @@ def line_text(panel: GpuPanel, pal: Palette) -> Text:
         out.append(f" stale {duration(panel.stale_s)} ", pal.chip("warning"))
         out.append(" ")
     for label in view.labels:
-        since = held(panel.now - panel.since.get(label.code, label.since))
+        since = panel.held_for(label.code, label.since)
         out.append(
             f" {label.code} {since} ", pal.chip(label_severity(label.code, panel.run_active))
         )

@@ -96,6 +96,10 @@ class GpuPanel(RowStatic, Themed):
             self.stale_s = age
             self.redraw()
 
+    def held_for(self, code: str, since: float) -> str:
+        """How long label ``code`` has held without a break, as its chip says it."""
+        return held(self.now - self.since.get(code, since))
+
     def worst(self) -> str:
         if self.view is None:
             return "info"
@@ -157,7 +161,7 @@ class GpuPanel(RowStatic, Themed):
     def _chips(self, view: GpuView, pal: Palette) -> Text:
         out = _line()
         for i, label in enumerate(view.labels):
-            since = held(self.now - self.since.get(label.code, label.since))
+            since = self.held_for(label.code, label.since)
             out.append(" " if i else "")
             out.append(
                 f" {label.code} {since} ", pal.chip(label_severity(label.code, self.run_active))

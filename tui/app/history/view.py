@@ -149,7 +149,7 @@ class HistoryView(Vertical):
             self.building += 1
             self.run_worker(self._mount_plots(), group="history-plots", exit_on_error=False)
             return
-        if self.plots in ("mounting", "failed"):
+        if self.plots != "ready":
             return  # _plots_ready builds them; a failure is in the title
         h = self.history
         jobs = [

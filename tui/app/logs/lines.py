@@ -34,6 +34,10 @@ ERROR_RE = re.compile(
 )
 
 
+def _every_line(_line: str) -> bool:
+    return True  # no filter: an empty line shows too
+
+
 class LineStore:
     """All recent lines of one log (bounded) plus the filtered lines not yet drawn."""
 
@@ -42,7 +46,7 @@ class LineStore:
         self.lines: deque[str] = deque(maxlen=max_lines)
         self.pending: deque[str] = deque(maxlen=max_lines)
         self._pattern: re.Pattern[str] | None = None
-        self._passes: Callable[[str], bool] = bool
+        self._passes: Callable[[str], bool] = _every_line
         self.received = 0  # lines seen since the tail started (including dropped ones)
         self.dropped = 0  # lines that arrived but were evicted before being drawn
         self.shown = 0  # lines that passed the filter since it was last set
@@ -57,7 +61,7 @@ class LineStore:
     @pattern.setter
     def pattern(self, pattern: re.Pattern[str] | None) -> None:
         self._pattern = pattern
-        self._passes = bool if pattern is None else passes_filter(pattern)
+        self._passes = _every_line if pattern is None else passes_filter(pattern)
 
     def add(self, raw: Iterable[str]) -> int:
         """Take new raw lines; returns how many passed the filter."""
@@ -110,7 +114,7 @@ class LineStore:
         return len(shown)
 
     def _shows(self, line: str) -> bool:
-        return line.startswith(GAP_MARK) or self._pattern is None or self._passes(line)
+        return line.startswith(GAP_MARK) or self._passes(line)
 
     def take_pending(self) -> list[str]:
         out = list(self.pending)
