@@ -49,6 +49,7 @@ class GpuGrid(ScrollableContainer, can_focus=True):
         self.lines: dict[int, GpuLine] = {}
         self.choice: bool | None = None  # compact chosen by the key; None: by the size
         self.fit = GridFit(False, 4, 29, 2)
+        self._height = 0  # the max-height refit set (0: none yet)
 
     def compose(self) -> ComposeResult:
         yield Static("waiting for the first sample …", id="no-gpus")
@@ -77,14 +78,17 @@ class GpuGrid(ScrollableContainer, can_focus=True):
         pane = parent.size.height if isinstance(parent, Widget) else self.screen.size.height
         width = max(1, self.size.width)
         fit = fit_grid(len(self.panels), width, pane, self.choice)
-        if fit == self.fit and self.has_class("-compact") == fit.compact:
+        # No GPUs and one GPU have the same shape: the height must follow the panels too,
+        # or a one-GPU host keeps the one-row grid of "waiting for the first sample".
+        height = max(1, fit.height) if self.panels else 1
+        if (fit, height) == (self.fit, self._height) and self.has_class("-compact") == fit.compact:
             return
-        self.fit = fit
+        self.fit, self._height = fit, height
         self.set_class(fit.compact, "-compact")
         self.styles.grid_size_columns = fit.columns
         self.styles.grid_columns = str(fit.column_width)  # every column the same width
         self.styles.grid_rows = "1" if fit.compact else "7"
-        self.styles.max_height = max(1, fit.height) if self.panels else 1
+        self.styles.max_height = height
         if fit.compact:
             self._redraw_lines()
 

@@ -1,0 +1,68 @@
+"""The GPU grid shows every GPU it has as a whole panel, whatever their count: one GPU (a
+one-GPU host, ``--topology 0:``) has the shape of no GPUs at all, and the grid's height must
+still follow the panels, not stay the one row of "waiting for the first sample"."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+from support import until
+from textual.pilot import Pilot
+
+from dflash_train.topology import Topology
+from dflash_tui.app import scenes
+from dflash_tui.app.app import DflashApp
+from dflash_tui.app.gpus.fit import PANEL_H
+from dflash_tui.app.gpus.grid import GpuGrid
+from dflash_tui.app.source import ScriptedSource
+from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.snapshot import Snapshot
+
+SIZE = (120, 40)
+
+
+def with_gpus(snaps: list[Snapshot], n: int) -> list[Snapshot]:
+    """The healthy scene on a host with GPUs 0..n-1 only (their processes kept)."""
+    return [
+        dataclasses.replace(
+            s,
+            gpus=tuple(g for g in s.gpus if g.index < n),
+            gpu_procs=tuple(p for p in s.gpu_procs if p.gpu_uuid in kept(s, n)),
+        )
+        for s in snaps
+    ]
+
+
+def kept(snap: Snapshot, n: int) -> set[str | None]:
+    return {g.uuid for g in snap.gpus if g.index < n}
+
+
+async def settle(pilot: Pilot, app: DflashApp, n: int) -> None:
+    await until(pilot, lambda: app.samples >= n)
+    await pilot.pause(0.2)
+
+
+@pytest.mark.parametrize(("count", "spec"), [(1, "0:"), (2, "0:1"), (5, "0-2:3-4"), (8, None)])
+async def test_every_gpu_of_the_first_rows_is_a_whole_panel_in_sight(
+    count: int, spec: str | None
+) -> None:
+    snaps = with_gpus(scenes.healthy_run(samples=3), count)
+    cfg = Config(hosts=(HostConfig(topology=Topology.parse(spec)),)) if spec else Config()
+    app = DflashApp(cfg, source=ScriptedSource(snaps))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, len(snaps))
+        grid = app.screen.query_one(GpuGrid)
+        assert sorted(grid.panels) == list(range(count))
+        fit = grid.fit
+        assert not fit.compact
+        rows = math.ceil(count / fit.columns)
+        assert fit.visible_rows == rows  # eight GPUs or fewer: every row in sight at 120x40
+        assert grid.region.height == PANEL_H * rows
+        for panel in grid.panels.values():
+            assert panel.region.height == PANEL_H
+            assert grid.region.contains_region(panel.region), (panel.region, grid.region)
+            # On the screen: the cell inside its border, by its meter line, is the panel's.
+            widget, _ = app.screen.get_widget_at(panel.region.x + 2, panel.region.y + 1)
+            assert widget is panel
