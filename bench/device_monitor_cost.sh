@@ -8,7 +8,7 @@
 # The baseline: .baseline-6edd788/ when carried (made here by
 #   mkdir .baseline-6edd788 && git archive 6edd788 tui dflash | tar -x -C .baseline-6edd788),
 # else a git worktree of 6edd788 (the carried tree then needs its .git).
-#   OUT=/tmp/out [RUNS="nvitop baseline nvitop@0:"] [PROBE=1] bash bench/device_monitor_cost.sh
+#   OUT=/tmp/out [RUNS="nvitop baseline nvitop@0:"] [PROBE=1] [RSS=1] bash bench/device_monitor_cost.sh
 # WARMUP (default 4 s), REPEATS (2) and RUN_LIMIT (270 s a comparison) change the windows:
 # WARMUP=65 measures past the app's first minute, when a label's chip has stopped counting
 # seconds (it says whole minutes from then on).
@@ -59,6 +59,13 @@ for run in ${RUNS:-nvitop baseline}; do
     --seconds "$SECONDS_EACH" --warmup "${WARMUP:-4}" --repeats "${REPEATS:-2}" --out "$OUT" 2>&1 |
     tee -a "$OUT/device_monitor_cost.log"
 done
+# RSS=1: where each monitor's resident memory goes (bench/rss_parts.py, one GPU panel, 0.5 s;
+# dflash-tui again with MALLOC_ARENA_MAX=2).
+if [ "${RSS:-0}" = 1 ]; then
+  echo "== rss_parts.py" | tee -a "$OUT/device_monitor_cost.log"
+  timeout 150 python3 bench/rss_parts.py --env MALLOC_ARENA_MAX=2 2>&1 |
+    tee -a "$OUT/device_monitor_cost.log"
+fi
 # PROBE=1: the probe's CPU per sample with 1,000 more sleeping processes, reading NVML as it
 # does on a GPU host (this tree beside 6edd788), and the 100,000-line flood's key waits.
 if [ "${PROBE:-0}" = 1 ]; then

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from dflash_tui import __version__
@@ -41,9 +41,9 @@ THIN_FACTOR = 4
 MAX_THIN = 256  # past 1 sample in 256, a segment is left as it is
 
 
-def record_dir(host: HostConfig, snap: Snapshot, env: dict[str, str] | None = None) -> Path:
+def record_dir(host: HostConfig, snap: Snapshot, env: Mapping[str, str] | None = None) -> Path:
     """Where the samples of ``snap``'s run are recorded (see the module's docstring)."""
-    env = dict(os.environ) if env is None else env
+    env = os.environ if env is None else env  # read, not copied: this runs every sample
     run_id = snap.run.id if snap.run else "no-run"
     if host.address is None and host.container is None and DIR_ENV not in env:
         if snap.run is None:  # hidden, like .lock: the run root's folders are its runs
