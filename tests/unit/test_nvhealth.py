@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import importlib.util
 import json
+import sys
 import time
 from pathlib import Path
 from types import ModuleType
@@ -19,6 +20,8 @@ import pytest
 from dflash_train.topology import Topology
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.diagnosis.diagnose import diagnose
+from dflash_tui.core.probe import gpu as gpu_part
+from dflash_tui.core.probe.gpu import SLOW_EVERY_S, SlowReads
 from dflash_tui.core.probe.nvhealth import NvHealth
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -197,3 +200,75 @@ def test_the_recorded_raw_answers_read_as_on_the_device(
         k: v for k, v in want.items() if k != "uuid"
     }
     assert errors == there["errors"] == []
+
+
+class Clock:
+    """time.monotonic for the probe's slow reads, moved by the test."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def test_replay_counter_read_once_per_slow_period_and_carried_between(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The counter costs ~0.3 ms a read on the H200 (bench/nvml_calls.py): it is read once per
+    # SLOW_EVERY_S, its last answer carried; the cheap readings stay fresh every sample.
+    clock = Clock()
+    monkeypatch.setattr(gpu_part, "time", clock)
+    health = eight(g3={"pcie_replay": 5, "remapped_rows": [0, 0, 0, 0]})
+    w = NvHealth(fake_nvml(tmp_path, monkeypatch, health), True)
+    assert w.read([])["gpus"][3]["pcie_replay"] == 5
+    health["gpus"][3] |= {"pcie_replay": 9, "remapped_rows": [0, 1, 1, 0]}
+    (tmp_path / "health.json").write_text(json.dumps(health))
+    clock.now += SLOW_EVERY_S - 0.5
+    g3 = w.read([])["gpus"][3]
+    assert g3["pcie_replay"] == 5  # carried
+    assert g3["remapped_rows"]["uncorrectable"] == 1  # read every sample
+    clock.now += 1.0
+    assert w.read([])["gpus"][3]["pcie_replay"] == 9  # read again once the period is over
+
+
+def test_slow_reads_keep_a_failure_too_and_each_key_apart() -> None:
+    reads: list[str] = []
+
+    def read(key: str, value: object) -> object:
+        reads.append(key)
+        return value
+
+    slow = SlowReads(every=10.0)
+    assert slow.get(0, lambda: read("a", None)) is None
+    assert slow.get(0, lambda: read("a", 7)) is None  # a failed read is carried as one
+    assert slow.get(1, lambda: read("b", 3)) == 3  # another GPU is read on its own
+    assert reads == ["a", "b"]
+    slow.every = 0.0
+    assert slow.get(0, lambda: read("a", 7)) == 7
+    assert reads == ["a", "b", "a"]
+
+
+def test_power_limit_read_once_per_slow_period(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The power limit costs as much as the replay counter; the power drawn is read every sample.
+    clock = Clock()
+    monkeypatch.setattr(gpu_part, "time", clock)
+    scenario = json.loads((SCENARIOS / "seed-incident.json").read_text())
+    path = tmp_path / "scenario.json"
+    path.write_text(json.dumps(scenario))
+    nv = fake_nvml(tmp_path, monkeypatch, eight())
+    monkeypatch.setenv("FAKE_NVML_SCENARIO", str(path))
+    monkeypatch.setenv("FAKE_NVML_RELOAD", "1")
+    monkeypatch.setitem(sys.modules, "pynvml", nv)
+    reader = gpu_part.Nvml()
+    first = reader.read([])[0][0]
+    scenario["gpus"][0] |= {"power.limit": "500.00", "power.draw": "123.00"}
+    path.write_text(json.dumps(scenario))
+    clock.now += SLOW_EVERY_S - 0.5
+    carried = reader.read([])[0][0]
+    assert carried["power_limit_w"] == first["power_limit_w"] != 500.0
+    assert carried["power_w"] == 123.0
+    clock.now += 1.0
+    assert reader.read([])[0][0]["power_limit_w"] == 500.0

@@ -26,6 +26,7 @@ def probe_source() -> bytes:
     main, n = _PARTS_BLOCK.subn(b"", (here / "main.py").read_bytes())
     if n != 1:
         raise RuntimeError("probe/main.py lost its '# >>> parts' block")
-    # a part's own import block (procs.py takes read_bytes from files.py) goes the same way
+    # a part's own import block (procs.py takes read_bytes from files.py, nvhealth.py SlowReads
+    # from gpu.py) goes the same way
     parts = (_PARTS_BLOCK.sub(b"", (here / p).read_bytes()) for p in PROBE_PARTS)
     return b"\n".join(parts) + b"\n" + main

@@ -2,14 +2,22 @@
 
 Standard library only, python3 >= 3.6 (no __future__ import). Sent over stdin ahead of probe.py
 (see tui/core/probe/bundle.py); also imported by it when run as a file or a module.
+
+Two NVML readings cost far more than the rest and rarely change: the power limit (set by an
+admin) and the PCIe replay counter (a count of link errors since boot). On the device
+machine's H200 each takes ~0.13 ms of CPU, ~0.3 ms in a fresh thread, where every other query
+takes a few µs (bench/nvml_calls.py): together most of NVML's cost per sample. ``SlowReads``
+reads them once per SLOW_EVERY_S and carries the last answer between.
 """
 
 import os
 import re
 import signal
 import subprocess
+import time
 
 MIB = 1024 * 1024
+SLOW_EVERY_S = 10.0  # how old a slow NVML reading (power limit, PCIe replays) may be
 NO_TOOLS = "no NVML and no nvidia-smi on PATH"
 
 # (nvidia-smi field, JSON key, kind). `name` goes last: nvidia-smi does not quote it.
@@ -235,6 +243,23 @@ def why_line(text: str) -> str:
     return (why or last or anything or "no output")[:200]
 
 
+class SlowReads:
+    """Readings made at most once per ``every`` seconds each (by key); the last answer, a
+    failure's None too, is carried between."""
+
+    def __init__(self, every=SLOW_EVERY_S):
+        self.every, self.kept = every, {}
+
+    def get(self, key, read):
+        now = time.monotonic()
+        kept = self.kept.get(key)
+        if kept is not None and now - kept[0] < self.every:
+            return kept[1]
+        value = read()
+        self.kept[key] = (now, value)
+        return value
+
+
 class Nvml:
     """NVML through nvidia-ml-py (`import pynvml`); every reading that fails becomes null."""
 
@@ -243,6 +268,7 @@ class Nvml:
 
         pynvml.nvmlInit()
         self.nv = pynvml
+        self.slow = SlowReads()
 
     def q(self, name: str, *args):
         fn = getattr(self.nv, name, None)
@@ -276,7 +302,7 @@ class Nvml:
         util = q("nvmlDeviceGetUtilizationRates", h)
         pci = q("nvmlDeviceGetPciInfo", h)
         power = q("nvmlDeviceGetPowerUsage", h)
-        limit = q("nvmlDeviceGetPowerManagementLimit", h)
+        limit = self.slow.get(i, lambda: q("nvmlDeviceGetPowerManagementLimit", h))
         ps = q("nvmlDeviceGetPerformanceState", h)
         reasons = q("nvmlDeviceGetCurrentClocksEventReasons", h)
         if reasons is None:

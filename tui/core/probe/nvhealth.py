@@ -1,6 +1,7 @@
 """dflash-tui probe, NVML health part: Xid events (an event set kept open in --interval mode,
 waited on for 0 ms each sample), retired pages, remapped rows, the PCIe replay counter, and
-whether a GPU has fallen off the bus (NVML's GPU_IS_LOST).
+whether a GPU has fallen off the bus (NVML's GPU_IS_LOST). The replay counter is read once per
+SLOW_EVERY_S (gpu.py says why), the rest every sample.
 
 Standard library only, python3 >= 3.6 (no __future__ import). Sent over stdin ahead of main.py
 (see tui/core/probe/bundle.py). A reading NVML does not offer is null, never a guess: an H200
@@ -8,6 +9,13 @@ on driver 580 answers retired pages "Not Supported" (it remaps rows instead).
 """
 
 import time
+
+# >>> parts: bundle.probe_source() drops this block (gpu.py's code is sent ahead)
+try:  # imported as dflash_tui.core.probe.nvhealth
+    from dflash_tui.core.probe.gpu import SlowReads
+except ImportError:  # run as a file, beside gpu.py
+    from gpu import SlowReads  # type: ignore[import-not-found,no-redef]
+# <<< parts
 
 GPU_IS_LOST = 15  # NVML_ERROR_GPU_IS_LOST
 XID_EVENT = 0x0000000000000008  # nvmlEventTypeXidCriticalError
@@ -23,6 +31,7 @@ class NvHealth:
 
     def __init__(self, nv, watch):
         self.nv, self.watch, self.events, self.note = nv, watch, None, None
+        self.slow = SlowReads()
         if not watch:
             self.note = "one sample: NVML tells Xid events only to a watcher (--interval)"
             return
@@ -75,7 +84,7 @@ class NvHealth:
         if isinstance(rows, (tuple, list)) and len(rows) >= 4:
             g["remapped_rows"] = {"correctable": rows[0], "uncorrectable": rows[1],
                                   "pending": bool(rows[2]), "failure": bool(rows[3])}  # fmt: skip
-        g["pcie_replay"] = self.q("nvmlDeviceGetPcieReplayCounter", h)
+        g["pcie_replay"] = self.slow.get(i, lambda: self.q("nvmlDeviceGetPcieReplayCounter", h))
         return g
 
     def retired(self, h):
