@@ -11,6 +11,7 @@ processes or unreadable files become entries in `errors`, never a crash or a han
 import argparse
 import json
 import os
+import queue
 import shutil
 import socket
 import sys
@@ -39,21 +40,58 @@ FORMAT = 1
 MAX_ERRORS = 50
 
 
-def in_thread(fn, timeout: float):
-    """Run fn in a daemon thread: (result, exc, thread); the call finished unless the thread
-    is still alive. A hung driver cannot hang the probe."""
-    box = {}
+class Call:
+    """One call handed to a CallThread: ``is_alive()`` while it has not returned (a call that
+    timed out and is still stuck in the driver)."""
 
-    def target():
+    def __init__(self, fn):
+        self.fn, self.done, self.result, self.exc = fn, threading.Event(), None, None
+
+    def run(self):
         try:
-            box["r"] = fn()
+            self.result = self.fn()
         except Exception as exc:
-            box["e"] = exc
+            self.exc = exc
+        finally:
+            self.done.set()
 
-    t = threading.Thread(target=target, daemon=True)
-    t.start()
-    t.join(timeout)
-    return box.get("r"), box.get("e"), t
+    def is_alive(self):
+        return not self.done.is_set()
+
+
+class CallThread:
+    """One daemon thread that makes the probe's NVML calls, each awaited up to a timeout: a
+    hung driver cannot hang the probe. One thread for all of them, not one per call: starting
+    and joining a thread costs ~70 µs of CPU, and NVML's first calls in a new thread cost more
+    than in one it has served (bench/nvml_calls.py on the H200). A call that timed out keeps
+    the thread; the probe makes no other call while it is stuck (``nvml_stuck``)."""
+
+    def __init__(self):
+        self.jobs = None
+
+    def run(self, fn, timeout: float):
+        """(result, exc, call); the call finished unless ``call.is_alive()``."""
+        if self.jobs is None:
+            self.jobs = queue.Queue()
+            threading.Thread(target=self._serve, args=(self.jobs,), daemon=True).start()
+        call = Call(fn)
+        self.jobs.put(call)
+        call.done.wait(timeout)
+        return call.result, call.exc, call
+
+    @staticmethod
+    def _serve(jobs):
+        while True:
+            call = jobs.get()
+            if call is None:
+                return
+            call.run()
+
+    def close(self):
+        """The thread ends once it has served what it was given (a stuck call last)."""
+        if self.jobs is not None:
+            self.jobs.put(None)
+            self.jobs = None
 
 
 def boot_time():
@@ -75,15 +113,16 @@ class Probe:
         self.steps = StepReader()
         self.tails = {}
         self.resume = resume_tokens(args.resume)  # where the previous probe's tails stopped
-        self.nvml, self.nvml_stuck = None, None  # the thread of an NVML call that hung
+        self.nvml, self.nvml_stuck = None, None  # an NVML call that hung (Call)
+        self.calls = CallThread()
         if not args.no_nvml:  # absent module, no driver, a hung driver: use nvidia-smi
-            self.nvml = in_thread(Nvml, args.smi_timeout)[0]
+            self.nvml = self.calls.run(Nvml, args.smi_timeout)[0]
         smi = None if self.nvml else shutil.which("nvidia-smi")
         self.smi = Smi(smi, args.smi_timeout) if smi else None
         self.kernel = KernelLog()  # kept open: each sample reads the records new since the last
         self.health = None
         if self.nvml is not None:  # Xid events are queued only for a watcher: the set stays open
-            res, _, t = in_thread(lambda: NvHealth(self.nvml.nv, not args.once), 2.0)
+            res, _, t = self.calls.run(lambda: NvHealth(self.nvml.nv, not args.once), 2.0)
             self.health = res
             if t.is_alive():  # NVML is wedged: nothing may call it (close() neither)
                 self.nvml_stuck = t
@@ -133,6 +172,7 @@ class Probe:
             except Exception:
                 pass
             self.nvml = self.health = None
+        self.calls.close()
 
     def dumps(self, out: dict) -> str:
         """The sample as one JSON line; the process table last, encoded by Procs.encode."""
@@ -153,7 +193,7 @@ class Probe:
         m = read_machine(out["run"], root, self.kernel, out["boot_time"], errors)
         m["nvml"] = None
         if self.health is not None and (self.nvml_stuck is None or not self.nvml_stuck.is_alive()):
-            res, exc, t = in_thread(lambda: self.health.read(errors), self.args.smi_timeout)
+            res, exc, t = self.calls.run(lambda: self.health.read(errors), self.args.smi_timeout)
             if exc is not None:
                 errors.append("NVML health failed: %s: %s" % (type(exc).__name__, exc))
             m["nvml"] = res if not t.is_alive() else None
@@ -179,7 +219,7 @@ class Probe:
         if self.nvml_stuck is not None and self.nvml_stuck.is_alive():
             return self.smi_instead(errors, "NVML did not answer (an earlier call is still stuck)")
         self.nvml_stuck = None  # a stuck call that has since returned: NVML is usable again
-        res, exc, t = in_thread(lambda: self.nvml.read(errors), self.args.smi_timeout)
+        res, exc, t = self.calls.run(lambda: self.nvml.read(errors), self.args.smi_timeout)
         if t.is_alive():
             self.nvml_stuck = t
             return self.smi_instead(
