@@ -4,17 +4,25 @@ a selection highlighted as a Static highlights it, kept across a new content."""
 
 from __future__ import annotations
 
+from rich.style import Style as RichStyle
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.geometry import Offset
 from textual.selection import Selection
 from textual.strip import Strip
+from textual.visual import Visual, visualize
 from textual.widget import Widget
 from textual.widgets import Static
 
-from dflash_tui.app.rows import RowStatic
+from dflash_tui.app.rows import RowStatic, at_line
 
-LINES = [Text("alpha line"), Text("beta line that wraps at this width", "bold"), Text("gamma")]
+# A line that fits its row is made by RowStatic without Textual's wrapping (its fast path);
+# one that wraps goes through Textual's: both must draw what the Static draws, spans and all.
+LINES = [
+    Text.assemble(("al", "red"), "pha ", ("line", "bold #00ff00 on #202020")),
+    Text("beta line that wraps at this width", "bold"),
+    Text.assemble("gam", ("ma", "italic"), style="#3050ff"),
+]
 
 
 class Pair(App[None]):
@@ -61,3 +69,24 @@ async def test_rows_draw_what_a_static_draws_with_its_offsets_and_selection() ->
         app.screen.selections = {}
         await pilot.pause()
         assert looks(drawn(rows)) == looks(drawn(static))
+
+
+async def test_a_line_that_fits_is_made_as_textual_makes_it_and_one_that_does_not_is_left() -> None:
+    app = Pair()
+    async with app.run_test(size=(40, 12)) as pilot:
+        rows = app.query_one("#rows", RowStatic)
+        rows.show_rows(LINES)
+        await pilot.pause()
+        width, style = rows.size.width, rows.visual_style
+        for y in (0, 2):  # they fit: the fast path, segment for segment Textual's
+            mine = rows._one_row(LINES[y], width, style, y)
+            assert mine is not None
+            theirs = at_line(
+                Visual.to_strips(rows, visualize(rows, LINES[y]), width, None, style), y
+            )
+            assert [list(s) for s in mine] == [list(s) for s in theirs]
+            assert [s.cell_length for s in mine] == [s.cell_length for s in theirs]
+        assert rows._one_row(LINES[1], width, style, 1) is None  # it wraps: Textual makes it
+        tab, link = Text("a\tb"), Text("see", style=RichStyle(link="https://example.com"))
+        assert rows._one_row(tab, width, style, 0) is None
+        assert rows._one_row(link, width, style, 0) is None

@@ -14,8 +14,10 @@ from collections.abc import Iterator, Sequence
 from rich.segment import Segment
 from rich.style import Style as RichStyle
 from rich.text import Text
+from textual.content import Content
 from textual.geometry import Region
 from textual.strip import Strip
+from textual.style import Style as VisualStyle
 from textual.visual import Visual, visualize
 from textual.widgets import Static
 
@@ -43,6 +45,17 @@ def changed_rows(old: Sequence[object], new: Sequence[object]) -> list[int]:
         for y in range(max(len(old), len(new)))
         if y >= len(old) or y >= len(new) or old[y] is not new[y]
     ]
+
+
+def _linked(text: Text) -> bool:
+    """Whether a style of ``text`` may carry a link or an action (Textual styles those)."""
+    for style in (text.style, *(span.style for span in text._spans)):
+        if isinstance(style, str):
+            if "link" in style or "@" in style:
+                return True
+        elif style.link or style._meta:
+            return True
+    return False
 
 
 def at_line(strips: list[Strip], y: int) -> list[Strip]:
@@ -110,11 +123,32 @@ class RowStatic(Static):
         for i, text in enumerate(self._lines):
             kept = made[i]
             if kept is None or kept[1] != width or kept[2] != style or not same_text(kept[0], text):
-                strips = Visual.to_strips(self, visualize(self, text), width, None, style)
-                kept = made[i] = (text, width, style, at_line(strips, i))
+                strips = self._one_row(text, width, style, i)
+                if strips is None:
+                    strips = Visual.to_strips(self, visualize(self, text), width, None, style)
+                    strips = at_line(strips, i)
+                kept = made[i] = (text, width, style, strips)
             rows.extend(kept[3])
         self._rows, self._rows_key = rows, (width, style)
         return rows
+
+    def _one_row(self, text: Text, width: int, style: VisualStyle, y: int) -> list[Strip] | None:
+        """A line that fits on one row, made as Textual makes it (Content.to_strip: each piece
+        styled over the widget's style, with its offset in the text) less the wrapping, which
+        was most of the cost; None when it needs wrapping, an ellipsis, tabs or links."""
+        plain = text.plain
+        if "\n" in plain or "\t" in plain or text.cell_len > width or _linked(text):
+            return None
+        if self.styles.text_align not in ("left", "start"):
+            return None
+        content = visualize(self, text)
+        if not isinstance(content, Content):
+            return None
+        segments, x = [], 0
+        for part, part_style in content.render(style, end="", parse_style=self._get_style):
+            segments.append(Segment(part, (style + part_style).rich_style_with_offset(x, y)))
+            x += len(part)
+        return [Strip(segments, content.cell_length)]
 
     def selection_updated(self, selection: object) -> None:
         self._rows_key = None  # drawn again, whole while selected
