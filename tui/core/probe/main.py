@@ -122,10 +122,7 @@ class Probe:
         self.kernel = KernelLog()  # kept open: each sample reads the records new since the last
         self.health = None
         if self.nvml is not None:  # Xid events are queued only for a watcher: the set stays open
-            res, _, t = self.calls.run(lambda: NvHealth(self.nvml.nv, not args.once), 2.0)
-            self.health = res
-            if t.is_alive():  # NVML is wedged: nothing may call it (close() neither)
-                self.nvml_stuck = t
+            self.health = self.nvml_call(lambda: NvHealth(self.nvml.nv, not args.once), 2.0)[0]
 
     def sample(self) -> dict:
         errors = []  # type: list[str]
@@ -163,8 +160,7 @@ class Probe:
             tail.close()
         self.tails.clear()
         self.kernel.close()
-        stuck = self.nvml_stuck is not None and self.nvml_stuck.is_alive()
-        if self.nvml is not None and not stuck:
+        if self.nvml is not None and not self.wedged():
             if self.health is not None:
                 self.health.close()
             try:
@@ -192,13 +188,11 @@ class Probe:
         root = expand_home(self.args.run_root) if self.args.run_root else None  # as control.sh
         m = read_machine(out["run"], root, self.kernel, out["boot_time"], errors)
         m["nvml"] = None
-        if self.health is not None and (self.nvml_stuck is None or not self.nvml_stuck.is_alive()):
-            res, exc, t = self.calls.run(lambda: self.health.read(errors), self.args.smi_timeout)
+        if self.health is not None and not self.wedged():
+            res, exc, _ = self.nvml_call(lambda: self.health.read(errors), self.args.smi_timeout)
             if exc is not None:
                 errors.append("NVML health failed: %s: %s" % (type(exc).__name__, exc))
-            m["nvml"] = res if not t.is_alive() else None
-            if t.is_alive():  # NVML is wedged: later reads and close() leave it alone
-                self.nvml_stuck = t
+            m["nvml"] = res
         return m
 
     def gpus(self, errors: list):
@@ -216,18 +210,31 @@ class Probe:
         return tel, gpus or [], procs
 
     def nvml_read(self, errors: list):
-        if self.nvml_stuck is not None and self.nvml_stuck.is_alive():
+        if self.wedged():
             return self.smi_instead(errors, "NVML did not answer (an earlier call is still stuck)")
         self.nvml_stuck = None  # a stuck call that has since returned: NVML is usable again
-        res, exc, t = self.calls.run(lambda: self.nvml.read(errors), self.args.smi_timeout)
-        if t.is_alive():
-            self.nvml_stuck = t
+        res, exc, stuck = self.nvml_call(lambda: self.nvml.read(errors), self.args.smi_timeout)
+        if stuck:
             return self.smi_instead(
                 errors, "NVML did not answer within %gs" % self.args.smi_timeout
             )
         if exc is not None:
             return None, [], "NVML failed: %s: %s" % (type(exc).__name__, exc)
         return res
+
+    def wedged(self) -> bool:
+        """Whether an NVML call of this probe is still stuck in the driver: nothing may call
+        NVML then (close() neither)."""
+        return self.nvml_stuck is not None and self.nvml_stuck.is_alive()
+
+    def nvml_call(self, fn, timeout: float):
+        """(result, exc, stuck): ``fn`` made by the NVML thread; a call not back within
+        ``timeout`` is remembered as stuck and gives (None, None, True)."""
+        res, exc, call = self.calls.run(fn, timeout)
+        if call.is_alive():
+            self.nvml_stuck = call
+            return None, None, True
+        return res, exc, False
 
     def smi_instead(self, errors: list, why: str):
         """While NVML is stuck, nvidia-smi (if there is one) still gives readings."""
