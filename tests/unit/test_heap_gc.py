@@ -22,7 +22,7 @@ def _restore() -> Iterator[None]:
 def test_the_young_threshold_is_raised_and_the_older_kept() -> None:
     gc.set_threshold(700, 11, 12)
     tune_collector()
-    assert gc.get_threshold() == (GC_YOUNG, 11, 12) and GC_YOUNG > 700
+    assert gc.get_threshold() == (GC_YOUNG, 11, 12)
 
 
 def test_a_higher_threshold_is_left_as_it_is() -> None:

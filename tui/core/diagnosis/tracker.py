@@ -53,7 +53,7 @@ class Tracker:
         # Only what the bounded deque would keep is parsed: a flood of 2,000 step lines a
         # sample parses its last 200, the same metrics and the same last step as all of them.
         found = newest_metrics(lines, METRICS_KEPT)
-        self.metrics.extend((snap.time, m) for m in found[-METRICS_KEPT:])
+        self.metrics.extend((snap.time, m) for m in found)
         last_step = next((m for m in reversed(found) if m.step is not None), None)
         if last_step is not None:
             # One fold per sample: many steps arriving together share one arrival time, so
