@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import shlex
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 
 from dflash_tui.core.base.config import HostConfig
@@ -38,6 +38,14 @@ class Malformed:
 
 
 FeedEvent = Snapshot | Disconnected | Malformed
+
+
+def snapshot_of(make: Callable[[], Snapshot]) -> Snapshot | Malformed:
+    """The sample ``make`` builds from a probe's output, or why that output is malformed."""
+    try:
+        return make()
+    except ValueError as exc:
+        return Malformed(str(exc))
 
 
 def probe_command(
@@ -103,6 +111,10 @@ class Feed:
         self.mapper = HostPidMapper.for_transport(transport, host.container)
         self.resume: dict[str, str] = {}  # log path -> where its tail stopped (the probe's token)
 
+    def stalled(self) -> str:
+        """What a probe that sent nothing within the stall timeout is said to be."""
+        return f"no sample for {self.stall_timeout:.0f}s: the probe is stuck"
+
     def resume_args(self) -> list[str]:
         """``--resume=PATH=TOKEN`` for every log a previous probe tailed."""
         return [f"--resume={path}={token}" for path, token in self.resume.items()]
@@ -136,7 +148,7 @@ class Feed:
                         yield event
                 error = "the probe stopped"
             except asyncio.TimeoutError:
-                error = f"no sample for {self.stall_timeout:.0f}s: the probe is stuck"
+                error = self.stalled()
             except TransportError as exc:
                 error = str(exc)
             except OSError as exc:
@@ -152,8 +164,7 @@ class Feed:
     async def _parse(self, line: str) -> FeedEvent | None:
         if not line.strip():
             return None
-        try:
-            snap = Snapshot.from_json(line)
-        except ValueError as exc:
-            return Malformed(str(exc))
-        return await self.mapper.apply(snap) if self.mapper is not None else snap
+        snap = snapshot_of(lambda: Snapshot.from_json(line))
+        if isinstance(snap, Malformed) or self.mapper is None:
+            return snap
+        return await self.mapper.apply(snap)

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
-from dflash_tui.core.link.feed import Disconnected, Feed, FeedEvent, Malformed
+from dflash_tui.core.link.feed import Disconnected, Feed, FeedEvent, Malformed, snapshot_of
 from dflash_tui.core.link.local_probe import failed, in_process, new_probe, probe_args
 from dflash_tui.core.link.transport import Transport
 
@@ -69,13 +69,6 @@ async def in_daemon_thread(fn: Callable[[], T], timeout: float, name: str = "pro
         return await asyncio.wait_for(fut, timeout)
     except asyncio.TimeoutError:
         raise Stuck from None
-
-
-def parsed(doc: dict[str, Any]) -> Snapshot | Malformed:
-    try:
-        return Snapshot.from_dict(doc)
-    except ValueError as exc:
-        return Malformed(str(exc))
 
 
 class LocalFeed(Feed):
@@ -140,7 +133,8 @@ class LocalFeed(Feed):
         """In the sample's thread. A probe given up on meanwhile (stuck, or the feed closed
         under it) is closed here once its sample is over: never under a running sample."""
         try:
-            return parsed(probe.sample())
+            doc = probe.sample()
+            return snapshot_of(lambda: Snapshot.from_dict(doc))
         finally:
             with self._lock:
                 self._busy, orphan, self._orphan = None, self._orphan, False
@@ -159,8 +153,7 @@ class LocalFeed(Feed):
     async def _fall_back(self) -> AsyncGenerator[FeedEvent, None]:
         """The probe hung: say so, then stream from a probe process (killable) for good."""
         self.connected, self.handed_over = False, True
-        error = f"no sample for {self.stall_timeout:.0f}s: the probe is stuck"
-        yield Disconnected(f"{error}; sampling in a separate process from now on", 0.0)
+        yield Disconnected(f"{self.stalled()}; sampling in a separate process from now on", 0.0)
         async with contextlib.aclosing(super().events()) as streamed:
             async for event in streamed:
                 yield event
