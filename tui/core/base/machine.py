@@ -11,28 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-
-def _int(v: Any) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-
-def _num(v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, int | float):
-        return None
-    f = float(v)
-    return f if f == f and abs(f) != float("inf") else None
-
-
-def _str(v: Any) -> str | None:
-    return v if isinstance(v, str) else None
-
-
-def _table(v: Any) -> dict[str, Any]:
-    return v if isinstance(v, dict) else {}
-
-
-def _dicts(v: Any) -> list[dict[str, Any]]:
-    return [x for x in v if isinstance(x, dict)] if isinstance(v, list) else []
+from dflash_tui.core.base.fields import as_dicts, as_float, as_int, as_str, as_table
 
 
 @dataclass(frozen=True)
@@ -51,12 +30,12 @@ class Disk:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Disk | None:
-        what, path = _str(d.get("what")), _str(d.get("path"))
+        what, path = as_str(d.get("what")), as_str(d.get("path"))
         if what is None or path is None:
             return None
-        return cls(what, path, d.get("exists") is True, _int(d.get("free_bytes")),
-                   _int(d.get("total_bytes")), _int(d.get("free_inodes")),
-                   _int(d.get("total_inodes")), _str(d.get("error")))  # fmt: skip
+        return cls(what, path, d.get("exists") is True, as_int(d.get("free_bytes")),
+                   as_int(d.get("total_bytes")), as_int(d.get("free_inodes")),
+                   as_int(d.get("total_inodes")), as_str(d.get("error")))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -80,8 +59,8 @@ class KernelLine:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> KernelLine:
-        return cls(_num(d.get("time")), _str(d.get("text")) or "", _int(d.get("code")),
-                   _str(d.get("pci")), _int(d.get("pid")), _str(d.get("name")))  # fmt: skip
+        return cls(as_float(d.get("time")), as_str(d.get("text")) or "", as_int(d.get("code")),
+                   as_str(d.get("pci")), as_int(d.get("pid")), as_str(d.get("name")))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -101,22 +80,22 @@ class GpuHealth:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> GpuHealth | None:
-        index = _int(d.get("index"))
+        index = as_int(d.get("index"))
         if index is None:
             return None
-        rows = _table(d.get("remapped_rows"))
-        pages = _table(d.get("retired_pages"))
+        rows = as_table(d.get("remapped_rows"))
+        pages = as_table(d.get("retired_pages"))
         xids = tuple(
-            (_num(x.get("time")), code)
-            for x in _dicts(d.get("xids"))
-            if (code := _int(x.get("code"))) is not None
+            (as_float(x.get("time")), code)
+            for x in as_dicts(d.get("xids"))
+            if (code := as_int(x.get("code"))) is not None
         )
         pending, failure = rows.get("pending"), rows.get("failure")
-        return cls(index, _str(d.get("uuid")), d.get("lost") is True, _str(d.get("error")), xids,
-                   _int(rows.get("uncorrectable")),
+        return cls(index, as_str(d.get("uuid")), d.get("lost") is True,
+                   as_str(d.get("error")), xids, as_int(rows.get("uncorrectable")),
                    pending if isinstance(pending, bool) else None,
                    failure if isinstance(failure, bool) else None,
-                   _int(pages.get("double_bit")), _int(d.get("pcie_replay")))  # fmt: skip
+                   as_int(pages.get("double_bit")), as_int(d.get("pcie_replay")))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -143,20 +122,21 @@ class Machine:
             return None
         ck = d.get("checkpoint")
         ckpt = None
-        if isinstance(ck, dict) and _str(ck.get("path")):
-            ckpt = Checkpoint(ck["path"], _int(ck.get("step")), _num(ck.get("mtime")),
-                              _int(ck.get("size_bytes")))  # fmt: skip
-        kl = _table(d.get("kernel_log"))
-        nv = _table(d.get("nvml"))
+        if isinstance(ck, dict) and as_str(ck.get("path")):
+            ckpt = Checkpoint(ck["path"], as_int(ck.get("step")), as_float(ck.get("mtime")),
+                              as_int(ck.get("size_bytes")))  # fmt: skip
+        kl = as_table(d.get("kernel_log"))
+        nv = as_table(d.get("nvml"))
         return cls(
-            _int(d.get("mem_total_kb")), _int(d.get("mem_available_kb")),
-            _int(d.get("swap_total_kb")), _int(d.get("swap_free_kb")), _int(d.get("oom_kill")),
-            tuple(x for x in map(Disk.from_dict, _dicts(d.get("disks"))) if x is not None),
-            ckpt, _str(kl.get("source")), _str(kl.get("error")),
-            tuple(KernelLine.from_dict(x) for x in _dicts(kl.get("xids"))),
-            tuple(KernelLine.from_dict(x) for x in _dicts(kl.get("ooms"))),
-            tuple(x for x in map(GpuHealth.from_dict, _dicts(nv.get("gpus"))) if x is not None),
-            _str(nv.get("xid_watch")),
+            as_int(d.get("mem_total_kb")), as_int(d.get("mem_available_kb")),
+            as_int(d.get("swap_total_kb")), as_int(d.get("swap_free_kb")),
+            as_int(d.get("oom_kill")),
+            tuple(x for x in map(Disk.from_dict, as_dicts(d.get("disks"))) if x is not None),
+            ckpt, as_str(kl.get("source")), as_str(kl.get("error")),
+            tuple(KernelLine.from_dict(x) for x in as_dicts(kl.get("xids"))),
+            tuple(KernelLine.from_dict(x) for x in as_dicts(kl.get("ooms"))),
+            tuple(x for x in map(GpuHealth.from_dict, as_dicts(nv.get("gpus"))) if x is not None),
+            as_str(nv.get("xid_watch")),
         )  # fmt: skip
 
     def disk(self, what: str) -> Disk | None:
@@ -180,12 +160,12 @@ class Worker:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Worker | None:
-        role, index = _str(d.get("role")), _int(d.get("index"))
+        role, index = as_str(d.get("role")), as_int(d.get("index"))
         if role is None or index is None:
             return None
-        return cls(role, index, _int(d.get("gpu")), _int(d.get("rank")), _int(d.get("step")),
-                   _int(d.get("queue")), _str(d.get("state")), _num(d.get("since")),
-                   _num(d.get("time")))  # fmt: skip
+        return cls(role, index, as_int(d.get("gpu")), as_int(d.get("rank")), as_int(d.get("step")),
+                   as_int(d.get("queue")), as_str(d.get("state")), as_float(d.get("since")),
+                   as_float(d.get("time")))  # fmt: skip
 
     @property
     def name(self) -> str:
@@ -195,4 +175,4 @@ class Worker:
 
 
 def workers_of(v: Any) -> tuple[Worker, ...]:
-    return tuple(x for x in map(Worker.from_dict, _dicts(v)) if x is not None)
+    return tuple(x for x in map(Worker.from_dict, as_dicts(v)) if x is not None)

@@ -15,6 +15,15 @@ import json
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeVar
 
+from dflash_tui.core.base.fields import (
+    as_float,
+    as_int,
+    as_ints,
+    as_list,
+    as_number,
+    as_str,
+    as_strs,
+)
 from dflash_tui.core.base.machine import Machine, Worker, workers_of
 from dflash_tui.core.base.snapshot_rows import KeptRows
 from dflash_tui.core.base.supervision import SupervisorRecord
@@ -24,67 +33,24 @@ T = TypeVar("T")
 PROBE_FORMAT = 1
 
 
-def _finite(v: float) -> bool:
-    return v == v and abs(v) != float("inf")  # not NaN, not infinite
-
-
-def _int(v: Any) -> int | None:
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, int):
-        return v
-    if isinstance(v, float) and _finite(v):
-        return int(v)
-    return None
-
-
-def _float(v: Any) -> float | None:
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, int):
-        try:
-            return float(v)
-        except OverflowError:  # an int too large for a float
-            return None
-    if isinstance(v, float) and _finite(v):
-        return v
-    return None
-
-
-def _str(v: Any) -> str | None:
-    return v if isinstance(v, str) else None
-
-
-def _list(v: Any) -> list[Any]:
-    return v if isinstance(v, list) else []
-
-
-def _ints(v: Any) -> tuple[int, ...]:
-    return tuple(x for x in (_int(i) for i in _list(v)) if x is not None)
-
-
-def _strs(v: Any) -> tuple[str, ...]:
-    return tuple(x for x in _list(v) if isinstance(x, str))
-
-
 # Field annotations (strings: ``from __future__ import annotations``) -> tolerant converter.
 _COERCE: dict[str, Any] = {
-    "int": _int,
-    "int | None": _int,
-    "float | None": _float,
-    "str": _str,
-    "str | None": _str,
+    "int": as_int,
+    "int | None": as_int,
+    "float | None": as_float,
+    "str": as_str,
+    "str | None": as_str,
     "bool": lambda v: v if isinstance(v, bool) else None,
-    "tuple[int, ...]": _ints,
-    "tuple[str, ...]": _strs,
+    "tuple[int, ...]": as_ints,
+    "tuple[str, ...]": as_strs,
     "tuple[tuple[int, str], ...]": lambda v: tuple(
         (i, t)
-        for i, t in (x for x in _list(v) if isinstance(x, list) and len(x) == 2)
+        for i, t in (x for x in as_list(v) if isinstance(x, list) and len(x) == 2)
         if isinstance(i, int) and not isinstance(i, bool) and isinstance(t, str)
     ),
     "tuple[tuple[int, int | None], ...]": lambda v: tuple(
         (p, t if isinstance(t, int) and not isinstance(t, bool) else None)
-        for p, t in (x for x in _list(v) if isinstance(x, list) and len(x) == 2)
+        for p, t in (x for x in as_list(v) if isinstance(x, list) and len(x) == 2)
         if isinstance(p, int) and not isinstance(p, bool)
     ),
 }
@@ -203,7 +169,11 @@ def sane(row: T, limits: dict[str, tuple[float, float]], what: str, errors: list
 
 def _short(v: float) -> str:
     text = f"{v:g}" if isinstance(v, float) else str(v)
-    return text if len(text) <= 24 else f"{v:.3g}"
+    if len(text) <= 24:
+        return text
+    if isinstance(v, float):
+        return f"{v:.3g}"
+    return f"{text[:4]}... ({len(text.lstrip('-'))} digits)"  # no float holds it: no :g
 
 
 @dataclass(frozen=True)
@@ -313,11 +283,8 @@ class StepEvent:
     def from_dict(cls, d: Any) -> StepEvent | None:
         if not isinstance(d, dict):
             return None
-
-        def num(v: Any) -> float | None:
-            return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
-
-        return cls(num(d.get("time")), _int(d.get("step")), num(d.get("loss")),
+        num = as_number
+        return cls(num(d.get("time")), as_int(d.get("step")), num(d.get("loss")),
                    num(d.get("acc")), num(d.get("tok_s")))  # fmt: skip
 
 
@@ -354,16 +321,16 @@ class StepPoints:
     @classmethod
     def from_dict(cls, d: Any) -> StepPoints | None:
         path, start = (
-            (_str(d.get("path")), _int(d.get("from"))) if isinstance(d, dict) else (None, None)
+            (as_str(d.get("path")), as_int(d.get("from"))) if isinstance(d, dict) else (None, None)
         )
         if path is None or start is None:
             return None
         pts = []
-        for p in _list(d.get("points")):
-            t = _float(p[0]) if isinstance(p, list) and len(p) == 4 else None
+        for p in as_list(d.get("points")):
+            t = as_float(p[0]) if isinstance(p, list) and len(p) == 4 else None
             if t is not None:
-                pts.append((t, _int(p[1]), _float(p[2]), _float(p[3])))
-        return cls(path, start, tuple(pts), _int(d.get("thinned")) or 1)
+                pts.append((t, as_int(p[1]), as_float(p[2]), as_float(p[3])))
+        return cls(path, start, tuple(pts), as_int(d.get("thinned")) or 1)
 
 
 @dataclass(frozen=True)
@@ -394,17 +361,19 @@ class Snapshot:
             data = json.loads(line)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ValueError(f"probe line is not JSON: {exc}") from None
+        except RecursionError:  # arrays nested deeper than the parser recurses
+            raise ValueError("probe line is nested too deep to be a probe's") from None
         if not isinstance(data, dict):
             raise ValueError("probe line is not a JSON object")
         return cls.from_dict(data)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Snapshot:
-        errors = [x for x in _list(d.get("errors")) if isinstance(x, str)]
+        errors = [x for x in as_list(d.get("errors")) if isinstance(x, str)]
 
         def rows(key: str, parse: Any) -> tuple[Any, ...]:
             out = []
-            for raw in _list(d.get(key)):
+            for raw in as_list(d.get(key)):
                 row = parse(raw) if isinstance(raw, dict) else None
                 if row is None:
                     errors.append(f"skipped a malformed {key} row: {str(raw)[:80]!r}")
@@ -412,7 +381,7 @@ class Snapshot:
                     out.append(row)
             return tuple(out)
 
-        host = _str(d.get("host")) or "local"
+        host = as_str(d.get("host")) or "local"
         procs = KeptRows(host, Proc.from_dict)  # most rows are as the last sample had them
         tel_raw = d.get("telemetry")
         tel = tel_raw if isinstance(tel_raw, dict) else {}
@@ -420,12 +389,12 @@ class Snapshot:
         step = StepEvent.from_dict(_step(_embedded(d.get("last_step"), "last_step", errors)))
         sup = SupervisorRecord.from_dict(_embedded(d.get("supervisor"), "supervisor", errors))
         snap = cls(
-            time=_float(d.get("time")) or 0.0,
+            time=as_float(d.get("time")) or 0.0,
             host=host,
             telemetry=Telemetry(
-                source=_str(tel.get("source")) or "none",
-                error=_str(tel.get("error")),
-                elapsed_ms=_float(tel.get("elapsed_ms")),
+                source=as_str(tel.get("source")) or "none",
+                error=as_str(tel.get("error")),
+                elapsed_ms=as_float(tel.get("elapsed_ms")),
             ),
             gpus=tuple(
                 sane(g, GPU_LIMITS, f"GPU {g.index}", errors) for g in rows("gpus", Gpu.from_dict)
@@ -437,11 +406,11 @@ class Snapshot:
             procs=rows("procs", procs),
             logs=rows("logs", LogState.from_dict),
             run=RunRecord.from_dict(run) if isinstance(run, dict) else None,
-            clk_tck=_int(d.get("clk_tck")) or 100,
-            boot_time=_float(d.get("boot_time")),
-            probe_mode=_str(d.get("probe_mode")) or "python",
+            clk_tck=as_int(d.get("clk_tck")) or 100,
+            boot_time=as_float(d.get("boot_time")),
+            probe_mode=as_str(d.get("probe_mode")) or "python",
             errors=tuple(errors),
-            interval=_float(d.get("interval")),
+            interval=as_float(d.get("interval")),
             last_step=step,
             supervisor=sup,
             steps=StepPoints.from_dict(d.get("steps")),

@@ -14,25 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from dflash_tui.core.base.fields import as_float, as_int, as_str
+
 RECORD_FILE = "supervisor.json"
 POLICY_FILE = "supervisor.policy.json"
 LOG_FILE = "supervisor.log"
 LOCK_DIR = ".supervisor.lock"
 MIN_STALE_S = 10.0  # a heartbeat older than max(3 beats, this) is stale
-
-
-def _num(v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, int | float) or v != v:
-        return None
-    return float(v)
-
-
-def _whole(v: Any) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-
-def _text(v: Any) -> str | None:
-    return v if isinstance(v, str) else None
 
 
 @dataclass(frozen=True)
@@ -59,17 +47,17 @@ class SupervisorRecord:
         policy = d.get("policy")
         enabled = policy.get("enabled") if isinstance(policy, dict) else None
         return cls(
-            pid=_whole(d.get("pid")),
-            host=_text(d.get("host")),
-            version=_text(d.get("version")),
-            started_at=_num(d.get("started_at")),
-            heartbeat_at=_num(d.get("heartbeat_at")),
-            heartbeat_s=_num(d.get("heartbeat_s")) or 2.0,
-            start_ticks=_whole(d.get("start_ticks")),
-            mode=_text(d.get("mode")) or "daemon",
-            restarts=_whole(d.get("restarts")) or 0,
+            pid=as_int(d.get("pid")),
+            host=as_str(d.get("host")),
+            version=as_str(d.get("version")),
+            started_at=as_float(d.get("started_at")),
+            heartbeat_at=as_float(d.get("heartbeat_at")),
+            heartbeat_s=as_float(d.get("heartbeat_s")) or 2.0,
+            start_ticks=as_int(d.get("start_ticks")),
+            mode=as_str(d.get("mode")) or "daemon",
+            restarts=as_int(d.get("restarts")) or 0,
             auto=enabled if isinstance(enabled, bool) else None,
-            stopped_at=_num(d.get("stopped_at")),
+            stopped_at=as_float(d.get("stopped_at")),
             doc=d,
         )
 
