@@ -90,3 +90,23 @@ async def test_a_line_that_fits_is_made_as_textual_makes_it_and_one_that_does_no
         tab, link = Text("a\tb"), Text("see", style=RichStyle(link="https://example.com"))
         assert rows._one_row(tab, width, style, 0) is None
         assert rows._one_row(link, width, style, 0) is None
+
+
+async def test_lines_textual_would_trim_pad_or_align_are_left_to_it() -> None:
+    app = Pair()
+    async with app.run_test(size=(40, 12)) as pilot:
+        rows = app.query_one("#rows", RowStatic)
+        rows.show_rows(LINES)
+        await pilot.pause()
+        width, style = rows.size.width, rows.visual_style
+        # Fewer cells than characters (combining marks), trailing spaces: Textual's wrap may
+        # trim them, so the line is Textual's to make.
+        combining = Text("e\u0301" * 9 + "   ")
+        assert combining.cell_len <= width < len(combining.plain)
+        assert rows._one_row(combining, width, style, 0) is None
+        assert rows._one_row(LINES[0], width, style, 0) is not None
+        rows.styles.content_align_horizontal = "center"
+        assert rows._one_row(LINES[0], width, style, 0) is None
+        rows.styles.content_align_horizontal = "left"
+        rows.styles.line_pad = 1
+        assert rows._one_row(LINES[0], width, style, 0) is None

@@ -272,3 +272,24 @@ def test_power_limit_read_once_per_slow_period(
     assert carried["power_w"] == 123.0
     clock.now += 1.0
     assert reader.read([])[0][0]["power_limit_w"] == 500.0
+
+
+def test_a_call_that_returns_just_after_its_timeout_gives_its_result() -> None:
+    # The call thread's wait timed out, then the call returned before the probe looked: its
+    # answer is taken, not lost as "no result and no error".
+    from dflash_tui.core.probe.main import Call, Probe, parse_args
+
+    probe = Probe(parse_args(["--once", "--no-nvml", "--run-root=/nonexistent"]))
+    late = Call(lambda: "answer")
+
+    def run(fn: object, timeout: float) -> tuple[None, None, Call]:
+        result = (late.result, late.exc, late)  # read while still running
+        late.run()  # then it returns
+        return result  # type: ignore[return-value]
+
+    probe.calls.run = run  # type: ignore[method-assign]
+    try:
+        assert probe.nvml_call(lambda: None, 0.1) == ("answer", None, False)
+        assert probe.nvml_stuck is None
+    finally:
+        probe.close()

@@ -135,11 +135,18 @@ class RowStatic(Static):
     def _one_row(self, text: Text, width: int, style: VisualStyle, y: int) -> list[Strip] | None:
         """A line that fits on one row, made as Textual makes it (Content.to_strip: each piece
         styled over the widget's style, with its offset in the text) less the wrapping, which
-        was most of the cost; None when it needs wrapping, an ellipsis, tabs or links."""
+        was most of the cost; None when it needs wrapping, an ellipsis, tabs, links, another
+        alignment or a line padding (Textual makes those)."""
         plain = text.plain
-        if "\n" in plain or "\t" in plain or text.cell_len > width or _linked(text):
+        # More characters than cells (combining marks) may still be trimmed by Textual's wrap.
+        if len(plain) > width or text.cell_len > width:
             return None
-        if self.styles.text_align not in ("left", "start"):
+        if "\n" in plain or "\t" in plain or _linked(text):
+            return None
+        styles = self.styles  # what Textual's layout of a line would do that this does not
+        if styles.text_align not in ("left", "start") or styles.line_pad:
+            return None
+        if styles.content_align_horizontal not in ("left", "start"):
             return None
         content = visualize(self, text)
         if not isinstance(content, Content):

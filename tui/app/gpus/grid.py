@@ -114,11 +114,12 @@ class GpuGrid(ScrollableContainer, can_focus=True):
                 panel = self.panels[view.index] = GpuPanel(view.index)
                 new.append(panel)
             panel.show(view, diag.time, active, draw)
-        for index in [i for i in self.panels if i not in seen]:
+        gone = [i for i in self.panels if i not in seen]
+        for index in gone:
             self.panels.pop(index).remove()
             self.lines.pop(index).remove()
         self._mount_in_order(new)
-        if new or len(seen) != len(self.panels):
+        if new or gone:
             self.refit()
         if self.fit.compact and draw:
             self._redraw_lines()

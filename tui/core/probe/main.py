@@ -230,11 +230,11 @@ class Probe:
     def nvml_call(self, fn, timeout: float):
         """(result, exc, stuck): ``fn`` made by the NVML thread; a call not back within
         ``timeout`` is remembered as stuck and gives (None, None, True)."""
-        res, exc, call = self.calls.run(fn, timeout)
+        call = self.calls.run(fn, timeout)[2]
         if call.is_alive():
             self.nvml_stuck = call
             return None, None, True
-        return res, exc, False
+        return call.result, call.exc, False  # read after: it may have returned since run()
 
     def smi_instead(self, errors: list, why: str):
         """While NVML is stuck, nvidia-smi (if there is one) still gives readings."""
