@@ -38,6 +38,7 @@ from dflash_tui.app.overview import HostOverview
 from dflash_tui.app.screens import HelpScreen
 from dflash_tui.app.source import EventSource
 from dflash_tui.app.themes import BUNDLED, DEFAULT_THEME, discover
+from dflash_tui.app.view_keys import ViewKeys
 from dflash_tui.app.waits import WaitBar
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.invocation import quit_commands
@@ -49,7 +50,7 @@ from dflash_tui.core.diagnosis.tracker import Tracker
 QUIT_NOTE = "q quits the app only: the run keeps running, and dflash-tui re-attaches to it."
 
 
-class DflashApp(App[None]):
+class DflashApp(ViewKeys, App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "dflash-tui"
 
@@ -319,87 +320,6 @@ class DflashApp(App[None]):
                 self.draw_errors.add(what)
                 self.log.error(f"drawing {what} failed", exc)
                 self.notify(f"drawing {what} failed: {exc!r}", severity="error", timeout=15)
-
-    # -- keys that only touch the view --
-
-    def action_filter(self) -> None:
-        self.detail().logs().open_filter()
-
-    def apply_filter(self, text: str) -> None:
-        area = self.detail().logs()
-        try:
-            area.apply_filter(text.strip())
-        except ValueError as exc:
-            self.notify(str(exc), severity="error")
-            return
-        area.close_filter()
-        self.notify("log filter " + (f"/{area.filter_text}/" if area.filter_on else "off"))
-
-    def action_toggle_filter(self) -> None:
-        on = self.detail().logs().toggle_filter()
-        self.notify("showing filtered lines" if on else "showing all lines", timeout=2)
-
-    def action_follow(self) -> None:
-        on = self.detail().logs().toggle_follow()
-        self.notify("following the logs" if on else "follow paused", timeout=2)
-
-    def action_other_tab(self) -> None:
-        self.detail().next_tab()
-
-    def history_shown(self) -> bool:
-        """Whether the shown host's History tab is up (its keys work only then)."""
-        pane = self.pane_of(self.current)
-        return pane is not None and pane.history_shown()
-
-    def action_history_zoom(self) -> None:
-        self.detail().history().zoom()
-
-    def action_history_pan(self, halves: int) -> None:
-        self.detail().history().pan(halves)
-
-    def action_whole_machine(self) -> None:
-        self.detail().toggle_whole_machine()
-
-    def action_compact(self) -> None:
-        compact = self.detail().toggle_compact()
-        self.notify("GPUs: one line each" if compact else "GPUs: full panels", timeout=2)
-
-    def action_gpu_procs(self) -> None:
-        self.detail().show_gpu_procs()
-
-    def action_zoom(self) -> None:
-        pane = self.detail()
-        if pane.zoom.on:
-            pane.zoom.off()
-        elif pane.zoom.toggle(self.focused) is None:
-            self.notify("tab to an area first: + zooms the focused one", timeout=3)
-
-    def action_search(self) -> None:
-        self.log_keys.search()
-
-    def action_search_step(self, forward: bool) -> None:
-        self.log_keys.step(forward)
-
-    def action_wrap(self) -> None:
-        on = self.detail().logs().toggle_wrap()
-        self.notify(
-            "long log lines wrap" if on else "long log lines are cut (← → scroll)", timeout=2
-        )
-
-    def action_save_view(self) -> None:
-        self.log_keys.save()
-
-    def action_pager(self) -> None:
-        self.log_keys.pager()
-
-    def action_escape(self) -> None:
-        area = self.detail().logs()
-        if area.has_class("-filtering") or area.has_class("-searching"):
-            area.close_filter()
-            area.close_search()
-            self.get_screen_main().focus_next()
-        elif self.waits_active():
-            self.action_cancel_wait()
 
     def action_help(self) -> None:
         many = len(self.host_states) > 1
