@@ -148,6 +148,40 @@ async def test_a_hung_sample_hands_over_to_a_probe_process(
     assert len(now.gpus) == 8 and closed == [1]
 
 
+async def test_a_probe_stuck_while_made_is_closed_once_made(
+    fake_smi: Any, host: HostConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # NVML's init hanging (what this machine cannot do for real): the feed stops waiting and
+    # streams from a probe process; the probe made after that holds NVML's init and open
+    # files, so its thread closes it, and it is closed once.
+    release = threading.Event()
+    init = probe_main.Probe.__init__
+
+    def slow(self: Any, args: Any) -> None:
+        release.wait(WAIT_S)
+        init(self, args)
+
+    monkeypatch.setattr(probe_main.Probe, "__init__", slow)
+    closed = closes(monkeypatch, host)
+    feed = LocalFeed(LocalTransport(), host, interval=0.1)
+    feed.stall_timeout = 1.0
+    events = feed.events()
+    try:
+        down = await take(events, 1)
+        assert isinstance(down[0], Disconnected) and "the probe is stuck" in down[0].error
+        assert not closed  # still being made
+        release.set()
+        for _ in range(WAIT_S * 20):
+            if closed:
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)  # a second close would come now
+    finally:
+        release.set()
+        await events.aclose()
+    assert closed == [1]
+
+
 async def test_a_failed_probe_is_made_again_and_resumes_its_logs(
     fake_smi: Any, host: HostConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import threading
 from collections.abc import AsyncGenerator, Callable
 from typing import Any, TypeVar
@@ -71,6 +72,14 @@ async def in_daemon_thread(fn: Callable[[], T], timeout: float, name: str = "pro
         raise Stuck from None
 
 
+class _Making:
+    """A probe being made in a thread the feed may stop waiting for."""
+
+    def __init__(self) -> None:
+        self.probe: Any = None  # set by the thread once made, unless the feed stopped waiting
+        self.given_up = False
+
+
 class LocalFeed(Feed):
     """``Feed``'s events from a probe inside this process (see the module's docstring)."""
 
@@ -87,15 +96,18 @@ class LocalFeed(Feed):
     async def events(self) -> AsyncGenerator[FeedEvent, None]:
         backoff = 1.0
         while True:
-            probe, error = None, "the probe stopped"
+            probe, error, making = None, "the probe stopped", _Making()
             try:
-                probe = await in_daemon_thread(lambda: new_probe(self._argv()), self.stall_timeout)
+                await in_daemon_thread(functools.partial(self._make, making), self.stall_timeout)
+                probe = self._take(making)
                 async with contextlib.aclosing(self._samples(probe)) as samples:
                     async for event in samples:
                         if isinstance(event, Snapshot):
                             backoff = 1.0
                         yield event
             except Stuck:
+                if probe is None:  # stuck being made: closed once made (_make)
+                    probe = self._take(making)
                 if probe is not None:  # its thread closes it if the sample ever returns
                     self._release(probe)
                     probe = None
@@ -107,12 +119,32 @@ class LocalFeed(Feed):
             except Exception as exc:  # the probe failed, as a probe process that died
                 error = failed(exc)
             finally:
+                if probe is None:  # not made yet, or made as the wait ended (a cancel too)
+                    probe = self._take(making)
                 if probe is not None:
                     self._release(probe)
             self.connected = False
             yield Disconnected(error, backoff)
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, self.max_backoff)
+
+    def _make(self, making: _Making) -> None:
+        """In the making's thread: a new probe for ``_take``, closed here instead if the feed
+        stopped waiting for it meanwhile (a probe holds NVML's init and open files)."""
+        probe = new_probe(self._argv())
+        with self._lock:
+            if not making.given_up:
+                making.probe = probe
+                return
+        probe.close()
+
+    def _take(self, making: _Making) -> Any:
+        """The probe ``making`` made, handed over once; None while it is still being made
+        (the feed stops waiting: its thread closes it once made)."""
+        with self._lock:
+            making.given_up = True
+            probe, making.probe = making.probe, None
+            return probe
 
     async def _samples(self, probe: Any) -> AsyncGenerator[Snapshot | Malformed, None]:
         """Every ``interval``, on a schedule (a slow sample restarts it: no burst after)."""
