@@ -4,12 +4,16 @@ a selection highlighted as a Static highlights it, kept across a new content."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
+
 from rich.style import Style as RichStyle
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.geometry import Offset
 from textual.selection import Selection
 from textual.strip import Strip
+from textual.style import Style as VisualStyle
 from textual.visual import Visual, visualize
 from textual.widget import Widget
 from textual.widgets import Static
@@ -71,13 +75,19 @@ async def test_rows_draw_what_a_static_draws_with_its_offsets_and_selection() ->
         assert looks(drawn(rows)) == looks(drawn(static))
 
 
-async def test_a_line_that_fits_is_made_as_textual_makes_it_and_one_that_does_not_is_left() -> None:
+@contextlib.asynccontextmanager
+async def shown_rows() -> AsyncIterator[tuple[RowStatic, int, VisualStyle]]:
+    """A RowStatic showing LINES, with the width and style its rows are made at."""
     app = Pair()
     async with app.run_test(size=(40, 12)) as pilot:
         rows = app.query_one("#rows", RowStatic)
         rows.show_rows(LINES)
         await pilot.pause()
-        width, style = rows.size.width, rows.visual_style
+        yield rows, rows.size.width, rows.visual_style
+
+
+async def test_a_line_that_fits_is_made_as_textual_makes_it_and_one_that_does_not_is_left() -> None:
+    async with shown_rows() as (rows, width, style):
         for y in (0, 2):  # they fit: the fast path, segment for segment Textual's
             mine = rows._one_row(LINES[y], width, style, y)
             assert mine is not None
@@ -93,12 +103,7 @@ async def test_a_line_that_fits_is_made_as_textual_makes_it_and_one_that_does_no
 
 
 async def test_lines_textual_would_trim_pad_or_align_are_left_to_it() -> None:
-    app = Pair()
-    async with app.run_test(size=(40, 12)) as pilot:
-        rows = app.query_one("#rows", RowStatic)
-        rows.show_rows(LINES)
-        await pilot.pause()
-        width, style = rows.size.width, rows.visual_style
+    async with shown_rows() as (rows, width, style):
         # Fewer cells than characters (combining marks), trailing spaces: Textual's wrap may
         # trim them, so the line is Textual's to make.
         combining = Text("e\u0301" * 9 + "   ")
