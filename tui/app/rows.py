@@ -49,7 +49,7 @@ def changed_rows(old: Sequence[object], new: Sequence[object]) -> list[int]:
 
 def _linked(text: Text) -> bool:
     """Whether a style of ``text`` may carry a link or an action (Textual styles those)."""
-    for style in (text.style, *(span.style for span in text._spans)):
+    for style in (text.style, *(span.style for span in text.spans)):
         if isinstance(style, str):
             if "link" in style or "@" in style:
                 return True

@@ -70,14 +70,15 @@ class CallThread:
         self.jobs = None
 
     def run(self, fn, timeout: float):
-        """(result, exc, call); the call finished unless ``call.is_alive()``."""
+        """The Call of ``fn``, after up to ``timeout``: it finished unless ``is_alive()``
+        (read its result and exception only then)."""
         if self.jobs is None:
             self.jobs = queue.Queue()
             threading.Thread(target=self._serve, args=(self.jobs,), daemon=True).start()
         call = Call(fn)
         self.jobs.put(call)
         call.done.wait(timeout)
-        return call.result, call.exc, call
+        return call
 
     @staticmethod
     def _serve(jobs):
@@ -116,7 +117,7 @@ class Probe:
         self.nvml, self.nvml_stuck = None, None  # an NVML call that hung (Call)
         self.calls = CallThread()
         if not args.no_nvml:  # absent module, no driver, a hung driver: use nvidia-smi
-            self.nvml = self.calls.run(Nvml, args.smi_timeout)[0]
+            self.nvml = self.nvml_call(Nvml, args.smi_timeout)[0]
         smi = None if self.nvml else shutil.which("nvidia-smi")
         self.smi = Smi(smi, args.smi_timeout) if smi else None
         self.kernel = KernelLog()  # kept open: each sample reads the records new since the last
@@ -230,7 +231,7 @@ class Probe:
     def nvml_call(self, fn, timeout: float):
         """(result, exc, stuck): ``fn`` made by the NVML thread; a call not back within
         ``timeout`` is remembered as stuck and gives (None, None, True)."""
-        call = self.calls.run(fn, timeout)[2]
+        call = self.calls.run(fn, timeout)
         if call.is_alive():
             self.nvml_stuck = call
             return None, None, True
