@@ -86,20 +86,49 @@ async def shown_rows() -> AsyncIterator[tuple[RowStatic, int, VisualStyle]]:
         yield rows, rows.size.width, rows.visual_style
 
 
-async def test_a_line_that_fits_is_made_as_textual_makes_it_and_one_that_does_not_is_left() -> None:
+def textuals(rows: RowStatic, text: Text, width: int, style: VisualStyle, y: int) -> list[Strip]:
+    """What Textual's own layout makes of ``text`` as line ``y``."""
+    return at_line(Visual.to_strips(rows, visualize(rows, text), width, None, style), y)
+
+
+def same_strips(mine: list[Strip] | None, theirs: list[Strip]) -> bool:
+    assert mine is not None, "left to Textual"
+    return [list(s) for s in mine] == [list(s) for s in theirs] and [
+        s.cell_length for s in mine
+    ] == [s.cell_length for s in theirs]
+
+
+# Lines wider than the row that Textual wraps at word breaks (a GPU panel's process line):
+# spaces at a break, several spaces, a span across the break, a word folded, a trailing space.
+WRAPPED = [
+    Text("23690 python3 21.9 GiB foreign"),
+    Text.assemble("one  two   ", ("three four", "bold red"), " five six seven eight"),
+    Text.assemble("pid ", ("averyveryverylongprocessname", "italic"), " 1 GiB"),
+    Text("short words that wrap twice or more here "),
+]
+
+
+async def test_a_line_is_made_as_textual_makes_it_fitting_or_wrapped_and_others_are_left() -> None:
     async with shown_rows() as (rows, width, style):
         for y in (0, 2):  # they fit: the fast path, segment for segment Textual's
             mine = rows._one_row(LINES[y], width, style, y)
-            assert mine is not None
-            theirs = at_line(
-                Visual.to_strips(rows, visualize(rows, LINES[y]), width, None, style), y
-            )
-            assert [list(s) for s in mine] == [list(s) for s in theirs]
-            assert [s.cell_length for s in mine] == [s.cell_length for s in theirs]
-        assert rows._one_row(LINES[1], width, style, 1) is None  # it wraps: Textual makes it
+            assert same_strips(mine, textuals(rows, LINES[y], width, style, y))
+        for y, text in enumerate([LINES[1], *WRAPPED]):  # wrapped: still Textual's rows
+            mine = rows._one_row(text, width, style, y)
+            assert mine is not None and len(mine) > 1
+            assert same_strips(mine, textuals(rows, text, width, style, y))
         tab, link = Text("a\tb"), Text("see", style=RichStyle(link="https://example.com"))
         assert rows._one_row(tab, width, style, 0) is None
         assert rows._one_row(link, width, style, 0) is None
+        wide = Text("宽字符的进程名字很长很长的一行")  # two cells each: Textual fills the rows
+        assert wide.cell_len > width and rows._one_row(wide, width, style, 0) is None
+        rows.styles.text_overflow = "ellipsis"  # a word too long for a row: cut by Textual
+        assert rows._one_row(WRAPPED[2], width, style, 0) is None
+        assert same_strips(
+            rows._one_row(WRAPPED[0], width, style, 0), textuals(rows, WRAPPED[0], width, style, 0)
+        )
+        rows.styles.text_wrap = "nowrap"
+        assert rows._one_row(WRAPPED[0], width, style, 0) is None
 
 
 async def test_lines_textual_would_trim_pad_or_align_are_left_to_it() -> None:

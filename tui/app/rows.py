@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+from rich._wrap import divide_line
 from rich.segment import Segment
 from rich.style import Style as RichStyle
 from rich.text import Text
@@ -21,7 +22,7 @@ from textual.style import Style as VisualStyle
 from textual.visual import Visual, visualize
 from textual.widgets import Static
 
-from dflash_tui.app.widgets import same_text
+from dflash_tui.app.widgets import fixed_size, same_text
 
 
 def _runs(rows: Sequence[int]) -> Iterator[tuple[int, int]]:
@@ -98,12 +99,16 @@ class RowStatic(Static):
             return False
         self._lines = list(lines)
         width = self.size.width
+        sized = fixed_size(self)  # else its height follows its rows (a scrolled list)
         if not self.is_mounted or not width or self._rows_key is None:
             self._rows_key = None
-            self.refresh()  # nothing drawn yet: the first render lays every row out
+            # Nothing drawn yet: the first render lays every row out.
+            self.refresh(layout=not sized)
             return True
         old = self._rows
         new = self._layout(width)
+        if len(new) != len(old) and not sized:
+            self.refresh(layout=True)  # other rows: a taller or shorter widget
         for y, count in _runs(changed_rows(old, new)):
             self.refresh(Region(0, y, width, count))
         return True
@@ -133,14 +138,13 @@ class RowStatic(Static):
         return rows
 
     def _one_row(self, text: Text, width: int, style: VisualStyle, y: int) -> list[Strip] | None:
-        """A line that fits on one row, made as Textual makes it (Content.to_strip: each piece
-        styled over the widget's style, with its offset in the text) less the wrapping, which
-        was most of the cost; None when it needs wrapping, an ellipsis, tabs, links, another
+        """A line made as Textual makes it (Content.to_strip: each piece styled over the
+        widget's style, with its offset in the text), wrapped at word breaks as Textual's
+        wrap breaks it, without the rest of Textual's layout, which was most of the cost
+        (a GPU panel's process line wraps at 120 columns); None when a piece would need
+        an ellipsis, or the line has tabs, wide or combining characters, links, another
         alignment or a line padding (Textual makes those)."""
         plain = text.plain
-        # More characters than cells (combining marks) may still be trimmed by Textual's wrap.
-        if len(plain) > width or text.cell_len > width:
-            return None
         if "\n" in plain or "\t" in plain or _linked(text):
             return None
         styles = self.styles  # what Textual's layout of a line would do that this does not
@@ -151,11 +155,29 @@ class RowStatic(Static):
         content = visualize(self, text)
         if not isinstance(content, Content):
             return None
-        segments, x = [], 0
+        if len(plain) <= width and text.cell_len <= width:
+            return [self._strip(content, 0, y, style)]
+        # More characters than cells (combining marks) may be trimmed by Textual's wrap; wide
+        # ones fill rows differently: both are Textual's to break.
+        if len(plain) != text.cell_len or styles.text_wrap == "nowrap":
+            return None
+        # Textual's own breaks (Content._wrap_and_format): a piece then loses the spaces it
+        # ends with, unless it is the last; one that still does not fit is Textual's to cut.
+        offsets = divide_line(plain, width, fold=styles.text_overflow == "fold")
+        pieces = content.divide(offsets)
+        last = len(pieces) - 1
+        pieces = [p if i == last else p.rstrip() for i, p in enumerate(pieces)]
+        if any(len(piece.plain) > width for piece in pieces):
+            return None
+        return [self._strip(p, x, y, style) for p, x in zip(pieces, [0, *offsets])]
+
+    def _strip(self, content: Content, x: int, y: int, style: VisualStyle) -> Strip:
+        """One row of ``content``, its first character at offset ``x`` of line ``y``."""
+        segments = []
         for part, part_style in content.render(style, end="", parse_style=self._get_style):
             segments.append(Segment(part, (style + part_style).rich_style_with_offset(x, y)))
             x += len(part)
-        return [Strip(segments, content.cell_length)]
+        return Strip(segments, content.cell_length)
 
     def selection_updated(self, selection: object) -> None:
         self._rows_key = None  # drawn again, whole while selected

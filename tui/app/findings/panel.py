@@ -14,11 +14,11 @@ from textual.events import Click
 from textual.geometry import Region
 from textual.message import Message
 from textual.widget import Widget
-from textual.widgets import Static
 
 from dflash_tui.app.keymap import key_text
 from dflash_tui.app.palette import Palette, palette_for
-from dflash_tui.app.widgets import redraw_guarded, show_changed
+from dflash_tui.app.rows import RowStatic
+from dflash_tui.app.widgets import redraw_guarded
 from dflash_tui.core.base.text import safe_label
 from dflash_tui.core.diagnosis.finding import Finding, duration
 from dflash_tui.core.diagnosis.timeline import MAX_EVENTS, Event
@@ -27,16 +27,18 @@ _BADGE = {"error": " ERROR ", "warning": " WARN  ", "info": " INFO  "}
 
 
 class _TextScroll(VerticalScroll, can_focus=True):
-    """A focusable scrolling area holding one Static of Rich Text (never markup)."""
+    """A focusable scrolling area holding one Rich Text (never markup), drawn row by row: a
+    finding whose words changed (the memory a foreign process holds) repaints its rows."""
 
     DEFAULT_CSS = """
     _TextScroll { height: 1fr; scrollbar-size-vertical: 1; padding: 0 1; }
-    _TextScroll > Static { width: 1fr; }
+    _TextScroll > RowStatic { width: 1fr; height: auto; }
     """
 
     def compose(self) -> ComposeResult:
-        body = Static(self.empty_text(), classes="body")
+        body = RowStatic(classes="body")
         body.set_reactive(Widget.auto_links, False)  # no links to style (see Themed)
+        body.show_rows([Text(self.empty_text())])
         yield body
 
     def on_mount(self) -> None:
@@ -46,7 +48,8 @@ class _TextScroll(VerticalScroll, can_focus=True):
         return ""
 
     def set_text(self, text: Text) -> None:
-        show_changed(self.query_one(".body", Static), text)
+        # Static's rows: a line each, the blank one after a closing newline included.
+        self.query_one(".body", RowStatic).show_rows(text.split("\n", allow_blank=True))
 
     def redraw(self) -> None:  # overridden
         pass
@@ -117,7 +120,7 @@ class FindingsList(_TextScroll):
             self.post_message(self.Picked(self.findings[self.cursor]))
 
     def on_click(self, event: Click) -> None:
-        offset = event.get_content_offset_capture(self.query_one(".body", Static))
+        offset = event.get_content_offset_capture(self.query_one(".body", RowStatic))
         for i in range(len(self.findings or ())):
             first, last = self._span(i)
             if first <= offset.y < last:
@@ -128,7 +131,7 @@ class FindingsList(_TextScroll):
 
     def _span(self, index: int) -> tuple[int, int]:
         """The lines [first, last) finding ``index`` takes, as wrapped at the current width."""
-        width = max(1, self.query_one(".body", Static).content_size.width)
+        width = max(1, self.query_one(".body", RowStatic).content_size.width)
         console = self.app.console
 
         def lines(t: Text) -> int:
