@@ -169,7 +169,7 @@ class RowStatic(Static):
         pieces = [p if i == last else p.rstrip() for i, p in enumerate(pieces)]
         if any(len(piece.plain) > width for piece in pieces):
             return None
-        return [self._strip(p, x, y, style) for p, x in zip(pieces, [0, *offsets])]
+        return [self._strip(p, x, y, style) for p, x in zip(pieces, [0, *offsets], strict=False)]
 
     def _strip(self, content: Content, x: int, y: int, style: VisualStyle) -> Strip:
         """One row of ``content``, its first character at offset ``x`` of line ``y``."""

@@ -49,7 +49,7 @@ class _TextScroll(VerticalScroll, can_focus=True):
 
     def set_text(self, text: Text) -> None:
         # Static's rows: a line each, the blank one after a closing newline included.
-        self.query_one(".body", RowStatic).show_rows(text.split("\n", allow_blank=True))
+        self.query_one(".body", RowStatic).show_rows(list(text.split("\n", allow_blank=True)))
 
     def redraw(self) -> None:  # overridden
         pass
