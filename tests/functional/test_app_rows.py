@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from rich.style import Style as RichStyle
 from rich.text import Text
 from textual.app import App, ComposeResult
-from textual.geometry import Offset
+from textual.geometry import Offset, Region
 from textual.selection import Selection
 from textual.strip import Strip
 from textual.style import Style as VisualStyle
@@ -144,3 +144,28 @@ async def test_lines_textual_would_trim_pad_or_align_are_left_to_it() -> None:
         rows.styles.content_align_horizontal = "left"
         rows.styles.line_pad = 1
         assert rows._one_row(LINES[0], width, style, 0) is None
+
+
+async def test_a_changed_line_that_wraps_repaints_only_its_rows_that_look_different() -> None:
+    """A process line wraps onto two rows; its first word changes, its second row does not:
+    only the first row is asked to repaint, and what is drawn is still what a Static draws."""
+    app = Pair()
+    async with app.run_test(size=(40, 12)) as pilot:
+        rows, static = app.query_one("#rows", RowStatic), app.query_one("#static", Static)
+        before = [Text("12345 python3 21.9 GiB foreign"), LINES[2]]
+        rows.show_rows(before)
+        await pilot.pause()
+        asked: list[Region | None] = []
+        real = rows.refresh
+
+        def counted(*regions: Region, **kw: object) -> object:
+            asked.extend(regions or [None])
+            return real(*regions, **kw)  # type: ignore[arg-type]
+
+        rows.refresh = counted  # type: ignore[method-assign]
+        after = [Text("12345 python3 23.8 GiB foreign"), LINES[2]]
+        assert rows.show_rows(after)
+        assert asked == [Region(0, 0, rows.size.width, 1)]  # not row 1 ("foreign")
+        static.update(Text("\n").join(after))
+        await pilot.pause()
+        assert looks(drawn(rows)) == looks(drawn(static))

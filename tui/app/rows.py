@@ -39,12 +39,13 @@ def _runs(rows: Sequence[int]) -> Iterator[tuple[int, int]]:
 
 
 def changed_rows(old: Sequence[object], new: Sequence[object]) -> list[int]:
-    """The rows whose strip is not the very one drawn there before (a kept line's strips
-    are the same objects), plus the rows either side has and the other has not."""
+    """The rows whose strip differs from the one drawn there before (a kept line's strips
+    are the same objects; a changed line that wraps may still have rows that are equal,
+    segment for segment), plus the rows either side has and the other has not."""
     return [
         y
         for y in range(max(len(old), len(new)))
-        if y >= len(old) or y >= len(new) or old[y] is not new[y]
+        if y >= len(old) or y >= len(new) or (old[y] is not new[y] and old[y] != new[y])
     ]
 
 
