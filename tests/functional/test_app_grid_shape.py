@@ -8,7 +8,7 @@ import dataclasses
 import math
 
 import pytest
-from support import until
+from support import screen_text, until
 from textual.pilot import Pilot
 
 from dflash_train.topology import Topology
@@ -60,9 +60,14 @@ async def test_every_gpu_of_the_first_rows_is_a_whole_panel_in_sight(
         rows = math.ceil(count / fit.columns)
         assert fit.visible_rows == rows  # eight GPUs or fewer: every row in sight at 120x40
         assert grid.region.height == PANEL_H * rows
-        for panel in grid.panels.values():
-            assert panel.region.height == PANEL_H
-            assert grid.region.contains_region(panel.region), (panel.region, grid.region)
-            # On the screen: the cell inside its border, by its meter line, is the panel's.
-            widget, _ = app.screen.get_widget_at(panel.region.x + 2, panel.region.y + 1)
-            assert widget is panel
+        for index, panel in grid.panels.items():
+            region = grid.region_of(index)
+            assert region is not None and region.height == PANEL_H
+            assert grid.region.contains_region(region), (region, grid.region)
+            # On the screen: the board draws it, its box at its place, its meter inside.
+            widget, _ = app.screen.get_widget_at(region.x + 2, region.y + 1)
+            assert widget is grid.board
+            assert panel.shown and len(panel.shown) == PANEL_H
+            assert "│ util" in panel.shown[1].plain and f"GPU {index} " in panel.shown[0].plain
+            rows = screen_text(app).splitlines()[region.y : region.bottom]
+            assert [r[region.x : region.right] for r in rows] == [t.plain for t in panel.shown]

@@ -109,7 +109,7 @@ async def test_a_finding_that_names_gpus_shows_them() -> None:
         await enter_finding(pilot, app, "idle")
         grid = app.screen.query_one(GpuGrid)
         assert app.focused is grid
-        picked = sorted(i for i, p in grid.panels.items() if p.has_class("-picked"))
+        picked = sorted(i for i, p in grid.panels.items() if p.picked)
         idle = next(f for f in findings(app).findings or () if f.code == "idle")
         assert picked == sorted(idle.gpus) and picked
 

@@ -176,11 +176,11 @@ async def test_seed_incident_at_80x24_names_the_problem_gpu_out_of_sight() -> No
         grid = app.screen.query_one(GpuGrid)
         assert grid.compact  # 80x24 shows one line per GPU; `c` asks for the panels
         await pilot.press("c")
-        await until(pilot, lambda: not grid.compact and grid.panels[2].region.area > 0)
+        await until(pilot, lambda: not grid.compact and grid.board.region.area > 0)
         await pilot.pause(0.2)
         viewport = grid.scrollable_content_region
-        assert not viewport.contains_region(grid.panels[7].region)  # GPU 7 is below
-        assert viewport.contains_region(grid.panels[2].region)
+        assert not viewport.contains_region(grid.region_of(7))  # GPU 7 is below
+        assert viewport.contains_region(grid.region_of(2))
         hint = header_lines(app)[1]
         assert "GPU 7 busy-no-memory" in hint and "↓" in hint and "GPUs 2" not in hint
         grid.scroll_end(animate=False)  # now 2 and 3 are above, 7 in sight

@@ -19,9 +19,11 @@ from textual.widgets import TabbedContent
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.findings.panel import FindingsList
+from dflash_tui.app.gpus.grid import GpuGrid
 from dflash_tui.app.gpus.panel import GpuPanel
 from dflash_tui.app.header import RunHeader
 from dflash_tui.app.logs.area import LogArea
+from dflash_tui.app.palette import palette_for
 from dflash_tui.app.procs.tree import ProcTree
 from dflash_tui.app.source import Disconnected, ScriptedSource
 from dflash_tui.core.base.config import Config, HostConfig
@@ -43,11 +45,17 @@ def header_text(app: DflashApp) -> str:
 
 
 def panels(app: DflashApp) -> list[GpuPanel]:
-    return list(app.screen.query(GpuPanel))
+    return list(app.screen.query_one(GpuGrid).panels.values())
 
 
 def titles(app: DflashApp) -> list[str]:
-    return [str(p.border_title) for p in panels(app)]
+    """The top row of each panel as drawn (its title in its border)."""
+    return [p.shown[0].plain for p in panels(app)]
+
+
+def frames(app: DflashApp) -> list[object]:
+    """The colour each panel's box is drawn in."""
+    return [p.shown[0].style for p in panels(app)]
 
 
 def healthy() -> list:  # type: ignore[type-arg]
@@ -59,7 +67,9 @@ async def fresh(pilot: Pilot, app: DflashApp, n: int) -> None:
     await until(pilot, lambda: app.samples >= n)
     await pilot.pause(0.1)
     assert "OK" in findings_text(app) and "nothing wrong" in findings_text(app)
-    assert not any(p.has_class("-stale") for p in panels(app))
+    assert not any(p.stale_s is not None for p in panels(app))
+    assert " stale " not in " ".join(titles(app))
+    assert palette_for(app.current_theme).fg("ok") in frames(app)  # a healthy GPU is green
     assert not app.screen.query_one(ProcTree).has_class("-stale")
     assert procs_tab(app) == "Processes"
     assert " up " in header_text(app) and "(old)" not in header_text(app)
@@ -70,8 +80,9 @@ def assert_stale(app: DflashApp) -> None:
     text = findings_text(app)
     assert "nothing wrong" not in text and "OK" not in text.split(), text
     assert "STALE" in text and "last sample" in text and "health now is unknown" in text
-    assert panels(app) and all(p.has_class("-stale") for p in panels(app))
-    assert not any(p.has_class("-ok") for p in panels(app))  # no green border on old data
+    assert panels(app) and all(p.stale_s is not None for p in panels(app))
+    ok = palette_for(app.current_theme).fg("ok")
+    assert ok not in frames(app)  # no green border on old data
     assert all(" stale " in t for t in titles(app)), titles(app)
     assert app.screen.query_one(ProcTree).has_class("-stale")
     assert "stale" in procs_tab(app)

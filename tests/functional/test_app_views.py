@@ -93,7 +93,7 @@ async def test_compact_mode_at_80x24_shows_every_gpu_on_its_line() -> None:
         await pilot.press("c")  # full panels: GPU 7 goes below, and the header says so
         await until(pilot, lambda: not grid.compact)
         await until(pilot, lambda: "↓" in str(app.screen.query_one(RunHeader).render()))
-        assert not viewport.contains_region(grid.panels[7].region)
+        assert not viewport.contains_region(grid.region_of(7))
         await pilot.press("c")
         await until(pilot, lambda: grid.compact)
 
@@ -104,15 +104,17 @@ async def test_sixteen_gpus_scroll_with_equal_panels_and_unwrapped_sparklines() 
     async with app.run_test(size=MEDIUM) as pilot:
         await settle(pilot, app, len(snaps))
         grid = app.screen.query_one(GpuGrid)
-        widths = {p.region.width for p in grid.panels.values() if p.region.width}
+        widths = {r.width for i in grid.panels if (r := grid.region_of(i)) is not None}
         assert widths == {PANEL_W}, widths
         assert grid.max_scroll_y > 0
         meters = [x for x in screen_text(app).splitlines() if "│ util" in x]
         assert meters and all(x.count("│ util") == 4 for x in meters), meters  # 4 per row
         grid.scroll_end(animate=False)
         await pilot.pause(0.2)
-        widths = {p.region.width for p in grid.panels.values() if p.region.width}
+        widths = {r.width for i in grid.panels if (r := grid.region_of(i)) is not None}
         assert widths == {PANEL_W}, widths
+        # The last row of panels is in sight now, drawn whole.
+        assert grid.scrollable_content_region.contains_region(grid.region_of(15))
 
 
 async def test_plus_zooms_the_focused_log_and_back() -> None:

@@ -111,8 +111,12 @@ class RowStatic(Static):
         if len(new) != len(old) and not sized:
             self.refresh(layout=True)  # other rows: a taller or shorter widget
         for y, count in _runs(changed_rows(old, new)):
-            self.refresh(Region(0, y, width, count))
+            self.repaint(y, count, width)
         return True
+
+    def repaint(self, y: int, count: int, width: int) -> None:
+        """Repaint rows ``y`` to ``y + count`` that changed (a subclass may narrow it)."""
+        self.refresh(Region(0, y, width, count))
 
     def _layout(self, width: int) -> list[Strip]:
         """Every row at ``width``, rendering only the lines not kept at this width and style."""

@@ -38,7 +38,7 @@ class GpuLine(Static, Themed):
 
     def redraw(self) -> None:
         self.set_class(self.panel.stale_s is not None, "-stale")
-        self.set_class(self.panel.has_class("-picked"), "-picked")
+        self.set_class(self.panel.picked, "-picked")
         show_changed(self, line_text(self.panel, self.palette))
 
 

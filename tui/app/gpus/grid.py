@@ -1,6 +1,6 @@
 """The GPU grid: a panel per GPU (four across at 120 columns, eight at 240, two rows visible,
-then scroll), or one line per GPU when eight panels do not fit (tui/app/gpus/fit.py); ``c``
-switches between the two."""
+then scroll), all drawn by one board widget (tui/app/gpus/board.py), or one line per GPU when
+eight panels do not fit (tui/app/gpus/fit.py); ``c`` switches between the two."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 
+from dflash_tui.app.gpus.board import GpuBoard
 from dflash_tui.app.gpus.compact import GpuLine
 from dflash_tui.app.gpus.fit import GridFit, fit_grid
 from dflash_tui.app.gpus.panel import GpuPanel
@@ -21,24 +22,21 @@ from dflash_tui.core.diagnosis.diagnose import Diagnosis
 
 
 class GpuGrid(ScrollableContainer, can_focus=True):
-    """Mounts and removes panels as GPUs appear; never rebuilds the ones it has."""
+    """Adds and drops panels (and their compact lines) as GPUs appear; never rebuilds the
+    ones it has."""
 
     DEFAULT_CSS = """
     GpuGrid {
-        layout: grid;
-        grid-size: 4;
-        grid-rows: 7;
+        layout: vertical;
         height: auto;
         max-height: 14;
         overflow-y: auto;
         /* fit.py takes this column from the panels when the grid scrolls. */
         scrollbar-size-vertical: 1;
         &:focus { background-tint: $foreground 4%; }
-        #no-gpus { height: 1; column-span: 8; color: $text-muted; }
-        /* The meter line is 26 cells: a 29-cell panel holds it with its left padding only. */
-        GpuPanel { padding: 0 0 0 1; }
+        #no-gpus { height: 1; color: $text-muted; }
         GpuLine { display: none; }
-        &.-compact GpuPanel { display: none; }
+        &.-compact GpuBoard { display: none; }
         &.-compact GpuLine { display: block; }
     }
     """
@@ -47,12 +45,14 @@ class GpuGrid(ScrollableContainer, can_focus=True):
         super().__init__(id="gpus")
         self.panels: dict[int, GpuPanel] = {}
         self.lines: dict[int, GpuLine] = {}
+        self.board = GpuBoard(self.panels)
         self.choice: bool | None = None  # compact chosen by the key; None: by the size
         self.fit = GridFit(False, 4, 29, 2)
         self._height = 0  # the max-height refit set (0: none yet)
 
     def compose(self) -> ComposeResult:
         yield Static("waiting for the first sample …", id="no-gpus")
+        yield self.board
 
     class Reflowed(Message):
         """The grid's size changed: which GPUs are in sight may have too."""
@@ -85,21 +85,24 @@ class GpuGrid(ScrollableContainer, can_focus=True):
             return
         self.fit, self._height = fit, height
         self.set_class(fit.compact, "-compact")
-        self.styles.grid_size_columns = fit.columns
-        self.styles.grid_columns = str(fit.column_width)  # every column the same width
-        self.styles.grid_rows = "1" if fit.compact else "7"
         self.styles.max_height = height
         if fit.compact:
             self._redraw_lines()
+        else:  # every column the same width
+            self.board.place(fit.columns, fit.column_width)
 
     def _redraw_lines(self) -> None:
         for line in self.lines.values():
             line.redraw()
 
     def region_of(self, index: int) -> Region | None:
-        """Where GPU ``index`` is drawn now (its line or its panel); None if it is not."""
-        widget = self.lines.get(index) if self.fit.compact else self.panels.get(index)
-        return widget.region if widget is not None else None
+        """Where GPU ``index`` is drawn now (its line or its panel's box, on the screen,
+        scrolled out of sight or not); None if it is not."""
+        if self.fit.compact:
+            line = self.lines.get(index)
+            return line.region if line is not None else None
+        box = self.board.box(index)
+        return box.translate(self.board.region.offset) if box is not None else None
 
     def show(self, diag: Diagnosis, draw: bool = True) -> None:
         """One diagnosed sample; ``draw`` False: the panels keep it without drawing (their
@@ -113,16 +116,16 @@ class GpuGrid(ScrollableContainer, can_focus=True):
             if panel is None:
                 panel = self.panels[view.index] = GpuPanel(view.index)
                 new.append(panel)
-            panel.show(view, diag.time, active, draw)
+            panel.show(view, diag.time, active)
         gone = [i for i in self.panels if i not in seen]
         for index in gone:
-            self.panels.pop(index).remove()
+            del self.panels[index]
             self.lines.pop(index).remove()
         self._mount_in_order(new)
         if new or gone:
             self.refit()
-        if self.fit.compact and draw:
-            self._redraw_lines()
+        if draw:
+            self.redraw()
         note = self.query_one("#no-gpus", Static)
         note.display = not self.panels
         if not self.panels:
@@ -130,41 +133,47 @@ class GpuGrid(ScrollableContainer, can_focus=True):
 
     def redraw(self) -> None:
         """Draw what the panels kept (the latest sample of a host shown again)."""
-        for panel in self.panels.values():
-            panel.redraw()
         if self.fit.compact:
             self._redraw_lines()
+        else:
+            self.board.draw()
 
     def show_stale(self, age: int | None) -> None:
         """No sample for ``age`` seconds (None: fresh): every panel is greyed and says so."""
         self.set_class(age is not None, "-stale")
-        for panel in self.panels.values():
-            panel.show_stale(age)
-        if self.fit.compact:
-            self._redraw_lines()
+        changed = [panel.show_stale(age) for panel in self.panels.values()]
+        if any(changed):
+            self.redraw()
 
     def pick(self, indices: tuple[int, ...]) -> bool:
         """Mark the panels of ``indices`` and scroll the first into view; False if none."""
         for i, panel in self.panels.items():
-            panel.set_class(i in indices, "-picked")
+            panel.pick(i in indices)
         self._redraw_lines()
-        where = self.lines if self.fit.compact else self.panels
-        shown = [where[i] for i in indices if i in where]
-        if shown:
-            self.scroll_to_widget(shown[0], animate=False)
-        return bool(shown)
+        self.board.draw()
+        shown = [i for i in indices if i in self.panels]
+        if not shown:
+            return False
+        if self.fit.compact:
+            self.scroll_to_widget(self.lines[shown[0]], animate=False)
+        else:
+            box = self.board.box(shown[0])
+            if box is not None:  # the board's cells, in the grid's scrolled content
+                self.scroll_to_region(
+                    box.translate(self.board.virtual_region.offset), animate=False
+                )
+        return True
 
     def _mount_in_order(self, new: list[GpuPanel]) -> None:
         # New GPUs after the first sample are rare (a recovered driver); keep index order.
-        # Each GPU's line follows its panel: one of the two kinds is hidden at a time.
         old = sorted(i for i, p in self.panels.items() if p not in new)
         for panel in sorted(new, key=lambda p: p.index):
             line = self.lines[panel.index] = GpuLine(panel)
             later = [i for i in old if i > panel.index]
             if later:
-                self.mount(panel, line, before=self.panels[later[0]])
+                self.mount(line, before=self.lines[later[0]])
             else:
-                self.mount(panel, line)
+                self.mount(line)
             line.redraw()
 
 
