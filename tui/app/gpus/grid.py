@@ -36,13 +36,13 @@ class GpuGrid(ScrollableContainer, can_focus=True):
         &:focus { background-tint: $foreground 4%; }
         #no-gpus { height: 1; color: $text-muted; }
         GpuLine { display: none; }
-        &.-compact GpuBoard { display: none; }
+        &.-compact GpuBoard, &.-empty GpuBoard { display: none; }
         &.-compact GpuLine { display: block; }
     }
     """
 
     def __init__(self) -> None:
-        super().__init__(id="gpus")
+        super().__init__(id="gpus", classes="-empty")  # no GPU until the first sample
         self.panels: dict[int, GpuPanel] = {}
         self.lines: dict[int, GpuLine] = {}
         self.board = GpuBoard(self.panels)
@@ -102,7 +102,9 @@ class GpuGrid(ScrollableContainer, can_focus=True):
             line = self.lines.get(index)
             return line.region if line is not None else None
         box = self.board.box(index)
-        return box.translate(self.board.region.offset) if box is not None else None
+        if box is None or not self.board.region:  # not laid out yet: nowhere
+            return None
+        return box.translate(self.board.region.offset)
 
     def show(self, diag: Diagnosis, draw: bool = True) -> None:
         """One diagnosed sample; ``draw`` False: the panels keep it without drawing (their
@@ -128,6 +130,7 @@ class GpuGrid(ScrollableContainer, can_focus=True):
             self.redraw()
         note = self.query_one("#no-gpus", Static)
         note.display = not self.panels
+        self.set_class(not self.panels, "-empty")
         if not self.panels:
             note.update(_no_gpus_text(diag))
 

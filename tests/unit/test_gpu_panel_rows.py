@@ -1,0 +1,98 @@
+"""A GPU panel's box as rows of Text (tui/app/gpus/panel.py), without a terminal: every row
+exactly the column's width, the title and subtitle in the border, a long process line wrapped
+at a word break, and the box's kind and colour following the GPU's state (error heavy, picked
+double, stale greyed and saying how old)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from rich.style import Style
+from rich.text import Text
+
+from dflash_train.topology import Topology
+from dflash_tui.app import scenes
+from dflash_tui.app.gpus.fit import PANEL_H
+from dflash_tui.app.gpus.panel import GpuPanel, fit_rows
+from dflash_tui.app.palette import FALLBACK as PAL
+from dflash_tui.core.diagnosis.diagnose import Diagnosis
+from dflash_tui.core.diagnosis.severity import _LABEL
+from dflash_tui.core.diagnosis.tracker import Tracker
+
+
+def seed_diagnosis() -> Diagnosis:
+    tracker = Tracker(Topology.parse("0-4:5-7"), live=False)
+    diag = None
+    for snap in scenes.seed_incident():
+        diag = tracker.add(snap)
+    assert diag is not None
+    return diag
+
+
+def panel_of(diag: Diagnosis, index: int) -> GpuPanel:
+    panel = GpuPanel(index)
+    view = next(v for v in diag.gpus if v.index == index)
+    panel.show(view, diag.time, run_active=True)
+    return panel
+
+
+def test_every_row_is_the_column_wide_with_title_and_subtitle_in_the_border() -> None:
+    diag = seed_diagnosis()
+    for width in (29, 30, 41):
+        for view in diag.gpus:
+            rows = panel_of(diag, view.index).rows(PAL, width)
+            assert len(rows) == PANEL_H
+            assert [r.cell_len for r in rows] == [width] * PANEL_H, view.index
+            top, bottom = rows[0].plain, rows[-1].plain
+            assert top.startswith(("╭─ GPU ", "┏━ GPU ")) and top.endswith(("╮", "┓"))
+            assert f"GPU {view.index} {view.role} " in top
+            assert bottom.endswith((" ─╯", " ━┛")) and "°C" in bottom and "W " in bottom
+            assert all(r.plain[0] in "│┃" and r.plain[-1] in "│┃" for r in rows[1:-1])
+            assert "util" in rows[1].plain and "mem" in rows[2].plain
+
+
+def test_the_box_follows_the_state_and_stays_the_same_list_while_nothing_changes() -> None:
+    diag = seed_diagnosis()
+    view = diag.gpus[0]
+    panels = []
+    for code, rule in _LABEL.items():  # one panel per label the rules know, alone on its GPU
+        panel = GpuPanel(view.index)
+        label = dataclasses.replace(view.labels[0], code=code)
+        panel.show(dataclasses.replace(view, labels=(label,)), diag.time, run_active=True)
+        assert panel.worst() == rule(True)
+        panels.append(panel)
+    assert {p.worst() for p in panels} >= {"error", "warning", "ok"}
+    for p in panels:  # an error is heavy; every level has its colour, none its own: muted
+        sev = p.worst()
+        top = p.rows(PAL, 30)[0]
+        assert top.plain[0] == ("┏" if sev == "error" else "╭"), (p.index, sev)
+        want = PAL.fg(sev) if sev in ("error", "warning", "ok") else PAL.fg("muted")
+        assert top.style == want, (p.index, sev)
+    busy = next(v.index for v in diag.gpus if "busy-no-memory" in v.codes)
+    panel = panel_of(diag, busy)
+    rows = panel.rows(PAL, 30)
+    assert panel.rows(PAL, 30) is rows  # kept while nothing it shows changed
+    assert panel.pick(True) and not panel.pick(True)
+    picked = panel.rows(PAL, 30)
+    assert picked is not rows and picked[0].plain[0] == "╔"  # picked: double, in the accent
+    assert picked[0].style == Style(color=PAL.accent)
+    assert panel.show_stale(12) and not panel.show_stale(12)
+    stale = panel.rows(PAL, 30)
+    assert stale[0].plain.startswith("╭─ GPU") and " stale 12s " in stale[0].plain
+    assert stale[0].style == PAL.fg("muted")  # greyed: no level's colour on old data
+    assert all(any(s.style.dim for s in r.spans if hasattr(s.style, "dim")) for r in stale[1:3])
+    assert "busy-no-memory" in Text("\n").join(stale).plain  # its labels still said
+
+
+def test_a_long_line_wraps_at_a_word_and_a_too_long_word_is_folded() -> None:
+    rows = fit_rows([Text("12345 python3 21.9 GiB foreign"), Text("x" * 40)], 26, 5)
+    assert [r.plain.rstrip() for r in rows] == [
+        "12345 python3 21.9 GiB",
+        "foreign",
+        "x" * 26,
+        "x" * 14,
+        "",
+    ]
+    assert all(r.cell_len == 26 for r in rows)
+    # More rows than the box holds: cut, never spilling into the border.
+    assert len(fit_rows([Text(f"line {i}") for i in range(9)], 26, 5)) == 5
