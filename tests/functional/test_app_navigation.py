@@ -10,7 +10,7 @@ from typing import Any
 
 from fakes.rows import gpu_row as gpu
 from fakes.rows import proc_row as proc
-from support import pick_signal, until
+from support import pick_signal, screen_text, until
 from textual.pilot import Pilot
 from textual.widgets import TabbedContent
 
@@ -112,6 +112,16 @@ async def test_a_finding_that_names_gpus_shows_them() -> None:
         picked = sorted(i for i, p in grid.panels.items() if p.picked)
         idle = next(f for f in findings(app).findings or () if f.code == "idle")
         assert picked == sorted(idle.gpus) and picked
+        # On the screen: the picked boxes double-lined and in sight, the others not.
+        await pilot.pause(0.1)
+        rows = screen_text(app).splitlines()
+        for i in grid.panels:
+            box = grid.region_of(i)
+            assert box is not None
+            corner = (
+                rows[box.y][box.x] if grid.scrollable_content_region.contains_region(box) else ""
+            )
+            assert (corner == "╔") == (i in picked), (i, corner)
 
 
 async def test_the_tree_shows_what_matters_and_w_the_whole_machine() -> None:

@@ -122,6 +122,16 @@ async def test_a_line_is_made_as_textual_makes_it_fitting_or_wrapped_and_others_
         assert rows._one_row(link, width, style, 0) is None
         wide = Text("宽字符的进程名字很长很长的一行")  # two cells each: Textual fills the rows
         assert wide.cell_len > width and rows._one_row(wide, width, style, 0) is None
+        # A wide character and a combining mark: as many cells as characters in all, yet a
+        # piece wider than its row; never drawn wider than Textual draws it.
+        for text, at in (
+            (" a\u0301  c\u0301a\u3000cb中c\u0301\u0301c中c\u3000a ", 12),
+            (" b\u0301 cabb\u3000", 5),
+        ):
+            mixed = Text(text)
+            assert len(mixed.plain) == mixed.cell_len > at
+            mine = rows._one_row(mixed, at, style, 0)
+            assert mine is None or same_strips(mine, textuals(rows, mixed, at, style, 0))
         rows.styles.text_overflow = "ellipsis"  # a word too long for a row: cut by Textual
         assert rows._one_row(WRAPPED[2], width, style, 0) is None
         assert same_strips(

@@ -96,3 +96,12 @@ def test_a_long_line_wraps_at_a_word_and_a_too_long_word_is_folded() -> None:
     assert all(r.cell_len == 26 for r in rows)
     # More rows than the box holds: cut, never spilling into the border.
     assert len(fit_rows([Text(f"line {i}") for i in range(9)], 26, 5)) == 5
+
+
+def test_a_closing_space_past_the_width_is_dropped_not_a_letter_cut() -> None:
+    """A chip's closing pad one cell past the width (a label held over an hour in a 29-cell
+    column): the space goes, as Textual's wrap drops it; the label keeps its last letter."""
+    chip = Text(" unexpected-activity 1h05m ", "on red")
+    assert chip.cell_len == 27
+    (row,) = fit_rows([chip], 26, 1)
+    assert row.plain == " unexpected-activity 1h05m" and "…" not in row.plain

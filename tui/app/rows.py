@@ -24,6 +24,8 @@ from textual.widgets import Static
 
 from dflash_tui.app.widgets import fixed_size, same_text
 
+_STYLED_MAX = 4096  # Rich styles kept per widget (a few hundred are in use)
+
 
 def _runs(rows: Sequence[int]) -> Iterator[tuple[int, int]]:
     """Consecutive rows as (first, count): one repaint region for each run."""
@@ -93,6 +95,7 @@ class RowStatic(Static):
         self._made: list[tuple[Text, int, object, list[Strip]] | None] = []
         self._rows: list[Strip] = []
         self._rows_key: tuple[int, object] | None = None  # (width, style) of _rows
+        self._styled: dict[tuple[VisualStyle, int, int], RichStyle] = {}  # see _strip
 
     def show_rows(self, lines: Sequence[Text]) -> bool:
         """Show ``lines``; True when anything changed (then only changed rows repaint)."""
@@ -172,15 +175,25 @@ class RowStatic(Static):
         pieces = content.divide(offsets)
         last = len(pieces) - 1
         pieces = [p if i == last else p.rstrip() for i, p in enumerate(pieces)]
-        if any(len(piece.plain) > width for piece in pieces):
+        # Cells, not characters: a wide character and a combining mark cancel out above.
+        if any(len(piece.plain) > width or piece.cell_length > width for piece in pieces):
             return None
         return [self._strip(p, x, y, style) for p, x in zip(pieces, [0, *offsets], strict=False)]
 
     def _strip(self, content: Content, x: int, y: int, style: VisualStyle) -> Strip:
         """One row of ``content``, its first character at offset ``x`` of line ``y``."""
         segments = []
+        styled = self._styled
+        if len(styled) > _STYLED_MAX:  # a bound, not an LRU: the styles in use come back
+            styled.clear()
         for part, part_style in content.render(style, end="", parse_style=self._get_style):
-            segments.append(Segment(part, (style + part_style).rich_style_with_offset(x, y)))
+            # A Rich style with its offset is a new object each time Textual makes it; the
+            # same piece at the same place (a meter's bar, a sample later) takes the kept one.
+            key = (style + part_style, x, y)
+            rich = styled.get(key)
+            if rich is None:
+                rich = styled[key] = key[0].rich_style_with_offset(x, y)
+            segments.append(Segment(part, rich))
             x += len(part)
         return Strip(segments, content.cell_length)
 

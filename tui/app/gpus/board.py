@@ -30,11 +30,11 @@ class GpuBoard(RowStatic, Themed):
         self._columns_changed: dict[int, tuple[int, int]] = {}  # screen row -> x span
 
     def place(self, columns: int, column_width: int) -> None:
-        """Lay the panels out ``columns`` across, each ``column_width`` cells wide, and draw."""
+        """Lay the panels out ``columns`` across, each ``column_width`` cells wide (drawn by
+        the next ``draw``)."""
         if (columns, column_width) != (self.columns, self.column_width):
             self.columns, self.column_width = max(1, columns), max(5, column_width)
             self._order = []  # every panel moves
-        self.draw()
 
     def box(self, index: int) -> Region | None:
         """Where GPU ``index``'s panel is, in the board's own cells; None if it has none."""

@@ -71,9 +71,10 @@ class GpuGrid(ScrollableContainer, can_focus=True):
         self.refit()
         return self.fit.compact
 
-    def refit(self) -> None:
+    def refit(self, draw: bool = True) -> None:
         """Choose mode, columns and height for the GPUs shown, the width and the pane's height
-        (after a resize of the grid or of the pane, and when GPUs come or go)."""
+        (after a resize of the grid or of the pane, and when GPUs come or go); ``draw`` False:
+        the panels are laid out but not drawn (their host is not on screen)."""
         parent = self.parent
         pane = parent.size.height if isinstance(parent, Widget) else self.screen.size.height
         width = max(1, self.size.width)
@@ -86,10 +87,9 @@ class GpuGrid(ScrollableContainer, can_focus=True):
         self.fit, self._height = fit, height
         self.set_class(fit.compact, "-compact")
         self.styles.max_height = height
-        if fit.compact:
-            self._redraw_lines()
-        else:  # every column the same width
-            self.board.place(fit.columns, fit.column_width)
+        self.board.place(fit.columns, fit.column_width)  # every column the same width
+        if draw:
+            self.redraw()
 
     def _redraw_lines(self) -> None:
         for line in self.lines.values():
@@ -125,7 +125,7 @@ class GpuGrid(ScrollableContainer, can_focus=True):
             self.lines.pop(index).remove()
         self._mount_in_order(new)
         if new or gone:
-            self.refit()
+            self.refit(draw=False)
         if draw:
             self.redraw()
         note = self.query_one("#no-gpus", Static)
@@ -152,8 +152,7 @@ class GpuGrid(ScrollableContainer, can_focus=True):
         """Mark the panels of ``indices`` and scroll the first into view; False if none."""
         for i, panel in self.panels.items():
             panel.pick(i in indices)
-        self._redraw_lines()
-        self.board.draw()
+        self.redraw()
         shown = [i for i in indices if i in self.panels]
         if not shown:
             return False
