@@ -1,6 +1,7 @@
 """When the feeds start, the app raises the collector's young threshold (tui/app/heap.py;
 issue 16: short-lived per-sample objects die before a young collection promotes them) and
-never lowers one already higher."""
+never lowers one already higher; before the app's threads start, glibc's malloc arenas are
+capped (``few_arenas``)."""
 
 from __future__ import annotations
 
@@ -41,3 +42,15 @@ def test_leaving_the_app_puts_the_young_threshold_back() -> None:
     assert gc.get_threshold() == (700, 10, 10)
     thaw_heap()  # nothing raised: nothing to put back
     assert gc.get_threshold() == (700, 10, 10)
+
+
+def test_malloc_arenas_are_capped_unless_the_environment_says_otherwise() -> None:
+    """glibc takes the cap (mallopt answers 1); a MALLOC_ARENA_MAX the user set is left to
+    glibc, which read it at start."""
+    import platform
+
+    from dflash_tui.app.heap import few_arenas
+
+    assert not few_arenas({"MALLOC_ARENA_MAX": "8"})
+    if platform.libc_ver()[0] == "glibc":
+        assert few_arenas({})
