@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from rich.text import Text
-from textual.content import Content
-from textual.geometry import Region
 from textual.reactive import Reactive
 from textual.widget import Widget
 from textual.widgets import Static
@@ -118,44 +116,3 @@ def _needs_layout(widget: Widget) -> bool:
     # update() cleared the cached dimensions: this measures the new content.
     height = widget.get_content_height(container, widget.app.size, size.width)
     return height != size.height
-
-
-def set_border_changed(widget: Widget, title: Text | None, subtitle: Text | None) -> None:
-    """The border's title and subtitle, set only when they changed. A changed one repaints
-    its own row of the box (the title's top, the subtitle's bottom), not the widget: a GPU
-    panel's subtitle (memory, temperature, power) moves with nearly every sample. A title
-    that comes or goes refreshes the widget as Textual's own setter does."""
-    last = getattr(widget, "_dflash_border", None)
-    if last is not None and same_text(last[0], title) and same_text(last[1], subtitle):
-        return
-    widget._dflash_border = (title, subtitle)  # type: ignore[attr-defined]
-    if (
-        last is None
-        or (last[0] is None) != (title is None)
-        or (last[1] is None) != (subtitle is None)
-    ):
-        widget.border_title = title
-        widget.border_subtitle = subtitle
-        return
-    # Textual's setter, less its refresh of the whole widget (textual is pinned exactly).
-    widget._border_title = _border_label(widget, title)
-    widget._border_subtitle = _border_label(widget, subtitle)
-    refresh_border_rows(widget, not same_text(last[0], title), not same_text(last[1], subtitle))
-
-
-def _border_label(widget: Widget, text: Text | None) -> Content | None:
-    if text is None:
-        return None
-    return widget.render_str(Content.from_rich_text(text)).expand_tabs(4).split()[0]
-
-
-def refresh_border_rows(widget: Widget, top: bool, bottom: bool) -> None:
-    """Repaint the top row and/or the bottom row of ``widget``'s box only (where its border
-    title and subtitle are drawn)."""
-    off, outer = widget.content_offset, widget.outer_size
-    if not widget.is_mounted or not outer.height:
-        widget.refresh()
-        return
-    for wanted, row in ((top, 0), (bottom, outer.height - 1)):
-        if wanted:  # refresh() takes content coordinates: the box's rows lie outside them
-            widget.refresh(Region(-off.x, row - off.y, outer.width, 1))
