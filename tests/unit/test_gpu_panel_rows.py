@@ -105,3 +105,5 @@ def test_a_closing_space_past_the_width_is_dropped_not_a_letter_cut() -> None:
     assert chip.cell_len == 27
     (row,) = fit_rows([chip], 26, 1)
     assert row.plain == " unexpected-activity 1h05m" and "…" not in row.plain
+    (wide,) = fit_rows([Text("ab日 ")], 4, 1)  # a wide last letter keeps its place too
+    assert wide.plain == "ab日" and wide.cell_len == 4

@@ -52,5 +52,6 @@ def test_malloc_arenas_are_capped_unless_the_environment_says_otherwise() -> Non
     from dflash_tui.app.heap import few_arenas
 
     assert not few_arenas({"MALLOC_ARENA_MAX": "8"})
+    assert not few_arenas({"GLIBC_TUNABLES": "glibc.malloc.arena_max=4"})
     if platform.libc_ver()[0] == "glibc":
         assert few_arenas({})

@@ -34,7 +34,9 @@ def few_arenas(env: Mapping[str, str] | None = None) -> bool:
     when set. A ``MALLOC_ARENA_MAX`` in the environment wins (glibc read it at start), and a
     C library without ``mallopt`` (musl, macOS) is left as it is."""
     env = os.environ if env is None else env
-    if "MALLOC_ARENA_MAX" in env or not sys.platform.startswith("linux"):
+    if "MALLOC_ARENA_MAX" in env or "glibc.malloc.arena_max" in env.get("GLIBC_TUNABLES", ""):
+        return False
+    if not sys.platform.startswith("linux"):
         return False
     try:
         mallopt = ctypes.CDLL(None).mallopt

@@ -24,7 +24,7 @@ from textual.widgets import Static
 
 from dflash_tui.app.widgets import fixed_size, same_text
 
-_STYLED_MAX = 4096  # Rich styles kept per widget (a few hundred are in use)
+_STYLED_MAX = 1024  # Rich styles kept per widget (a few hundred are in use; ~360 B each)
 
 
 def _runs(rows: Sequence[int]) -> Iterator[tuple[int, int]]:

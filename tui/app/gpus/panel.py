@@ -256,7 +256,8 @@ def fit_rows(lines: list[Text], width: int, height: int) -> list[Text]:
                 piece.rstrip()  # the space a line breaks at is not drawn
         for piece in pieces:
             piece.end = ""
-            piece.rstrip_end(width)  # a closing space past the width is not a cut word
+            while piece.cell_len > width and piece.plain.endswith(" "):
+                piece.right_crop(1)  # a closing space past the width is not a cut word
             piece.truncate(width, overflow="ellipsis", pad=True)
             rows.append(piece)
         if len(rows) >= height:
