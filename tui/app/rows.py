@@ -22,7 +22,7 @@ from textual.style import Style as VisualStyle
 from textual.visual import Visual, visualize
 from textual.widgets import Static
 
-from dflash_tui.app.widgets import fixed_size, same_text
+from dflash_tui.app.widgets import fixed_size, same_text, same_texts
 
 _STYLED_MAX = 1024  # Rich styles kept per widget (a few hundred are in use; ~360 B each)
 
@@ -99,7 +99,7 @@ class RowStatic(Static):
 
     def show_rows(self, lines: Sequence[Text]) -> bool:
         """Show ``lines``; True when anything changed (then only changed rows repaint)."""
-        if len(lines) == len(self._lines) and all(map(same_text, lines, self._lines)):
+        if same_texts(lines, self._lines):
             return False
         self._lines = list(lines)
         width = self.size.width

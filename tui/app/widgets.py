@@ -3,7 +3,7 @@ theme-aware re-rendering."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from rich.text import Text
 from textual.reactive import Reactive
@@ -74,6 +74,11 @@ def same_text(a: object, b: object) -> bool:
             b.end,
         )
     return type(a) is type(b) and a == b
+
+
+def same_texts(a: Sequence[object], b: Sequence[object]) -> bool:
+    """Whether two sequences of lines draw the same, line for line (``same_text``)."""
+    return len(a) == len(b) and all(map(same_text, a, b))
 
 
 def fixed_size(widget: Widget) -> bool:

@@ -10,7 +10,7 @@ from textual.geometry import Region
 from dflash_tui.app.gpus.fit import PANEL_H
 from dflash_tui.app.gpus.panel import GpuPanel
 from dflash_tui.app.rows import RowStatic
-from dflash_tui.app.widgets import Themed, same_text
+from dflash_tui.app.widgets import Themed, same_texts
 
 
 class GpuBoard(RowStatic, Themed):
@@ -61,7 +61,7 @@ class GpuBoard(RowStatic, Themed):
             changed = [
                 x
                 for x, (p, rows) in enumerate(zip(group, made, strict=True))
-                if _new(rows, p.shown)
+                if rows is not p.shown and not same_texts(rows, p.shown)
             ]
             if changed and not moved:
                 span = (changed[0] * width, (changed[-1] + 1) * width)
@@ -74,22 +74,14 @@ class GpuBoard(RowStatic, Themed):
                 for rows in made:
                     line.append_text(rows[y])
                 lines.append(line)
-        if moved:
-            self._columns_changed = {}
         self.show_rows(lines)
 
     def repaint(self, y: int, count: int, width: int) -> None:
         """Rows ``y`` to ``y + count``: only the columns of the panels that changed there."""
         spans = [self._columns_changed.get(row) for row in range(y, y + count)]
-        if None in spans or not spans:
+        if None in spans:  # a row whose panels moved or were never drawn: all of it
             super().repaint(y, count, width)
             return
-        start = min(s[0] for s in spans if s is not None)
-        end = max(s[1] for s in spans if s is not None)
+        start = min(s[0] for s in spans)  # type: ignore[index]
+        end = max(s[1] for s in spans)  # type: ignore[index]
         self.refresh(Region(start, y, min(end, width) - start, count))
-
-
-def _new(rows: list[Text], shown: list[Text]) -> bool:
-    """Whether a panel's rows draw differently from those drawn last (a sample re-makes every
-    panel's rows; most draw the same)."""
-    return rows is not shown and (len(rows) != len(shown) or not all(map(same_text, rows, shown)))
