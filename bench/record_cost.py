@@ -35,8 +35,8 @@ from dflash_train.topology import Topology  # noqa: E402
 from dflash_tui.core.base.config import HostConfig  # noqa: E402
 from dflash_tui.core.base.config_record import RecordSettings  # noqa: E402
 from dflash_tui.core.base.snapshot import Snapshot  # noqa: E402
-from dflash_tui.core.diagnosis.diagnose import Diagnosis  # noqa: E402
 from dflash_tui.core.diagnosis.tracker import Tracker  # noqa: E402
+from dflash_tui.core.diagnosis.views import Diagnosis  # noqa: E402
 from dflash_tui.core.record.recorder import Recorder  # noqa: E402
 
 FIX = ROOT / "tests" / "fixtures"

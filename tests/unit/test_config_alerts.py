@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from dflash_tui.core.base.alert_config import EVENTS, FINDING_CODES, AlertSettings
+from dflash_tui.core.base.codes import GPU_LABELS
 from dflash_tui.core.base.config import ConfigError, load_file
-from dflash_tui.core.diagnosis.diagnose import GPU_LABELS
 
 
 def load(tmp_path: Path, text: str) -> AlertSettings:

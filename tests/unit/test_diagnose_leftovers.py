@@ -21,10 +21,11 @@ from dflash_train.topology import Topology
 from dflash_tui.cli.table import render
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
-from dflash_tui.core.diagnosis.diagnose import Diagnosis, diagnose
+from dflash_tui.core.diagnosis.diagnose import diagnose
 from dflash_tui.core.diagnosis.document import to_json
 from dflash_tui.core.diagnosis.progress import Metric, Progress
 from dflash_tui.core.diagnosis.thresholds import Thresholds
+from dflash_tui.core.diagnosis.views import Diagnosis
 
 T0 = 1_764_669_600.0
 BOOT = T0 - 86_400.0  # the machine booted a day ago

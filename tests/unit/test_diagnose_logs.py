@@ -15,8 +15,9 @@ from fakes.rows import proc_row as proc
 
 from dflash_train.topology import Topology
 from dflash_tui.core.base.snapshot import Snapshot
-from dflash_tui.core.diagnosis.diagnose import Diagnosis, diagnose
+from dflash_tui.core.diagnosis.diagnose import diagnose
 from dflash_tui.core.diagnosis.finding import Finding
+from dflash_tui.core.diagnosis.views import Diagnosis
 
 T0 = 1_764_669_600.0
 EXTRA = "/workspace/x.log"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from dflash_tui.core.base.config import DEFAULT_COMMAND, DEMO_STEPS
+from dflash_tui.core.base.config_types import DEFAULT_COMMAND, DEMO_STEPS
 
 ROOT = Path(__file__).resolve().parents[2]
 

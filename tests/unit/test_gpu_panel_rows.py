@@ -15,9 +15,9 @@ from dflash_tui.app import scenes
 from dflash_tui.app.gpus.fit import PANEL_H
 from dflash_tui.app.gpus.panel import GpuPanel, fit_rows
 from dflash_tui.app.palette import FALLBACK as PAL
-from dflash_tui.core.diagnosis.diagnose import Diagnosis
 from dflash_tui.core.diagnosis.severity import _LABEL
 from dflash_tui.core.diagnosis.tracker import Tracker
+from dflash_tui.core.diagnosis.views import Diagnosis
 
 
 def seed_diagnosis() -> Diagnosis:

@@ -11,11 +11,11 @@ from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.rundir import exit_meaning
 from dflash_tui.core.base.supervision import SupervisorRecord
 from dflash_tui.core.base.text import mib_pair, printable
-from dflash_tui.core.diagnosis.diagnose import Diagnosis
 from dflash_tui.core.diagnosis.document import iso_time
 from dflash_tui.core.diagnosis.finding import duration
 from dflash_tui.core.diagnosis.host_view import machine_line, worker_views, workers_line
 from dflash_tui.core.diagnosis.progress import Progress
+from dflash_tui.core.diagnosis.views import Diagnosis
 
 _SEV_STYLE = {"info": "cyan", "warning": "yellow", "error": "bold red"}
 

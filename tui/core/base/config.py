@@ -12,20 +12,20 @@ from __future__ import annotations
 import math
 import os
 import re
-import shlex
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from dflash_train.topology import Topology, TopologyError
 from dflash_tui.core.base.alert_config import AlertConfigError, AlertSettings, alerts_from_table
-from dflash_tui.core.base.config_job import JobConfig, jobs_from, validate_job_name
+from dflash_tui.core.base.config_job import jobs_from, validate_job_name
 from dflash_tui.core.base.config_keymap import Keymap, keymap_from_table
 from dflash_tui.core.base.config_keys import ConfigError, check_keys
 from dflash_tui.core.base.config_record import RecordSettings, record_from_table
 from dflash_tui.core.base.config_restart import restart_from_table
+from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.base.config_values import (
     no_newline,
     one_line,
@@ -34,7 +34,6 @@ from dflash_tui.core.base.config_values import (
     validate_host,
     validate_label,
 )
-from dflash_tui.core.base.timings import RestartPolicy
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -42,71 +41,6 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 __all__ = ["Config", "ConfigError", "HostConfig", "load_file", "resolve", "validate_container"]
-
-DEFAULT_RUN_ROOT = "~/.local/state/dflash-tui/runs"
-DEFAULT_INTERVAL = 2.0  # seconds between samples
-# The bundled tiny pipeline, on the CPU: what a new user sees launched. The tiny preset alone
-# is 60 steps (~10 s); the demo runs DEMO_STEPS, long enough to watch, kill and restart.
-DEMO_STEPS = 3000
-DEFAULT_COMMAND = (
-    f"{shlex.quote(sys.executable)} -m dflash_train.train --preset tiny --device cpu "
-    f"--steps {DEMO_STEPS}"
-)
-
-
-@dataclass(frozen=True)
-class HostConfig:
-    """One supervised machine. ``address`` None means this machine."""
-
-    address: str | None = None
-    container: str | None = None  # "pct:ID", "docker:NAME" or a template with {cmd}
-    topology: Topology = field(default_factory=Topology)
-    command: str = DEFAULT_COMMAND
-    workdir: str | None = None
-    env: tuple[tuple[str, str], ...] = ()
-    logs: tuple[str, ...] = ()
-    run_root: str = DEFAULT_RUN_ROOT
-    compile_cache: str | None = None
-    insecure_accept_new_host_key: bool = False
-    restart: RestartPolicy = field(default_factory=RestartPolicy)  # auto-restart (opt-in)
-    keep_runs: int = 0  # retention: prune older run directories beyond this many (0 keeps all)
-    name: str | None = None  # the config's `label = "..."`
-    job: str | None = None  # the config's `job = "..."`: one run across its hosts
-    # [thresholds] (top level, for every host): (name, number) pairs over the diagnosis'
-    # defaults (tui/core/diagnosis/thresholds.py thresholds_for)
-    thresholds: tuple[tuple[str, float], ...] = ()
-
-    @property
-    def label(self) -> str:
-        """The host's name on screen and for --host: its label, else its address, else local."""
-        return self.name or self.address or "local"
-
-
-@dataclass(frozen=True)
-class Config:
-    hosts: tuple[HostConfig, ...] = (HostConfig(),)
-    interval: float = DEFAULT_INTERVAL
-    read_only: bool = False
-    theme: str | None = None
-    source: str | None = None  # the config file read, if any
-    defaults: HostConfig | None = None  # [[hosts]] only: the top-level settings
-    notes: tuple[str, ...] = ()  # for the user, said by the front end (stderr)
-    alerts: AlertSettings = field(default_factory=AlertSettings)  # [alerts]
-    record: RecordSettings = field(default_factory=RecordSettings)  # [record]
-    keys: Keymap = ()  # [keys]: binding id -> key(s), the app's keymap (config_keymap.py)
-    jobs: tuple[JobConfig, ...] = ()  # [[hosts]] sharing `job = "..."`, with [jobs.NAME]
-
-    @property
-    def host(self) -> HostConfig:
-        return self.hosts[0]
-
-    @property
-    def job(self) -> JobConfig | None:
-        """The job the selected hosts are, when they are exactly one job's members."""
-        for j in self.jobs:
-            if tuple(h.label for h in self.hosts) == j.members:
-                return j
-        return None
 
 
 def config_dir(env: Mapping[str, str] | None = None) -> Path:

@@ -14,35 +14,18 @@ import re
 import shlex
 import socket
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import Any
 
 from dflash_tui.core.base.config_keys import ConfigError
+from dflash_tui.core.base.config_types import DEFAULT_MASTER_PORT, HostConfig, JobConfig
 from dflash_tui.core.base.config_values import validate_host
 
-if TYPE_CHECKING:
-    from dflash_tui.core.base.config import HostConfig
-
-DEFAULT_MASTER_PORT = 29500  # torchrun's default
 JOB_KEYS = ("master_addr", "master_port")
 _NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,63}")
 # torchrun's elastic restarts: the supervisor owns restarts (docs/pipeline.md)
 _MAX_RESTARTS = re.compile(r"--max[-_]restarts(?:=|\s+)(\d+)")
 JOB_ENV = ("MASTER_ADDR", "MASTER_PORT", "NNODES", "NODE_RANK", "DFLASH_JOB")
-
-
-@dataclass(frozen=True)
-class JobConfig:
-    """One job: its name, its members' labels (node rank order) and its rendezvous."""
-
-    name: str
-    members: tuple[str, ...]
-    master_addr: str
-    master_port: int = DEFAULT_MASTER_PORT
-
-    @property
-    def nnodes(self) -> int:
-        return len(self.members)
 
 
 def validate_job_name(name: str, where: str) -> str:

@@ -8,109 +8,25 @@ sample does not flash a warning; each label carries since when it has held.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import NamedTuple
 
 from dflash_train.topology import Topology
 from dflash_tui.core.base.codes import GPU_LABELS
-from dflash_tui.core.base.machine import Machine, Worker
 from dflash_tui.core.base.rundir import run_state
-from dflash_tui.core.base.snapshot import Gpu, GpuProcess, LogState, RunRecord, Snapshot, StepEvent
-from dflash_tui.core.base.supervision import SupervisorRecord
-from dflash_tui.core.diagnosis.finding import Finding
+from dflash_tui.core.base.snapshot import Gpu, GpuProcess, LogState, Snapshot
 from dflash_tui.core.diagnosis.findings_gpu import build_findings
 from dflash_tui.core.diagnosis.findings_machine import machine_findings
 from dflash_tui.core.diagnosis.ownership import judge, run_alive
 from dflash_tui.core.diagnosis.progress import Progress
 from dflash_tui.core.diagnosis.severity import rank
 from dflash_tui.core.diagnosis.thresholds import DEFAULT, Thresholds
+from dflash_tui.core.diagnosis.views import Diagnosis, GpuView, Label, LogView, ProcView
 
 # Labels read off instantaneous readings: they must persist in live mode before being shown.
 # (So must an orphan-process that rests only on vanished PIDs: see _flappy.)
 _FLAPPY = frozenset({"busy-no-memory", "unexpected-activity", "throttled", "near-oom"})
 BAD_LABELS = frozenset(GPU_LABELS) - {"ok"}
-
-
-@dataclass(frozen=True)
-class Label:
-    code: str
-    since: float  # when this label started holding (sample time)
-
-
-@dataclass(frozen=True)
-class ProcView:
-    pid: int
-    container_pid: int | None
-    name: str
-    used_mib: int | None
-    owner: str  # run | orphan | foreign | unknown
-    cmd: str = ""
-    # Why an orphan is one (see ownership.ORPHAN_EVIDENCE); "" for the other owners.
-    evidence: str = ""
-    left_by: str = ""  # the run an attributed orphan is left by ("run <id>", or its group)
-    user: str = ""
-
-
-@dataclass(frozen=True)
-class GpuView:
-    index: int
-    role: str  # target | drafter | unassigned
-    gpu: Gpu | None  # None when the topology names a GPU the machine does not have
-    processes: tuple[ProcView, ...]
-    labels: tuple[Label, ...]
-    # A process the probe cannot place (owner unknown: a container without PID mapping) holds
-    # the GPU while no run of ours is alive: whatever it is, the GPU is not free for the run.
-    unseen_holder: bool = False
-
-    @property
-    def codes(self) -> tuple[str, ...]:
-        return tuple(lb.code for lb in self.labels)
-
-    @property
-    def healthy(self) -> bool:
-        return self.codes == ("ok",) and not self.unseen_holder
-
-
-@dataclass(frozen=True)
-class LogView:
-    path: str
-    exists: bool
-    size: int | None
-    missing_since: float | None  # first sample that saw it missing (None: exists or unknown)
-    is_run_log: bool = False
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class Diagnosis:
-    time: float
-    host: str
-    topology: Topology
-    run_state: str
-    run: RunRecord | None
-    gpus: tuple[GpuView, ...]
-    logs: tuple[LogView, ...]
-    findings: tuple[Finding, ...] = field(default=())
-    telemetry_source: str = "none"
-    telemetry_error: str | None = None  # why readings are missing (a hung nvidia-smi, ...)
-    interval: float | None = None  # the probe's seconds between samples (None: one-shot)
-    supervisor: SupervisorRecord | None = None  # the headless supervisor's record, if any
-    last_step: StepEvent | None = None  # the run's event stream's last step, if any
-    machine: Machine | None = None  # host memory, disks, kernel log, NVML health
-    workers: tuple[Worker, ...] = ()  # each pipeline worker's latest heartbeat
-    thresholds: Thresholds = DEFAULT  # what the findings were judged by (the strip's levels)
-
-    def healthy(self, role: str) -> tuple[int, int]:
-        """(healthy, expected) GPUs of a role."""
-        want = self.topology.target if role == "target" else self.topology.drafter
-        views = {g.index: g for g in self.gpus}
-        return sum(1 for i in want if i in views and views[i].healthy), len(want)
-
-    def worst(self) -> str | None:
-        order = {"info": 0, "warning": 1, "error": 2}
-        if not self.findings:
-            return None
-        return max(self.findings, key=lambda f: order[f.severity]).severity
 
 
 def _gpu_labels(gpu: Gpu, role: str, procs: Sequence[ProcView], th: Thresholds) -> set[str]:

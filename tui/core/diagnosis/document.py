@@ -10,8 +10,8 @@ from typing import Any
 
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.rundir import exit_meaning
-from dflash_tui.core.diagnosis.diagnose import Diagnosis
 from dflash_tui.core.diagnosis.progress import Progress
+from dflash_tui.core.diagnosis.views import Diagnosis
 
 SCHEMA = 1
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from dflash_tui.core.base.codes import GPU_LABELS
 from dflash_tui.core.base.rundir import ALIVE_STATES as ACTIVE
@@ -19,9 +18,7 @@ from dflash_tui.core.diagnosis.findings_run import (
 from dflash_tui.core.diagnosis.progress import Progress
 from dflash_tui.core.diagnosis.severity import label_severity, rank, summary_severity
 from dflash_tui.core.diagnosis.thresholds import Thresholds
-
-if TYPE_CHECKING:
-    from dflash_tui.core.diagnosis.diagnose import Diagnosis, GpuView, ProcView
+from dflash_tui.core.diagnosis.views import Diagnosis, GpuView, ProcView
 
 
 def _label_message(code: str, ids: Sequence[int], views: Sequence[GpuView], active: bool) -> str:

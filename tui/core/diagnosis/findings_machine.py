@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from dflash_tui.core.base.machine import Disk, Machine
 from dflash_tui.core.base.rundir import ALIVE_STATES as ACTIVE
@@ -17,10 +16,8 @@ from dflash_tui.core.diagnosis.host_view import stall_limit, stalled_for
 from dflash_tui.core.diagnosis.progress import Progress
 from dflash_tui.core.diagnosis.severity import machine_severity as sev
 from dflash_tui.core.diagnosis.thresholds import Thresholds
+from dflash_tui.core.diagnosis.views import Diagnosis
 from dflash_tui.core.diagnosis.xid import describe_xid
-
-if TYPE_CHECKING:
-    from dflash_tui.core.diagnosis.diagnose import Diagnosis
 
 # nvidia-smi's words for a GPU it cannot reach (the bus id follows "GPU").
 _SMI_LOST = re.compile(

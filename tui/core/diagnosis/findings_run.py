@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 from dflash_tui.core.base.rundir import ALIVE_STATES as ACTIVE
 from dflash_tui.core.base.rundir import exit_meaning
@@ -11,9 +10,7 @@ from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.diagnosis.finding import Finding, duration
 from dflash_tui.core.diagnosis.progress import Progress
 from dflash_tui.core.diagnosis.thresholds import Thresholds
-
-if TYPE_CHECKING:
-    from dflash_tui.core.diagnosis.diagnose import Diagnosis, LogView
+from dflash_tui.core.diagnosis.views import Diagnosis, LogView
 
 
 def log_findings(diag: Diagnosis, th: Thresholds) -> list[Finding]:

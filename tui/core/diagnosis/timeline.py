@@ -15,8 +15,8 @@ from itertools import pairwise
 
 from dflash_tui.core.base.rundir import ALIVE_STATES, exit_text
 from dflash_tui.core.base.snapshot import RunRecord, Snapshot
-from dflash_tui.core.diagnosis.diagnose import Diagnosis
 from dflash_tui.core.diagnosis.progress import parse_line
+from dflash_tui.core.diagnosis.views import Diagnosis
 
 MAX_EVENTS = 200
 

@@ -7,9 +7,10 @@ from dataclasses import replace
 
 from dflash_train.topology import Topology
 from dflash_tui.core.base.snapshot import Snapshot
-from dflash_tui.core.diagnosis.diagnose import Diagnosis, diagnose
+from dflash_tui.core.diagnosis.diagnose import diagnose
 from dflash_tui.core.diagnosis.progress import Metric, Progress, advance, newest_metrics
 from dflash_tui.core.diagnosis.thresholds import DEFAULT, Thresholds
+from dflash_tui.core.diagnosis.views import Diagnosis
 
 # Metric lines kept: what the app reads of them (SampleReady carries the newest 200, for the
 # metrics strip's sparklines; a replay the same). Also how many lines a flood's sample parses.

@@ -14,8 +14,8 @@ from typing import Any
 
 from dflash_tui.core.base.machine import GpuHealth, Machine
 from dflash_tui.core.base.snapshot import Snapshot, StepPoints
-from dflash_tui.core.diagnosis.diagnose import Diagnosis
 from dflash_tui.core.diagnosis.timeline import Event
+from dflash_tui.core.diagnosis.views import Diagnosis
 
 FORMAT = 1
 _NESTED = ("telemetry", "run", "last_step")

@@ -25,8 +25,8 @@ from dflash_tui.core.base.config import HostConfig, expand_local
 from dflash_tui.core.base.config_record import RecordSettings
 from dflash_tui.core.base.local_proc import alive, start_ticks
 from dflash_tui.core.base.snapshot import Snapshot
-from dflash_tui.core.diagnosis.diagnose import Diagnosis
 from dflash_tui.core.diagnosis.timeline import Event, Timeline
+from dflash_tui.core.diagnosis.views import Diagnosis
 from dflash_tui.core.record.codec import FORMAT, Encoder, dumps
 from dflash_tui.core.record.segments import (
     SegmentWriter,

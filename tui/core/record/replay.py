@@ -20,10 +20,10 @@ from typing import Any
 from dflash_train.topology import Topology
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.snapshot import LogState, Snapshot
-from dflash_tui.core.diagnosis.diagnose import Diagnosis
 from dflash_tui.core.diagnosis.document import to_json
 from dflash_tui.core.diagnosis.timeline import Event, Timeline
 from dflash_tui.core.diagnosis.tracker import Tracker
+from dflash_tui.core.diagnosis.views import Diagnosis
 from dflash_tui.core.record.codec import Decoder
 from dflash_tui.core.record.segments import iter_records
 
