@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # NVML health fields of the device machine's GPUs, read three ways, to record as fixtures
-# (issue 20, "Must show": the NVML fields read for real). Run from the repo root, one call
+# (the NVML fields the probe reads, read for real). Run from the repo root, one call
 # (about 30 s), nothing installed when nvidia-ml-py is importable (else from .whl/ if carried):
 #   nvml_raw.json     each pynvml call nvhealth.py makes, its answer or its error, per GPU:
 #                     UUID, PCI bus id, retired pages (SBE, DBE lists, pending), remapped rows,

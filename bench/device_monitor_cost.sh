@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# dflash-tui beside nvitop 1.7.2 and beside the previous release (issue 16), on the device
+# dflash-tui beside nvitop 1.7.2 and beside a baseline tree of dflash-tui, on the device
 # machine's GPU (one H200, no network): a torch job holds ~20 GiB on GPU 0 with 8 processes on
 # the GPU (bench/gpu_hold.py, 1 busy + 7 idle holders), 40 more idle processes run, then
 # bench/monitor_cost.py --b nvitop and --b baseline (each 3 intervals x 2 monitors x 2 repeats
 # of SECONDS_EACH, default 13 s: about 4 minutes each). Needs .whl/ carried (textual, rich, asyncssh,
 # nvitop, nvidia_ml_py, psutil; installed into /tmp/site by bench/device_env.sh) and torch.
-# The baseline: .baseline-6edd788/ when carried (made here by
-#   mkdir .baseline-6edd788 && git archive 6edd788 tui dflash | tar -x -C .baseline-6edd788),
-# else a git worktree of 6edd788 (the carried tree then needs its .git).
-#   OUT=/tmp/out [RUNS="nvitop baseline nvitop@0:"] [PROBE=1] [RSS=1] bash bench/device_monitor_cost.sh
+# The baseline: the tree in BASELINE_DIR (default .baseline/) when carried (made here by
+#   mkdir .baseline && git archive REV tui dflash | tar -x -C .baseline),
+# else a git worktree of BASELINE_REV (the carried tree then needs its .git).
+#   OUT=/tmp/out [BASELINE_DIR=D | BASELINE_REV=R] [RUNS="nvitop baseline nvitop@0:"] [PROBE=1]
+#   [RSS=1] bash bench/device_monitor_cost.sh
 # WARMUP (default 4 s), REPEATS (2) and RUN_LIMIT (270 s a comparison) change the windows:
 # WARMUP=65 measures past the app's first minute, when a label's chip has stopped counting
 # seconds (it says whole minutes from then on).
@@ -46,8 +47,13 @@ for _ in $(seq 60); do  # until every holder holds its memory (CUDA start-up)
   sleep 1
 done
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv | tee -a "$OUT/device_monitor_cost.log"
+BASELINE_DIR=${BASELINE_DIR:-.baseline}
 base=()
-[ -d .baseline-6edd788/tui ] && base=(--baseline-dir "$PWD/.baseline-6edd788")
+if [ -d "$BASELINE_DIR/tui" ]; then
+  base=(--baseline-dir "$(cd "$BASELINE_DIR" && pwd)")
+elif [ -n "${BASELINE_REV:-}" ]; then
+  base=(--baseline-rev "$BASELINE_REV")
+fi
 # RUNS: which comparisons, in order; B@T runs both dflash-tuis with --topology T (`0:` draws
 # the one GPU there is; the default topology names 8, so 7 panels say "missing").
 for run in ${RUNS:-nvitop baseline}; do
@@ -67,11 +73,12 @@ if [ "${RSS:-0}" = 1 ]; then
     tee -a "$OUT/device_monitor_cost.log"
 fi
 # PROBE=1: the probe's CPU per sample with 1,000 more sleeping processes, reading NVML as it
-# does on a GPU host (this tree beside 6edd788), and the 100,000-line flood's key waits.
+# does on a GPU host (this tree beside the baseline), and the 100,000-line flood's key waits.
 if [ "${PROBE:-0}" = 1 ]; then
   echo "== probe_cost.py --gpu real" | tee -a "$OUT/device_monitor_cost.log"
   old=()
-  [ -d .baseline-6edd788/tui ] && old=(--old-dir "$PWD/.baseline-6edd788")
+  [ -d "$BASELINE_DIR/tui" ] && old=(--old-dir "$(cd "$BASELINE_DIR" && pwd)")
+  [ -z "${old[*]}" ] && [ -n "${BASELINE_REV:-}" ] && old=(--old "$BASELINE_REV")
   timeout 200 python3 bench/probe_cost.py --gpu real --samples 20 "${old[@]}" 2>&1 |
     tee -a "$OUT/device_monitor_cost.log"
   echo "== log_flood.py" | tee -a "$OUT/device_monitor_cost.log"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# dflash-train as one torchrun job of 2 processes on the device machine (issue 18, "Must show"
-# 3), from the repo root, one call (under 5 minutes), nothing installed:
+# dflash-train as one torchrun job of 2 processes on the device machine, from the repo root,
+# one call (under 5 minutes), nothing installed:
 #   gloo:  2 processes on the one GPU (--rank-gpu-offset 0: both ranks' roles on cuda:0),
 #          gloo between them (NCCL refuses two ranks on one GPU); the tiny preset, 60 steps,
 #          compiled flex, 2 target + 2 drafter workers a rank, a checksum every 10 steps;

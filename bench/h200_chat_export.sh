@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Issue 17 item 6 on the device machine's H200, from the repo root, one call (~8 min):
+# A drafter people can serve, end to end on the device machine's H200, from the repo root,
+# one call (~8 min):
 #   1. a target with the medium preset's widths (hidden 1024, 16/8 heads, head_dim 128,
 #      8 layers; random weights, built here) and the tests' chat tokenizer (tests/hf_models.py,
 #      127 tokens, a ChatML-like template), saved as a local HF model;

@@ -1,4 +1,5 @@
-"""Upstream DFlash decoding with an exported drafter against its target (issue 17, item 6).
+"""Upstream DFlash decoding with an exported drafter against its target: does upstream's
+decoder serve our drafter, at what acceptance length.
 
 Run from a folder where ``import dflash`` is upstream's (PyPI ``dflash``), not the repo's
 ``dflash/``: ``python3 /path/bench/h200_decode.py EXPORT TARGET CHAT.jsonl [N] [NEW]``.

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""What the app costs watching 8 hosts x 8 GPUs over SSH at 1 Hz (issue 16, goal 2: <= 5 % of
-a core): the real loopback OpenSSH sshd of tests/integration (root, /usr/sbin/sshd), a config
+"""What the app costs watching 8 hosts x 8 GPUs over SSH at 1 Hz (the goal: <= 5 % of a
+core): the real loopback OpenSSH sshd of tests/integration (root, /usr/sbin/sshd), a config
 with 8 ``[[hosts]]`` that all reach it (labels h1..h8, one address, a run root each), the app
 in a 120x40 pty whose master a thread drains, as bench/monitor_cost.py runs it (its helpers,
 imported).
@@ -15,10 +15,10 @@ host, which on a 2-core machine takes well over a core for 8 hosts and starves t
 Measured over windows of --seconds after --warmup: CPU % of a core of the app's process tree
 (the client: the app alone, its probes run on the hosts) and of the sshd's tree (the 8 hosts'
 side: sshd sessions, probes, the GPU tool), medians and ranges over --repeats; with
---baseline-dir the same against that tree (e.g. 6edd788's), interleaved.
+--baseline-dir the same against that tree (another revision's), interleaved.
 
     .venv/bin/python bench/hosts_cost.py [--hosts 8] [--interval 1] [--seconds 20]
-        [--warmup 12] [--repeats 3] [--gpu nvml|smi] [--baseline-dir .baseline-6edd788]
+        [--warmup 12] [--repeats 3] [--gpu nvml|smi] [--baseline-dir DIR]
         [--profile app.svg [--gil]]   # py-spy (pip install py-spy) on the app instead
 """
 

@@ -23,11 +23,11 @@ one process each (8 real ``sleep`` processes), utilisation, power and memory mov
 with --steady they stay as they are (what a drawing that skips the unchanged saves at best).
 ``--gpu nvml`` reads them through the fake ``pynvml`` (FAKE_NVML_RELOAD) as a host with
 nvidia-ml-py does, so no Python stand-in starts twice a sample: the tree is the monitor and its
-probe, wherever the probe runs (a process of its own at 6edd788, inside the app since).
+probe, wherever the probe runs (a process of its own in older trees, inside the app here).
 
     .venv/bin/python bench/monitor_cost.py [--b baseline|nvitop] [--seconds 25] [--repeats 2]
-        [--intervals 2,1,0.5] [--baseline-rev 6edd788] [--stand-in] [--gpu smi|nvml]
-        [--topology T] [--out DIR]
+        [--intervals 2,1,0.5] [--baseline-rev REV | --baseline-dir DIR] [--stand-in]
+        [--gpu smi|nvml] [--topology T] [--out DIR]
 """
 
 from __future__ import annotations
@@ -393,8 +393,9 @@ def run(args: argparse.Namespace) -> dict:
             b = nvitop_monitor(env)
         else:
             tree_dir = args.baseline_dir or baseline_tree(args.baseline_rev)
+            name = args.baseline_rev or tree_dir.name
             b = dflash_monitor(
-                f"baseline {args.baseline_rev}", tree_dir, home / "b", env, topology=args.topology
+                f"baseline {name}", tree_dir, home / "b", env, topology=args.topology
             )
         results: dict[str, dict[str, list[dict[str, float]]]] = {}
         intervals = [float(s) for s in args.intervals.split(",")]
@@ -476,7 +477,7 @@ def report(doc: dict) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--b", choices=("baseline", "nvitop"), default="baseline")
-    ap.add_argument("--baseline-rev", default="6edd788")
+    ap.add_argument("--baseline-rev", help="the revision --b baseline runs (a git worktree of it)")
     ap.add_argument(
         "--baseline-dir",
         type=Path,
@@ -506,6 +507,8 @@ def main() -> None:
     )
     ap.add_argument("--out", type=Path, help="write the figures as JSON and Markdown here")
     args = ap.parse_args()
+    if args.b == "baseline" and args.baseline_rev is None and args.baseline_dir is None:
+        ap.error("--b baseline needs the tree to compare with: --baseline-rev or --baseline-dir")
     doc = run(args)
     text = report(doc)
     print(text)

@@ -1,7 +1,6 @@
 #!/usr/bin/env python3
-"""What one probe sample costs in CPU with a big process table: this checkout's probe beside an
-earlier commit's (default 6edd788, the process cache without the unchanged-stat shortcut and
-the unbuffered reads), in one run.
+"""What one probe sample costs in CPU with a big process table: this checkout's probe beside
+another revision's (``--old REV``, or its files in ``--old-dir``), in one run.
 
 Starts --procs real ``sleep`` processes in a process group of their own, then runs each probe
 the way the transports do (``python3 - --interval=S``, source on stdin) with the stand-in
@@ -11,8 +10,8 @@ is summed over blocks of --block samples and divided; the figure is the median p
 over the blocks, after the first sample (which reads everything). The sleepers are killed by
 their group at the end.
 
-    .venv/bin/python bench/probe_cost.py [--procs 1000] [--samples 40] [--block 5] [--old 6edd788]
-        [--gpu stand-in|none|real]
+    .venv/bin/python bench/probe_cost.py [--procs 1000] [--samples 40] [--block 5] --old REV
+        [--old-dir DIR] [--gpu stand-in|none|real]
 """
 
 from __future__ import annotations
@@ -41,7 +40,7 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 def source_at(commit: str | None, tree: Path | None = None) -> bytes:
     """The probe program as the bundle builds it, from the work tree, from ``tree`` (a copy of
-    an earlier commit's files) or from ``commit``."""
+    another revision's files) or from ``commit``."""
 
     def read(name: str) -> bytes:
         rel = f"tui/core/probe/{name}"
@@ -114,7 +113,7 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=40)
     ap.add_argument("--block", type=int, default=5)
     ap.add_argument("--interval", type=float, default=0.3)
-    ap.add_argument("--old", default="6edd788", help="the commit to compare with")
+    ap.add_argument("--old", help="the revision to compare with (its name in the table)")
     ap.add_argument(
         "--old-dir",
         type=Path,
@@ -129,6 +128,9 @@ def main() -> None:
         "nvidia-smi, as the probe finds them (the device machine)",
     )
     args = ap.parse_args()
+    if args.old is None and args.old_dir is None:
+        ap.error("name the probe to compare with: --old REV or --old-dir DIR")
+    old = args.old or str(args.old_dir)
     env, flags = dict(os.environ), ["--no-nvml"]
     if args.gpu == "stand-in":
         env["PATH"] = f"{FAKES}{os.pathsep}{os.environ['PATH']}"
@@ -143,15 +145,17 @@ def main() -> None:
         nproc = sum(1 for n in os.listdir("/proc") if n.isdigit())
         print(f"processes in /proc: {nproc} ({args.procs} sleepers); GPU tool: {args.gpu}")
         rows = []
-        for label, commit in ((args.old, args.old), ("this checkout", None)):
-            source = source_at(commit, args.old_dir if commit else None)
+        for label, source in (
+            (old, source_at(args.old, args.old_dir)),
+            ("this checkout", source_at(None)),
+        ):
             per = measure(source, args.samples, args.block, args.interval, env, flags)
             rows.append((label, statistics.median(per), min(per), max(per)))
         print("| probe | CPU ms per sample (median) | min | max |")
         print("| --- | --- | --- | --- |")
         for label, med, lo, hi in rows:
             print(f"| {label} | {med:.1f} | {lo:.1f} | {hi:.1f} |")
-        print(f"ratio (this / {args.old}): {rows[1][1] / rows[0][1]:.2f}")
+        print(f"ratio (this / {old}): {rows[1][1] / rows[0][1]:.2f}")
     finally:
         os.killpg(pgid, signal.SIGKILL)
         os.waitpid(pgid, 0)  # the shell; its sleepers are reaped by init

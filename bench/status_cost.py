@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Wall time of ``dflash-tui status --json`` on this machine: this checkout beside an earlier
-commit's (default 6edd788, before status imported only what it needs), in one run.
+"""Wall time of ``dflash-tui status --json`` on this machine: this checkout beside another
+revision's (``--old REV``), in one run.
 
-The earlier commit's ``tui`` and ``dflash`` folders are taken with ``git archive`` into a
+That revision's ``tui`` and ``dflash`` folders are taken with ``git archive`` into a
 temporary folder; each tree is run by this venv's python with PYTHONPATH pointing at a folder
 of links under the import names (as tasks.py's link_import_names does), which wins over the
 editable install. The runs alternate between the two trees so that the machine's load falls on
@@ -10,10 +10,10 @@ both alike. Both use the stand-in nvidia-smi of tests/fakes (8 GPUs) unless --no
 empty config folder, an empty run root and a byte-code cache that the first run of each
 fills. Prints medians per tree and their ratio.
 
-    .venv/bin/python bench/status_cost.py [--runs 10] [--old 6edd788] [--no-fake-smi]
+    .venv/bin/python bench/status_cost.py [--runs 10] --old REV [--no-fake-smi]
 
-Where there is no git history (the device machine), ``--old-dir DIR`` names the earlier
-commit's exported tree (``git archive 6edd788 tui dflash | tar -x -C DIR``). An inherited
+Where there is no git history (the device machine), ``--old-dir DIR`` names that revision's
+exported tree (``git archive REV tui dflash | tar -x -C DIR``). An inherited
 PYTHONPATH (the device's /tmp/site with nvidia-ml-py) stays behind the trees' links.
 """
 
@@ -69,10 +69,13 @@ def one_run(path: Path, env: dict[str, str], run_root: str) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--old", default="6edd788", help="the commit to compare with")
-    ap.add_argument("--old-dir", type=Path, help="the earlier commit's tree, already exported")
+    ap.add_argument("--old", help="the revision to compare with (its name in the table)")
+    ap.add_argument("--old-dir", type=Path, help="that revision's tree, already exported")
     ap.add_argument("--no-fake-smi", action="store_true", help="no stand-in nvidia-smi on PATH")
     args = ap.parse_args()
+    if args.old is None and args.old_dir is None:
+        ap.error("name the tree to compare with: --old REV or --old-dir DIR")
+    old = args.old or str(args.old_dir)
     with tempfile.TemporaryDirectory() as tmp:
         t = Path(tmp)
         (t / "config").mkdir()
@@ -87,7 +90,7 @@ def main() -> None:
             env["PATH"] = f"{FAKES}{os.pathsep}{env['PATH']}"
             env["FAKE_SMI_SCENARIO"] = str(SCENARIOS / "seed-incident.json")
         trees = {
-            args.old: link_farm(args.old_dir or export(args.old, t / "old"), t / "old-path"),
+            old: link_farm(args.old_dir or export(args.old, t / "old"), t / "old-path"),
             "this checkout": link_farm(ROOT, t / "new-path"),
         }
         took: dict[str, list[float]] = {k: [] for k in trees}
@@ -102,8 +105,8 @@ def main() -> None:
     print("| --- | --- | --- | --- |")
     for label, xs in took.items():
         print(f"| {label} | {statistics.median(xs):.3f} | {min(xs):.3f} | {max(xs):.3f} |")
-    old, new = (statistics.median(xs) for xs in took.values())
-    print(f"ratio (this / {args.old}): {new / old:.2f}")
+    old_s, new = (statistics.median(xs) for xs in took.values())
+    print(f"ratio (this / {old}): {new / old_s:.2f}")
 
 
 if __name__ == "__main__":

@@ -201,7 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _optional_path(value: str) -> Path | None:
-    return Path(value) if value else None  # --events "": the default, as before
+    return Path(value) if value else None  # --events "": as if not given ($DFLASH_EVENTS)
 
 
 def _positive(name: str, value: int | float | None, zero_ok: bool = False) -> None:

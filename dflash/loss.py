@@ -157,7 +157,7 @@ class LossSpec:
 def anchors_for(num_anchors: int, seq_len: int) -> int:
     """Blocks per sample for a batch padded to ``seq_len``: min(N, seq_len), the most valid
     anchors such a sample can have. One count per length bucket, so the compiled shapes stay
-    one per bucket while a short bucket no longer carries N mostly-empty blocks."""
+    one per bucket, and a short bucket carries no N mostly-empty blocks."""
     return min(num_anchors, seq_len)
 
 

@@ -2,7 +2,7 @@
 
 Read before torch is imported, so the first log line can carry the rank and the checks that
 write (out dir, events file, export dir, resume file) can be left to rank 0 alone: two ranks
-trying the same out dir at once used to race (one created what the other's check removed).
+trying the same out dir at once would race (one creating what the other's check removes).
 A job is distributed only when ``WORLD_SIZE`` > 1; ``torchrun --nproc-per-node 1`` and no
 torchrun at all both run the single-process pipeline, unchanged.
 """

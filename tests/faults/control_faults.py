@@ -1,11 +1,11 @@
-"""Shared parts of the control fault suite (issue 13, items 1-4 and 9): real mounts, the truth
+"""Shared parts of the control fault suite: real mounts, the truth
 about a run root's live jobs read straight from /proc, and the tally of outcomes.
 
 The truth never comes from the code under test: a job of a run root is any live process whose
 environment holds ``DFLASH_RUN_DIR=ROOT/...`` (every job's processes inherit it), plus the PIDs
 the jobs themselves write down. Each test records one line per fault tried in the file named by
-``DFLASH_FAULT_TALLY`` (when set), so the same suite can be totalled on the old code and on the
-new one: ``tests/faults/tally.py`` sums them.
+``DFLASH_FAULT_TALLY`` (when set), so the same suite can be totalled on two revisions of the
+code and compared: ``tests/faults/tally.py`` sums them.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A container template whose namespace dies with each command (issue 13, item 9).
+"""A container template whose namespace dies with each command.
 
 ``unshare --pid --fork --mount-proc {cmd}`` runs every command as the init of a new PID
 namespace: when the launch command returns, the kernel kills the job it just started. The

@@ -1,4 +1,4 @@
-"""Launch and kill races and a run root that lies (issue 13, items 2, 3, 4 and 9), with real
+"""Launch and kill races and a run root that lies, with real
 processes and process groups.
 
 - a run directory named `...-ffff` (ids must keep sorting in launch order) and foreign entries;

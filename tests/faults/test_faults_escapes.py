@@ -1,5 +1,5 @@
 """No raw escape sequence from a job, a GPU driver tool or a remote side reaches the terminal
-through the command line (issue 13, item 5).
+through the command line.
 
 Each path is driven for real with a payload of OSC 52 (write the clipboard), OSC 0 (set the
 title), OSC 8 (a hyperlink), CSI 21t (report the title back), a DCS string and a NUL, and the
@@ -167,7 +167,7 @@ def test_errors_quoting_a_remote_sides_stderr_are_safe(
         server.stop()
 
 
-# -- supervise (issue 14): --once's decision, --detach's failure, supervisor.log itself --
+# -- supervise: --once's decision, --detach's failure, supervisor.log itself --
 
 HOSTILE_JOB = (  # alive for 3 s (seen alive), then its own launch_error, then a failure
     f'sleep 3; printf {sh_quote(PRINTF)} >"$DFLASH_RUN_DIR/launch_error"; exit 1'

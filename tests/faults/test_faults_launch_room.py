@@ -1,4 +1,4 @@
-"""A launch into a run root without room (issue 13, item 1), on real filesystems.
+"""A launch into a run root without room, on real filesystems.
 
 Each root is a real tmpfs of a few KiB or a few inodes, a tmpfs filled up to its last pages, or
 a read-only bind mount. A launch there must fail at once with the cause, never report

@@ -1,4 +1,4 @@
-"""``launch --host`` with the link cut half-way (issue 13, item 8).
+"""``launch --host`` with the link cut half-way.
 
 The loopback sshd is stopped 0.5-1.7 s after ``dflash-tui launch --host`` starts (while it
 connects, runs control.sh, or waits out the start window) and started again 1.5 s later. The

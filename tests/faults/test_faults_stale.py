@@ -1,4 +1,4 @@
-"""Stale data is never shown as live (issue 13, item 7).
+"""Stale data is never shown as live.
 
 Real ways for samples to stop without any error: the SSH link freezes (the loopback sshd's
 session processes are SIGSTOPped: nothing closes, keepalives take seconds to notice), the

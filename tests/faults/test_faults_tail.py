@@ -1,4 +1,4 @@
-"""Log tails under real faults (issue 13, item 6): every line a file gets is shown exactly once,
+"""Log tails under real faults: every line a file gets is shown exactly once,
 or a gap in the sample says how many were not.
 
 Each test makes the fault for real: a writer process rotating its log by rename, a truncate

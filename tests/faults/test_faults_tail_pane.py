@@ -1,4 +1,4 @@
-"""The log pane marks every gap the tail could not fill (issue 13, item 6).
+"""The log pane marks every gap the tail could not fill.
 
 A real probe samples a real file that got a flood and a 10 MB line in one interval; its sample
 is drawn by the app, whose pane must say, where it happened, how many lines it is not showing

@@ -1,4 +1,4 @@
-"""Telemetry faults drawn as they are (issue 13, item 9): wild readings and a hung nvidia-smi.
+"""Telemetry faults drawn as they are: wild readings and a hung nvidia-smi.
 
 The live app runs its real probe against the stand-in nvidia-smi on PATH (tests/fakes/),
 which plays a driver reporting a utilisation of 1e23 %, negative memory of a 0 MiB card and

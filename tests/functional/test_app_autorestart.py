@@ -136,7 +136,7 @@ async def test_read_only_never_supervises(root: Path) -> None:
 
 
 async def test_the_timeline_says_each_restart_before_it_runs_in_time_order(root: Path) -> None:
-    """Issue 12, item 9: a supervisor that polls slower than the backoff finds each crash's
+    """A supervisor that polls slower than the backoff finds each crash's
     restart already due and launches at once; its "restart n/2" still comes before that
     restart's launch on screen, and the timeline's clock times never go back."""
     app = app_for(HostConfig(command=CRASH, run_root=str(root), restart=POLICY))

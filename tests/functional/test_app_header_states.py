@@ -1,4 +1,4 @@
-"""Every header state reads as words (issue 12, items 7 and 10).
+"""Every header state reads as words.
 
 No Python ``None`` or ``nan`` reaches the header in any run state (never launched, starting,
 launch failed, running, exited, killed on request, SIGKILLed by nobody we know, vanished,

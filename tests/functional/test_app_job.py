@@ -80,7 +80,7 @@ async def test_the_app_launches_and_kills_a_job_on_both_hosts(
         )
     )
     cfg = load_file(cfg_file)
-    # (the flight recorder off: on main at this commit it fails on a Machine it cannot encode)
+    # (the flight recorder off: launching and killing the job is what is checked here)
     off = RecordSettings(enabled=False)
     app = DflashApp(Config(hosts=cfg.hosts, jobs=cfg.jobs, interval=0.5, record=off))
     a, b = app.host_states

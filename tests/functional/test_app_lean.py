@@ -1,4 +1,4 @@
-"""The app's process loads no more than it uses (issue 16, RSS): asyncio without its TLS
+"""The app's process loads no more than it uses: asyncio without its TLS
 support (tui/cli/lean.py), plotext only once the History tab is opened, urllib and http.client
 only for a webhook. Each case runs in a fresh interpreter, as the app's command does."""
 

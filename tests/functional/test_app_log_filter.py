@@ -1,4 +1,4 @@
-"""The default log filter never hides why a run failed (issue 12, item 6).
+"""The default log filter never hides why a run failed.
 
 A failed launch's only line and a crash's first lines pass the default filter; the pane says
 inside itself (not only in a title that 120 columns can cut) how many lines the filter hides,

@@ -1,4 +1,4 @@
-"""The log pane's follow state never lies (issue 12, item 1).
+"""The log pane's follow state never lies.
 
 A real job prints two lines every 50 ms under a temporary run root; whatever is toggled (``a``,
 ``f``, a custom ``/`` filter, in any order), while the title says ``follow`` the newest line

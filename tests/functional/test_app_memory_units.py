@@ -1,4 +1,4 @@
-"""One rule for memory on every screen (issue 12, item 10): below 1 GiB in whole MiB, from
+"""One rule for memory on every screen: below 1 GiB in whole MiB, from
 1 GiB on in GiB with one decimal; a used/total pair in the total's unit, said once. Never
 ``68G``, ``70000 MiB`` or ``0M/140G``."""
 

@@ -1,4 +1,4 @@
-"""Focus and navigation (issue 12, item 11): the focused area shows it; a finding that names a
+"""Focus and navigation: the focused area shows it; a finding that names a
 process or GPUs is entered to select that process in the tree (so ``K`` on an orphan is two
 keys) or to show those GPUs; the tree shows the run's processes and GPU holders, ``w`` the
 whole machine; ``l`` in the tree expands a node, and launching beside GPU holders that are not

@@ -1,6 +1,6 @@
 """nan and inf in the run's step lines: the metrics strip shows them literally and no redraw,
-theme changes included, raises out of a widget (it used to toast a ValueError, then end the app
-on the next theme change)."""
+theme changes included, raises out of a widget (a ValueError there would be toasted, then end
+the app on the next theme change)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The command palette shows its texts as written, never as markup (issue 12, item 10).
+"""The command palette shows its texts as written, never as markup.
 
 ``[restart]`` in a help text was read as a markup tag and the palette showed ``(config )``;
 a host label with brackets (labels come from the user's config) must show as typed too.

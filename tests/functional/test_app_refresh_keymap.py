@@ -1,4 +1,4 @@
-"""Issue 19's last keys: `R` samples the host now (not at the interval), the config's `[keys]`
+"""Keys: `R` samples the host now (not at the interval), the config's `[keys]`
 remaps the app's keys through Textual's keymap, and the empty log area names only keys that
 work (none in read-only mode)."""
 

@@ -1,4 +1,4 @@
-"""While no sample comes, nothing is called healthy (issue 12, item 5).
+"""While no sample comes, nothing is called healthy.
 
 The feed stops (samples overdue) or says the link is down: the findings never say ``OK nothing
 wrong``; the last known GPU panels and the process tree are greyed and say how old they are,
@@ -138,7 +138,7 @@ async def test_a_link_down_before_any_sample_calls_nothing_healthy() -> None:
 
 
 async def test_samples_in_time_wake_nothing_between_them(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Nothing polls while samples come in time (issue 16): no Textual timer ticks (the
+    """Nothing polls while samples come in time: no Textual timer ticks (the
     links' countdown runs only while a host is down, the wait bar's ETA timer is stopped) and
     the age of the last sample is looked at only when the next one is overdue. Then, with
     no sample, the view goes stale and its age counts up (the look is planned again)."""

@@ -158,7 +158,7 @@ def test_bundled_and_user_themes(tmp_path: Path) -> None:
 
 
 def test_timeline_keeps_time_order_across_sources() -> None:
-    """Issue 12, item 9: auto-restart's decision is added when it is made; a later sample
+    """Auto-restart's decision is added when it is made; a later sample
     reports the crash at its end time, which came first: the timeline stays in time order.
     A failed launch has no PID: the launch line says none (never ``PID None``)."""
     tl = Timeline()

@@ -1,4 +1,4 @@
-"""The views of issue 19: the GPU grid that fits (compact lines, even columns, never 6 + 2),
+"""The GPU views: the grid that fits (compact lines, even columns, never 6 + 2),
 zoom (``+``), and the GPU process table (``p``: sort, filter, tag, ``K`` on several)."""
 
 from __future__ import annotations

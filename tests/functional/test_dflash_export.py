@@ -1,4 +1,4 @@
-"""Drafters people can serve (issue 17): export -> upstream DFlash, chat data, llama3 RoPE,
+"""Drafters people can serve: export -> upstream DFlash, chat data, llama3 RoPE,
 warm start, determinism. All offline: small targets and a chat tokenizer are built here
 (tests/hf_models.py); upstream is PyPI's ``dflash``, run from a neutral folder."""
 

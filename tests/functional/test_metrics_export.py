@@ -1,4 +1,4 @@
-"""``dflash-tui metrics`` (issue 15, must-show 5): the real command serves /metrics on a free
+"""``dflash-tui metrics``: the real command serves /metrics on a free
 loopback port during a real job (step lines in its log, its process on GPU 1) with the fake
 nvidia-smi; urllib scrapes it, prometheus_client's parsers (OpenMetrics and the Prometheus
 text format) read it, and the GPU and run series carry the values the GPUs and the job gave.

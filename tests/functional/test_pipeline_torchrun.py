@@ -1,4 +1,4 @@
-"""dflash-train as one job of two processes under real torchrun (CPU, gloo), issue 18.
+"""dflash-train as one job of two processes under real torchrun (CPU, gloo).
 
 Each test starts ``python -m torch.distributed.run --standalone --nproc-per-node 2`` with the
 tiny preset (1 target + 2 drafter workers a rank, few steps): the job trains as one (one event

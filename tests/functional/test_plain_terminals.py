@@ -1,4 +1,4 @@
-"""Plain terminals (issue 19): without a TTY, with TERM=dumb or an ASCII stdout the app refuses
+"""Plain terminals: without a TTY, with TERM=dumb or an ASCII stdout the app refuses
 in one line naming what works there (exit 2); ``status --watch`` prints plain lines per change
 and ends on Ctrl-C with exit 0."""
 

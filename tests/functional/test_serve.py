@@ -1,4 +1,4 @@
-"""``dflash-tui serve`` (issue 19): the real command serves the app on a free loopback port and
+"""``dflash-tui serve``: the real command serves the app on a free loopback port and
 headless Chromium (Debian's ``chromium``) opens it, driven over CDP (tests/cdp.py): the page is
 sent the GPU panels of the fake nvidia-smi's seed incident, ``?`` typed in the page opens the
 help, the read-only tab offers no launch/kill and ``l`` launches nothing (no run directory

@@ -1,4 +1,4 @@
-"""An absent extra log beside a live, logging run of ours (issue 12, item 4), end to end: a
+"""An absent extra log beside a live, logging run of ours, end to end: a
 real run launched by `dflash-tui launch` (a `sh` loop in a temp run root), the real probe, the
 stand-in nvidia-smi playing the seed incident, `dflash-tui status --json --log ABSENT`."""
 

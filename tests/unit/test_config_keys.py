@@ -74,7 +74,7 @@ def test_free_form_env_keys_are_the_users(tmp_path: Path) -> None:
 def test_a_typo_stops_launch_before_anything_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The issue's case: `comand = "x"` launched the bundled demo, exit 0."""
+    """A misspelt key (`comand = "x"`) is an error, never the bundled demo launched with exit 0."""
     ran: list[object] = []
     monkeypatch.setattr("dflash_tui.cli.run.run_control", lambda cfg, args: ran.append(cfg) or 0)
     path = write(tmp_path, "[topolgy]\ntarget = [0]\n[run]\ncomand = 'x'\n")

@@ -1,4 +1,4 @@
-"""Bad input for export, chat data and warm start (issue 17): one line, exit 2, before any
+"""Bad input for export, chat data and warm start: one line, exit 2, before any
 weight loads (these checks are stdlib: torch is never imported)."""
 
 from __future__ import annotations

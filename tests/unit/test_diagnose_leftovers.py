@@ -130,7 +130,7 @@ def after_kill(
     extra: list[dict[str, Any]] = (),
     **run_kw: Any,  # type: ignore[assignment]
 ) -> Snapshot:
-    """The review's case: the run was killed; GPUs 0-4 still hold 70 GB at 97 % for PIDs that
+    """A killed run's leftovers: GPUs 0-4 still hold 70 GB at 97 % for PIDs that
     are no longer in the process table."""
     return snap(_gpus(), base, [*_holders(), *extra], run(**run_kw))
 
@@ -199,13 +199,13 @@ def test_in_a_container_without_mapping_unseen_pids_stay_unknown_but_not_healthy
         assert "not counted healthy" in info.message and "4240" in info.message, why
         (topo,) = findings(d, "topology-mismatch")
         assert "0/5 target" in topo.message, why
-    # While our run is alive there, those PIDs are most likely its own: healthy, as before.
+    # While our run is alive there, those PIDs are most likely its own: healthy.
     live = [*CONTAINER_BASE, proc(500, 1, 500, start=ticks(T0 - 600))]
     d = diagnose([snap(_gpus(), live, _holders(), run())], Topology())
     assert d.run_state == "running" and d.healthy("target") == (5, 5)
     assert set(owners(d).values()) == {"unknown"}
     # No run record at all (a job launched by hand, as in the seed): judged by the labels
-    # alone, as before; busy GPUs held by processes we cannot see are not a mismatch.
+    # alone; busy GPUs held by processes we cannot see are not a mismatch.
     d = diagnose([snap(_gpus(), CONTAINER_BASE, _holders(), None)], Topology.parse("0-4:"))
     assert d.run_state == "none" and d.healthy("target") == (5, 5), labels(d)
     assert not findings(d, "topology-mismatch")
@@ -221,7 +221,7 @@ def test_a_live_run_guards_unseen_pids_unless_the_drivers_pids_resolve_here() ->
     assert d.run_state == "running"
     assert owners(d) == {501: "run", 4245: "orphan"}
     assert labels(d)[5] == ("orphan-process",) and labels(d)[0] == ("ok",)
-    # Without that proof a live run keeps the benefit of the doubt (unknown, as before).
+    # Without that proof a live run keeps the benefit of the doubt (unknown).
     d = diagnose([snap(gpus, procs, [holder(4245, 5)], run())], Topology())
     assert owners(d) == {4245: "unknown"} and labels(d)[5] == ("ok",)
 
@@ -409,7 +409,8 @@ def test_messages_name_no_app_key_and_the_action_carries_it() -> None:
             assert not KEY_WORDS.search(f.message), f
 
 
-# The seed incident, on a host-view snapshot after a killed run: labelled exactly as before.
+# The seed incident on a host-view snapshot, with and without a run record: the seed's labels,
+# no leftover or hidden-process finding.
 
 
 def test_seed_incident_unchanged() -> None:

@@ -1,4 +1,4 @@
-"""log-missing says "the launch failed" only where that is a fact (issue 12, item 4).
+"""log-missing says "the launch failed" only where that is a fact.
 
 An extra watched log (``--log PATH``, config ``run.logs``) that is absent while our own run is
 alive and logging is a warning that says it is not the run's log; the run's own log, or a log

@@ -1,5 +1,5 @@
 """Each sample's per-GPU views are computed once, whatever the number of diagnoses whose window
-holds it (issue 16: the window is 60 s or more, a diagnosis a sample), and the kept answer is
+holds it (the window is 60 s or more, a diagnosis a sample), and the kept answer is
 the one a fresh computation gives."""
 
 from __future__ import annotations

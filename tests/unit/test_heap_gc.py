@@ -1,5 +1,5 @@
-"""When the feeds start, the app raises the collector's young threshold (tui/app/heap.py;
-issue 16: short-lived per-sample objects die before a young collection promotes them) and
+"""When the feeds start, the app raises the collector's young threshold (tui/app/heap.py:
+short-lived per-sample objects die before a young collection promotes them) and
 never lowers one already higher; before the app's threads start, glibc's malloc arenas are
 capped (``few_arenas``)."""
 

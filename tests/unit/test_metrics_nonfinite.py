@@ -104,7 +104,7 @@ def test_sparkline_non_finite_points_are_skipped_or_clamped() -> None:
     assert sparkline([NAN, NAN], 4, lo=None) == "    "  # nothing finite: an empty line
     out = sparkline([1.0, 3.0, INF, NAN, -INF], 5, lo=None)
     assert out == "▁█" + _TICKS[-1] + " " + _TICKS[0]  # the scale is the finite points'
-    assert sparkline([1.0, 2.0, 3.0], 3, lo=None) == "▁▅█"  # finite input draws as before
+    assert sparkline([1.0, 2.0, 3.0], 3, lo=None) == "▁▅█"  # finite input draws as usual
 
 
 def test_sparkline_of_only_non_finite_points_is_empty() -> None:

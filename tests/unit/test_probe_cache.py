@@ -1,5 +1,5 @@
 """The probe's process table reads what a process keeps for its life once, and an idle
-stranger only on its turn (issue 16)."""
+stranger only on its turn."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The pure rules behind issue 13's item 9: an abandoned run directory, and control.sh's
+"""The pure rules behind a run root that lies: an abandoned run directory, and control.sh's
 answers that must end with `end`."""
 
 from __future__ import annotations

@@ -153,8 +153,9 @@ def _full_sample(tmp_path: Path) -> dict[str, object]:
 
 @pytest.mark.parametrize("to", [10**400, -(10**400), 2**63, -1, 1e308], ids=str)
 def test_numbers_out_of_range_anywhere_are_unknown_not_a_crash(tmp_path: Path, to: object) -> None:
-    # A huge integer (valid JSON) in a field read as a float used to raise OverflowError out
-    # of the parse (the host's machine part, workers, the supervisor record).
+    # A huge integer (valid JSON) in a field read as a float raises OverflowError in float():
+    # every part of the parse (the host's machine part, workers, the supervisor record) must
+    # take it as unknown.
     doc = _every_number(_full_sample(tmp_path), to)
     snap = Snapshot.from_json(json.dumps(doc))
     assert isinstance(snap, Snapshot)

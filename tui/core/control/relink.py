@@ -1,4 +1,4 @@
-"""After a lost link, read the run again over a new connection (issue 13, item 8).
+"""After a lost link, read the run again over a new connection.
 
 A launch whose SSH link drops half-way does not know whether its job started: control.sh may
 have made the run directory and started the job before the link went. Rather than report

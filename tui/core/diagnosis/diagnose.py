@@ -112,7 +112,7 @@ def _compute_views(
         procs = tuple(_proc_view(gp, snap) for gp in snap.procs_on(gpu))
         # Memory held by processes we cannot see, once our run has ended: likely its leftovers,
         # not health. With no run record at all (a job started by hand, the seed's story) the
-        # holders may well be that job: judged by the labels alone, as before.
+        # holders may well be that job: judged by the labels alone.
         unseen = snap.run is not None and not alive and any(p.owner == "unknown" for p in procs)
         view = GpuView(gpu.index, role, gpu, procs, (), unseen)
         out[gpu.index] = (view, _gpu_labels(gpu, role, procs, th))

@@ -32,7 +32,7 @@ def duration(seconds: float, whole_minutes: bool = False) -> str:
     """``42s`` under 2 minutes, ``6m10s`` under 2 hours, then ``1h05m``; always rounded down.
     ``whole_minutes``: ``6m`` from the first minute on and hours from the first hour, for text
     that must not change every second (a GPU chip's held time: its panel redraws at most once
-    a minute while its readings stand, issue 16)."""
+    a minute while its readings stand)."""
     s = max(0, int(seconds))
     if s < (60 if whole_minutes else 120):
         return f"{s}s"

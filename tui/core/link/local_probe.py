@@ -6,7 +6,7 @@ the probe's source) is the very code this process already has as ``dflash_tui.co
 here it is imported and run in a daemon thread, with the same arguments, and its dict is
 parsed by the same ``Snapshot.from_dict`` that the subprocess's JSON line goes through.
 
-The thread is what the subprocess's timeout was: a sample that blocks (a hung log mount, a
+The thread stands where the subprocess's timeout would: a sample that blocks (a hung log mount, a
 wedged driver call outside the probe's own NVML guards) is given up after ``timeout`` and
 reported as a TransportError, and the thread, a daemon, cannot keep the program alive. The
 probe writes nothing to stdout outside its ``probe_main`` loop, which is not used here.
