@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from dflash_tui.core.base.config import Config, HostConfig
-from dflash_tui.core.base.config_job import JobConfig
+from dflash_tui.core.base.config_types import JobConfig
 from dflash_tui.core.base.rundir import ALIVE_STATES
 from dflash_tui.core.base.snapshot import Proc
 from dflash_tui.core.base.text import mib, names_host, terminal_safe
