@@ -20,9 +20,9 @@ from dflash_tui.core.base.config import (
     DEMO_STEPS,
     Config,
     ConfigError,
-    config_dir,
     resolve,
 )
+from dflash_tui.core.base.paths import config_dir
 from dflash_tui.core.base.text import terminal_safe
 from dflash_tui.core.base.timings import KILL_GRACE_S, RELEASE_TIMEOUT_S, START_WINDOW_S
 
@@ -61,8 +61,8 @@ class _Version(argparse.Action):
 
 def _config_help() -> str:
     return (
-        "TOML config file (default: $XDG_CONFIG_HOME/dflash-tui/config.toml, here "
-        f"{config_dir() / 'config.toml'}, when it exists; see `dflash-tui config --example`)"
+        "TOML config file (default: $XDG_CONFIG_HOME/dflash-tui/config.toml on Linux, "
+        f"here {config_dir() / 'config.toml'}, when it exists; see `dflash-tui config --example`)"
     )
 
 
