@@ -67,6 +67,7 @@ def test_built_wheel_carries_themes_and_scripts(tmp_path: Path) -> None:
         "dflash_tui/core/probe/main.py",
         "dflash_tui/app/app.tcss",
         "dflash_tui/cli/config.example.toml",
+        "dflash_tui/cli/dflash-tui.1",  # the man page (tools/gen_reference.py)
         "dflash_tui/core/record/demo/seed/seg-001764669600000-0.jsonl.gz",
         "dflash_train/train.py",
     ):

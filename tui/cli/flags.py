@@ -12,7 +12,7 @@ DEFAULT_LISTEN = "127.0.0.1:9400"  # metrics
 DEFAULT_BIND = "127.0.0.1:8765"  # serve
 DEMOS = ("seed",)  # replay's shipped recordings
 TIME_HELP = (
-    "ISO-8601 (2026-12-03T07:00:05Z; no zone: UTC), epoch seconds (1764745205.5), or an "
+    "ISO-8601 (2026-12-03T07:00:05Z; no zone: UTC), epoch seconds (since 1970), or an "
     "offset: +90s / +1m30s / +2h from the first sample, -10s from the last"
 )
 

@@ -36,6 +36,7 @@ SUBCOMMANDS = (
     "replay",
     "metrics",
     "serve",
+    "completion",
     "app",
 )
 SCRIPTS = ("status", "launch", "kill", "restart", "config")
@@ -238,6 +239,10 @@ def build_parser() -> argparse.ArgumentParser:
     sr = sub.add_parser("serve", help="the app in a browser (textual-serve), read-only by default")
     _common(sr, suppress=True)
     flags.add_serve_arguments(sr)
+    cp = sub.add_parser(
+        "completion", help="print a shell completion script (source it from your shell's rc)"
+    )
+    cp.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell to complete for")
     return parser
 
 
@@ -262,6 +267,10 @@ def _script_command(cfg: Config, args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
+    if args.subcommand == "completion":  # no config: it describes the parsers only
+        from dflash_tui.cli.completion import run_completion
+
+        return run_completion(build_parser(), args.shell)
     if args.subcommand == "config" and args.example:  # even when the user's config is broken
         from dflash_tui.cli.config_cmd import print_example
 
