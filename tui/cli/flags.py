@@ -98,3 +98,29 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
         default=argparse.SUPPRESS,
         help="the app's theme in every tab (default: as for dflash-tui)",
     )
+
+
+def add_wait_arguments(p: argparse.ArgumentParser) -> None:
+    from dflash_tui.cli.until import parse_until
+
+    p.add_argument(
+        "--until",
+        required=True,
+        type=parse_until,
+        metavar="OUTCOME",
+        help="started (running past the start window, or ended with exit 0), first-step, "
+        "step:N (step N or later logged), exited (ended with exit 0) or healthy (running, "
+        "stepping, no error finding)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="give up after S seconds with exit 124 (default: wait as long as it takes)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the status document(s) the wait ended on; the reason goes to stderr",
+    )

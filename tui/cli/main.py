@@ -36,10 +36,11 @@ SUBCOMMANDS = (
     "replay",
     "metrics",
     "serve",
+    "wait",
     "completion",
     "app",
 )
-SCRIPTS = ("status", "launch", "kill", "restart", "config")
+SCRIPTS = ("status", "launch", "kill", "restart", "config", "wait")
 
 
 def version() -> str:
@@ -239,6 +240,11 @@ def build_parser() -> argparse.ArgumentParser:
     sr = sub.add_parser("serve", help="the app in a browser (textual-serve), read-only by default")
     _common(sr, suppress=True)
     flags.add_serve_arguments(sr)
+    wt = sub.add_parser(
+        "wait", help="return once the run reaches an outcome (0), cannot (1), or at --timeout (124)"
+    )
+    _common(wt, suppress=True, runs=False, watch=False)
+    flags.add_wait_arguments(wt)
     cp = sub.add_parser(
         "completion", help="print a shell completion script (source it from your shell's rc)"
     )
@@ -255,6 +261,10 @@ def _script_command(cfg: Config, args: argparse.Namespace) -> int:
         from dflash_tui.cli.status import run_status as status_main
 
         return status_main(cfg, args)
+    if args.subcommand == "wait":
+        from dflash_tui.cli.wait import run_wait
+
+        return run_wait(cfg, args)
     if args.subcommand == "config":
         from dflash_tui.cli.config_cmd import run_config as config_main
 
