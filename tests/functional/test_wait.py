@@ -11,7 +11,7 @@ import pytest
 from schemas import check_status
 from wait_util import TINY, cli, timed
 
-from dflash_tui.cli.until import Until, judge, parse_until
+from dflash_tui.cli.until import Until, parse_until, verdict_on
 from dflash_tui.core.base.config import DEFAULT_INTERVAL
 from dflash_tui.core.base.timings import START_WINDOW_S
 
@@ -108,11 +108,11 @@ PLACEMENT = {"code": "missing", "severity": "error", "message": "GPU 0 missing",
     ],
 )
 def test_the_verdict_on_one_document(until: str, document: dict, verdict: str) -> None:
-    assert judge(document, parse_until(until))[0] == verdict
+    assert verdict_on(document, parse_until(until))[0] == verdict
 
 
 def test_an_unreachable_document_is_pending_until_the_stall_time() -> None:
-    assert judge({"error": "ssh x: refused"}, Until("started")) == (
+    assert verdict_on({"error": "ssh x: refused"}, Until("started")) == (
         "pending",
         "unreachable: ssh x: refused",
     )

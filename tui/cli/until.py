@@ -92,7 +92,7 @@ def _reached(doc: dict[str, Any], until: Until) -> bool:
     return state == "running" and step is not None and not errors  # healthy
 
 
-def judge(doc: dict[str, Any], until: Until) -> tuple[Verdict, str]:
+def verdict_on(doc: dict[str, Any], until: Until) -> tuple[Verdict, str]:
     """The verdict on one host's document, and the sentence that says why."""
     if "error" in doc:
         return "pending", f"unreachable: {doc['error']}"

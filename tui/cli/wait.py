@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from dflash_tui.cli.until import Until, judge
+from dflash_tui.cli.until import Until, verdict_on
 from dflash_tui.cli.watch import host_documents
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.text import terminal_safe
@@ -52,7 +52,7 @@ class HostWait:
             rechecks = 0
             async for doc in host_documents(self.host, feed):
                 self.doc = doc
-                self.verdict, self.line = judge(doc, self.until)
+                self.verdict, self.line = verdict_on(doc, self.until)
                 now = time.monotonic()
                 if "error" not in doc:
                     unreachable_since = None
