@@ -16,7 +16,7 @@ import re
 import shlex
 
 from dflash_tui.core.base.config import HostConfig
-from dflash_tui.core.control.script import env_text
+from dflash_tui.core.control.script import ControlError, env_text
 from dflash_tui.core.link.transport import Transport, TransportError
 
 PIPELINE_MODULES = ("torch", "transformers")
@@ -80,8 +80,8 @@ async def missing_pipeline(transport: Transport, host: HostConfig) -> str | None
     word, is_script = found
     try:
         res = await transport.run(check_command(host, word, is_script), None, CHECK_TIMEOUT_S)
-    except TransportError:
-        return None  # the launch meets the same link and says so
+    except (TransportError, ControlError):
+        return None  # the launch meets the same link, or the same bad env, and says so
     missing = res.stdout.strip().split() if res.rc == 0 else []
     missing = [m for m in missing if m in PIPELINE_MODULES]
     if not missing:
