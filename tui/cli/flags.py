@@ -110,7 +110,7 @@ def add_wait_arguments(p: argparse.ArgumentParser) -> None:
         metavar="OUTCOME",
         help="started (running past the start window, or ended with exit 0), first-step, "
         "step:N (step N or later logged), exited (ended with exit 0) or healthy (running, "
-        "stepping, no error finding)",
+        "stepping, no error finding); required: no default",
     )
     p.add_argument(
         "--timeout",
