@@ -81,6 +81,19 @@ def test_the_probe_line_here_and_recorded_on_an_h200(fake_smi: Any, tmp_path: Pa
         assert line["gpus"], recorded
 
 
+def test_the_shell_probes_line(fake_smi: Any, tmp_path: Path) -> None:
+    """The degraded probe (no python3 on the host) prints the same format."""
+    fake_smi.write(box(2, busy=[0]))
+    shell = ROOT / "tui" / "core" / "probe" / "shell.sh"
+    res = subprocess.run(
+        ["sh", str(shell), "--once", "--run-root", str(tmp_path)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    line = check_probe_line(res.stdout.strip().splitlines()[-1])
+    assert line["probe_mode"] == "shell" and len(line["gpus"]) == 2
+
+
 def test_the_schemas_refuse_what_breaks_the_contract() -> None:
     doc = json.loads(cli("status", "--json", "--replay", str(SEED)).stdout)
     check_status(doc)
