@@ -36,6 +36,7 @@ from dflash_train.target import (
     load_tokenizer,
     random_qwen3,
     replicate,
+    token_text,
 )
 
 
@@ -184,7 +185,9 @@ def build(s: Settings, events: EventLog) -> Built:
     mask_id = _mask_id(s, tokenizer, model_type, vocab)
     model = _load_target(s, dtype)
     p = s.preset
-    cfg = drafter_config(model, p.drafter_layers, p.block_size, mask_id)
+    cfg = drafter_config(
+        model, p.drafter_layers, p.block_size, mask_id, token_text(tokenizer, mask_id)
+    )
     targets = replicate(model, s.target_devices(), dtype, cfg.target_layer_ids)
     replicas = _replicas(s, cfg, targets[0].model)
     _init_drafter(s, replicas)

@@ -2,10 +2,11 @@
 
 The directory is what z-lab's ``DFlashDraftModel.from_pretrained`` (PyPI ``dflash``), SGLang
 and vLLM load: ``config.json`` (``architectures: ["DFlashDraftModel"]``, the Qwen3 keys, the
-target's RoPE, ``num_target_layers``, ``block_size``, ``dflash_config`` with ``mask_token_id``
-and ``target_layer_ids``) and ``model.safetensors`` (fp32, the training master weights; the
-engines cast on load). Names and config are checked against the engines' loader rules
-(dflash_train.serving) before anything is written.
+target's RoPE, ``num_target_layers``, ``block_size``, ``eagle_aux_hidden_state_layer_ids``,
+``dflash_config`` with ``mask_token``, ``mask_token_id`` and ``target_layer_ids``) and
+``model.safetensors`` (fp32, the training master weights; the engines cast on load). Names and
+config are checked against the engines' loader rules (dflash_train.serving) before anything is
+written.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 import torch
 
 from dflash_train.model import DrafterConfig
-from dflash_train.serving import check_config, check_names
+from dflash_train.serving import aux_layer_ids, check_config, check_names
 
 WEIGHTS = "model.safetensors"
 
@@ -54,7 +55,11 @@ def hf_config(cfg: DrafterConfig) -> dict[str, Any]:
         "dtype": "float32",
         "num_target_layers": cfg.num_target_layers,
         "block_size": cfg.block_size,
+        # vLLM's aux hidden state i is the input of the target's layer i, DFlash's layer id the
+        # output: one more (serving.py); releases before its DFlash fallback read only this.
+        "eagle_aux_hidden_state_layer_ids": aux_layer_ids(cfg.target_layer_ids),
         "dflash_config": {
+            "mask_token": cfg.mask_token,
             "mask_token_id": cfg.mask_token_id,
             "target_layer_ids": list(cfg.target_layer_ids),
             "block_size": cfg.block_size,
@@ -88,6 +93,7 @@ def config_from_hf(c: dict[str, Any]) -> DrafterConfig:
         num_target_layers=int(d.get("num_target_layers") or c.get("num_target_layers") or 0),
         rope_parameters=rope,
         max_position_embeddings=int(c.get("max_position_embeddings") or 32768),
+        **({"mask_token": d["mask_token"]} if d.get("mask_token") else {}),
     )
 
 

@@ -40,6 +40,9 @@ class DrafterConfig:
     num_target_layers: int = field(default=0, compare=False)  # 0: an older checkpoint
     rope_parameters: dict[str, Any] | None = field(default=None, compare=False)
     max_position_embeddings: int = field(default=32768, compare=False)
+    # The mask token's text in the target's tokenizer, for SGLang's dflash_config.mask_token
+    # (its default, the token it adds to a tokenizer without one: Qwen3's id 151669).
+    mask_token: str = field(default="<|MASK|>", compare=False)
 
     def rope(self) -> dict[str, Any]:
         """transformers 5's ``rope_parameters`` (rope_type, rope_theta, scaling keys)."""

@@ -12,13 +12,20 @@ its names against the rules those loaders apply. Read from their public code:
   tried both ways; an unresolved name is skipped without a word. Its config comes from
   ``python/sglang/srt/speculative/dflash_utils.py`` (``parse_dflash_draft_config``):
   ``dflash_config.num_target_layers`` (else top-level), ``block_size`` (``dflash_config`` or
-  top-level), ``dflash_config.target_layer_ids`` (each < num_target_layers) and
-  ``dflash_config.mask_token_id``.
+  top-level), ``dflash_config.target_layer_ids`` (each < num_target_layers),
+  ``dflash_config.mask_token`` (the token's text, looked up in the target's tokenizer; absent,
+  ``<|MASK|>``) and, in later releases, ``dflash_config.mask_token_id``.
 - vLLM ``vllm/model_executor/models/qwen3_dflash.py`` (``DFlashQwen3ForCausalLM.load_weights``):
   every name without ``lm_head`` gets ``model.`` prepended, then the same stacking
   (``.q_proj`` -> ``.qkv_proj`` ...) maps it onto ``DFlashQwen3Model``'s params (the same list
   as SGLang's); ``AutoWeightsLoader`` rejects a name it cannot place, so a name already
   prefixed with ``model.`` fails there. ``dflash_config.mask_token_id`` is read the same way.
+  The target's layers to tap come from ``get_eagle3_aux_layers_from_config``
+  (``vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py``): ``eagle_aux_hidden_state_layer_ids``,
+  else (later releases only) ``dflash_config.target_layer_ids`` each plus one, because vLLM
+  captures a layer's input where DFlash names the layer whose output it takes. Earlier releases
+  read only the EAGLE-3 key and otherwise tap the model's default three layers, which gives
+  ``fc`` the wrong input width.
 - z-lab ``dflash/model.py`` (``DFlashDraftModel``, PyPI ``dflash``): the same unprefixed names
   as parameters of a ``Qwen3PreTrainedModel``, loaded by ``from_pretrained``.
 
@@ -26,6 +33,12 @@ So the one spelling all three accept: unprefixed names, q/k/v and gate/up unfuse
 """
 
 from __future__ import annotations
+
+
+def aux_layer_ids(target_layer_ids: tuple[int, ...] | list[int]) -> list[int]:
+    """vLLM's ``eagle_aux_hidden_state_layer_ids`` for DFlash's ``target_layer_ids``."""
+    return [i + 1 for i in target_layer_ids]
+
 
 # Per decoder layer; the stacked (fused) param each feeds in SGLang/vLLM is in the comment.
 LAYER_WEIGHTS = (
@@ -77,3 +90,7 @@ def check_config(cfg: dict) -> None:
         raise ValueError(f"dflash_config.target_layer_ids {ids} must lie in 0..{n - 1}")
     if not isinstance(cfg.get("block_size"), int) or cfg["block_size"] < 2:
         raise ValueError("config.json needs block_size >= 2")
+    if not isinstance(d.get("mask_token"), str) or not d["mask_token"]:
+        raise ValueError("config.json needs dflash_config.mask_token (the mask token's text)")
+    if cfg.get("eagle_aux_hidden_state_layer_ids") != aux_layer_ids(ids):
+        raise ValueError("eagle_aux_hidden_state_layer_ids must be each target layer id plus one")

@@ -56,7 +56,9 @@ def rope_parameters(cfg: Any) -> dict[str, Any]:
     return params
 
 
-def drafter_config(model: nn.Module, layers: int, block: int, mask_id: int) -> DrafterConfig:
+def drafter_config(
+    model: nn.Module, layers: int, block: int, mask_id: int, mask_token: str | None = None
+) -> DrafterConfig:
     """The drafter shares the target's widths, heads and head_dim (Qwen3-8B: 5 layers)."""
     cfg = _text_config(model)
     heads = cfg.num_attention_heads
@@ -76,6 +78,7 @@ def drafter_config(model: nn.Module, layers: int, block: int, mask_id: int) -> D
         num_target_layers=int(cfg.num_hidden_layers),
         rope_parameters=rope_parameters(cfg),
         max_position_embeddings=int(getattr(cfg, "max_position_embeddings", 32768) or 32768),
+        **({"mask_token": mask_token} if mask_token else {}),
     )
 
 
@@ -94,6 +97,14 @@ def load_pretrained(path: Path, dtype: torch.dtype) -> nn.Module:
 
     model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, local_files_only=True)
     return model.eval().requires_grad_(False)
+
+
+def token_text(tokenizer: Any, token_id: int) -> str | None:
+    """The text of ``token_id`` in ``tokenizer`` (None without one, or past its vocabulary)."""
+    if tokenizer is None or not 0 <= token_id < len(tokenizer):
+        return None
+    text = tokenizer.convert_ids_to_tokens(token_id)
+    return text if isinstance(text, str) and text else None
 
 
 def load_tokenizer(path: Path) -> Any:

@@ -145,10 +145,13 @@ def test_theme_files_validate() -> None:
             theme_from_dict(bad, "f")
 
 
-def test_bundled_and_user_themes(tmp_path: Path) -> None:
+def test_bundled_and_user_themes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert {p.name for p in bundled_dir().iterdir()} >= {f"{n}.toml" for n in BUNDLED}
-    assert user_dir({"XDG_CONFIG_HOME": "/x"}) == Path("/x/dflash-tui/themes")
-    assert user_dir({"HOME": "/home/u"}) == Path("/home/u/.config/dflash-tui/themes")
+    monkeypatch.setenv("XDG_CONFIG_HOME", "/x")
+    assert user_dir() == Path("/x/dflash-tui/themes")
+    monkeypatch.delenv("XDG_CONFIG_HOME")
+    monkeypatch.setenv("HOME", "/home/u")
+    assert user_dir() == Path("/home/u/.config/dflash-tui/themes")
     (tmp_path / "mine.toml").write_text('name = "dflash-dark"\nprimary = "#ff0000"\n')
     (tmp_path / "bad.toml").write_text("name = \n")
     themes, errors = discover(tmp_path)

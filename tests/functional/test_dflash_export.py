@@ -18,6 +18,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 import hf_models
+import loader_keys
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECK = ROOT / "tests" / "upstream_check.py"
@@ -72,8 +73,12 @@ def test_tiny_export_loads_strictly_in_upstream_and_decodes_losslessly(
     assert cfg["architectures"] == ["DFlashDraftModel"]
     assert cfg["num_target_layers"] == 6 and cfg["block_size"] == 4
     assert cfg["dflash_config"] == {
-        "mask_token_id": 255, "target_layer_ids": [1, 3], "block_size": 4, "num_target_layers": 6,
+        "mask_token": "<|MASK|>", "mask_token_id": 255, "target_layer_ids": [1, 3],
+        "block_size": 4, "num_target_layers": 6,
     }  # fmt: skip
+    # SGLang, vLLM and vLLM before its DFlash fallback each find every key they read
+    assert loader_keys.missing(cfg) == {"sglang": [], "vllm": [], "vllm-old": []}
+    assert cfg["eagle_aux_hidden_state_layer_ids"] == [2, 4]
     assert cfg["rope_parameters"]["rope_type"] == "default"
     got = upstream(export, "tiny", d)
     assert (got["missing"], got["unexpected"], got["mismatched"]) == ([], [], [])
@@ -140,6 +145,8 @@ def test_chat_data_supervises_assistant_tokens_only_and_trains(tmp_path: Path) -
                 "--mask-token-id", "3", *WORKERS, "--steps", "3", "--out-dir", "run",
                 "--export-dir", "export")  # fmt: skip
     assert len(STEP.findall(res.stdout)) == 3
+    exported = json.loads((tmp_path / "export" / "config.json").read_text())
+    assert exported["dflash_config"]["mask_token"] == tok.convert_ids_to_tokens(3) == "<|mask|>"
     got = upstream(tmp_path / "export", str(model), tmp_path)
     assert (got["missing"], got["unexpected"], got["mismatched"]) == ([], [], [])
     assert got["max_abs_diff"] < 1e-5 and got["lossless"], got

@@ -19,10 +19,13 @@ import pytest
 from conftest import cli
 from fakes.scenario import app, box, write_scenario
 from loopback_sshd import ALIAS, LoopbackSshd
+from wait_util import cli as cli_
+from wait_util import timed as timed_
 
 from dflash_train.topology import Topology
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config import DEFAULT_INTERVAL, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.base.timings import START_WINDOW_S
 from dflash_tui.core.diagnosis.diagnose import diagnose
 from dflash_tui.core.link.connect import make_transport
 from dflash_tui.core.link.feed import sample_once
@@ -125,3 +128,25 @@ async def _sample(host: HostConfig) -> Snapshot:
         return await sample_once(t, host)
     finally:
         await t.close()
+
+
+def test_wait_inside_a_container_over_ssh(
+    ssh_env: LoopbackSshd,
+    pidns: int,
+    tmp_path: Path,
+) -> None:
+    """``dflash-tui wait`` in a PID-namespace container reached through a template over SSH:
+    a run that logs steps and ends well reaches first-step, then exited; one that fails quotes
+    its log."""
+    template = f"nsenter --target {pidns} --pid --mount {{cmd}}"
+    common = ["--host", ALIAS, "--container", template, "--run-root", str(tmp_path / "runs")]
+    steps = "echo 'step=1 loss=2.0 acc=0.1 tok/s=10'; sleep 5"
+    assert cli_("launch", *common, "--command", steps).returncode == 0
+    first, _ = timed_("wait", *common, "--until", "first-step", "--timeout", "30")
+    assert first.returncode == 0 and first.stdout.startswith("first-step reached: "), first.stdout
+    done, _ = timed_("wait", *common, "--until", "exited", "--timeout", "30")
+    assert done.returncode == 0 and "exit 0" in done.stdout, done.stdout + done.stderr
+    cli_("launch", *common, "--command", "echo 'no GPU in this container'; exit 3")
+    failed, took = timed_("wait", *common, "--until", "first-step", "--timeout", "30")
+    assert failed.returncode == 1 and "log: no GPU in this container" in failed.stdout
+    assert took < START_WINDOW_S + DEFAULT_INTERVAL

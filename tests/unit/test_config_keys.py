@@ -147,7 +147,9 @@ def test_the_default_config_file_is_read_when_present(
     assert cfg.source == str(path) and cfg.host.run_root == "/from/default"
     other = write(tmp_path, "[run]\nrun_root = '/from/flag'\n")
     assert resolve({"config": str(other)}).host.run_root == "/from/flag"  # --config wins
-    assert resolve({}, env={"HOME": str(tmp_path / "nobody")}).source is None
+    monkeypatch.delenv("XDG_CONFIG_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "nobody"))
+    assert resolve({}).source is None
 
 
 def test_help_names_the_default_config_file(

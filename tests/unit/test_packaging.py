@@ -67,9 +67,11 @@ def test_built_wheel_carries_themes_and_scripts(tmp_path: Path) -> None:
         "dflash_tui/core/probe/main.py",
         "dflash_tui/app/app.tcss",
         "dflash_tui/cli/config.example.toml",
+        "dflash_tui/cli/dflash-tui.1",  # the man page (tools/gen_reference.py)
+        "dflash_tui-0.1.0.data/data/share/man/man1/dflash-tui.1",  # ... where man(1) looks
         "dflash_tui/core/record/demo/seed/seg-001764669600000-0.jsonl.gz",
         "dflash_train/train.py",
     ):
         assert want in names, want
-    tops = {n.split("/")[0] for n in names if ".dist-info/" not in n}
+    tops = {n.split("/")[0] for n in names if ".dist-info/" not in n and ".data/" not in n}
     assert tops == {"dflash_tui", "dflash_train"}, "nothing else at the top: no tui, no dflash"

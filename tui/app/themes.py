@@ -15,7 +15,7 @@ from typing import Any
 
 from textual.theme import Theme
 
-from dflash_tui.core.base.config import config_dir
+from dflash_tui.core.base.paths import config_dir
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -103,8 +103,8 @@ def bundled_dir() -> Traversable:
         return Path(__file__).resolve().parents[2] / "themes"
 
 
-def user_dir(env: dict[str, str] | None = None) -> Path:
-    return config_dir(env) / "themes"
+def user_dir() -> Path:
+    return config_dir() / "themes"
 
 
 def _toml_files(folder: Traversable | Path) -> Iterable[Traversable | Path]:

@@ -12,7 +12,7 @@ DEFAULT_LISTEN = "127.0.0.1:9400"  # metrics
 DEFAULT_BIND = "127.0.0.1:8765"  # serve
 DEMOS = ("seed",)  # replay's shipped recordings
 TIME_HELP = (
-    "ISO-8601 (2026-12-03T07:00:05Z; no zone: UTC), epoch seconds (1764745205.5), or an "
+    "ISO-8601 (2026-12-03T07:00:05Z; no zone: UTC), epoch seconds (since 1970), or an "
     "offset: +90s / +1m30s / +2h from the first sample, -10s from the last"
 )
 
@@ -97,4 +97,30 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
         "--theme",
         default=argparse.SUPPRESS,
         help="the app's theme in every tab (default: as for dflash-tui)",
+    )
+
+
+def add_wait_arguments(p: argparse.ArgumentParser) -> None:
+    from dflash_tui.cli.until import parse_until
+
+    p.add_argument(
+        "--until",
+        required=True,
+        type=parse_until,
+        metavar="OUTCOME",
+        help="started (running past the start window, or ended with exit 0), first-step, "
+        "step:N (step N or later logged), exited (ended with exit 0) or healthy (running, "
+        "stepping, no error finding); required: no default",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="give up after S seconds with exit 124 (default: wait as long as it takes)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the status document(s) the wait ended on; the reason goes to stderr",
     )

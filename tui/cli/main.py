@@ -14,8 +14,9 @@ from typing import Any
 
 from dflash_train.topology import Topology
 from dflash_tui.cli import flags
-from dflash_tui.core.base.config import Config, ConfigError, config_dir, resolve
+from dflash_tui.core.base.config import Config, ConfigError, resolve
 from dflash_tui.core.base.config_types import DEFAULT_INTERVAL, DEFAULT_RUN_ROOT, DEMO_STEPS
+from dflash_tui.core.base.paths import config_dir
 from dflash_tui.core.base.text import terminal_safe
 from dflash_tui.core.base.timings import KILL_GRACE_S, RELEASE_TIMEOUT_S, START_WINDOW_S
 
@@ -29,9 +30,11 @@ SUBCOMMANDS = (
     "replay",
     "metrics",
     "serve",
+    "wait",
+    "completion",
     "app",
 )
-SCRIPTS = ("status", "launch", "kill", "restart", "config")
+SCRIPTS = ("status", "launch", "kill", "restart", "config", "wait")
 
 
 def version() -> str:
@@ -54,8 +57,8 @@ class _Version(argparse.Action):
 
 def _config_help() -> str:
     return (
-        "TOML config file (default: $XDG_CONFIG_HOME/dflash-tui/config.toml, here "
-        f"{config_dir() / 'config.toml'}, when it exists; see `dflash-tui config --example`)"
+        "TOML config file (default: $XDG_CONFIG_HOME/dflash-tui/config.toml on Linux, "
+        f"here {config_dir() / 'config.toml'}, when it exists; see `dflash-tui config --example`)"
     )
 
 
@@ -231,6 +234,15 @@ def build_parser() -> argparse.ArgumentParser:
     sr = sub.add_parser("serve", help="the app in a browser (textual-serve), read-only by default")
     _common(sr, suppress=True)
     flags.add_serve_arguments(sr)
+    wt = sub.add_parser(
+        "wait", help="return once the run reaches an outcome (0), cannot (1), or at --timeout (124)"
+    )
+    _common(wt, suppress=True, runs=False, watch=False)
+    flags.add_wait_arguments(wt)
+    cp = sub.add_parser(
+        "completion", help="print a shell completion script (source it from your shell's rc)"
+    )
+    cp.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell to complete for")
     return parser
 
 
@@ -243,6 +255,10 @@ def _script_command(cfg: Config, args: argparse.Namespace) -> int:
         from dflash_tui.cli.status import run_status as status_main
 
         return status_main(cfg, args)
+    if args.subcommand == "wait":
+        from dflash_tui.cli.wait import run_wait
+
+        return run_wait(cfg, args)
     if args.subcommand == "config":
         from dflash_tui.cli.config_cmd import run_config as config_main
 
@@ -255,6 +271,10 @@ def _script_command(cfg: Config, args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
+    if args.subcommand == "completion":  # no config: it describes the parsers only
+        from dflash_tui.cli.completion import run_completion
+
+        return run_completion(build_parser(), args.shell)
     if args.subcommand == "config" and args.example:  # even when the user's config is broken
         from dflash_tui.cli.config_cmd import print_example
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from dflash_tui.core.base.config import Config, HostConfig, expand_local
 from dflash_tui.core.base.config_job import JobConfig
 from dflash_tui.core.base.local_proc import alive
+from dflash_tui.core.base.paths import state_dir
 from dflash_tui.core.base.supervision import LOG_FILE, SupervisorRecord
 from dflash_tui.core.base.text import terminal_safe
 from dflash_tui.core.base.timings import START_WINDOW_S
@@ -55,7 +56,7 @@ def log_path(host: HostConfig) -> Path:
         return expand_local(host.run_root) / LOG_FILE
     key = hashlib.sha256(f"{host.label}\0{host.container}\0{host.run_root}".encode()).hexdigest()
     safe = "".join(c if c.isalnum() or c in "-." else "_" for c in host.label)
-    return Path.home() / ".local/state/dflash-tui" / f"supervisor-{safe}-{key[:8]}.log"
+    return state_dir() / f"supervisor-{safe}-{key[:8]}.log"
 
 
 class SafeFormatter(logging.Formatter):

@@ -15,16 +15,17 @@ import asyncio
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from dflash_tui.cli.status_doc import status_doc, unreachable
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.text import terminal_safe
+from dflash_tui.core.diagnosis.thresholds import thresholds_for
 from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.link.connect import make_transport
-from dflash_tui.core.link.feed import Disconnected
+from dflash_tui.core.link.feed import Disconnected, Feed
 from dflash_tui.core.link.local_feed import feed_for
 
 PROGRESS_EVERY_S = 30.0
@@ -108,23 +109,28 @@ def print_lines(label: str, lines: list[str], several: bool, write: Callable[[st
         write(terminal_safe(f"{stamp}{where} {line}".replace("\n", " ")) + "\n")
 
 
+async def host_documents(host: HostConfig, feed: Feed) -> AsyncIterator[dict[str, Any]]:
+    """The host's status document at every sample of its live feed, and an unreachable
+    host's document whenever the feed loses it (the feed reconnects by itself). ``status
+    --watch`` and ``wait`` read the same stream."""
+    tracker = Tracker(host.topology, thresholds_for(host))
+    async for ev in feed.events():
+        if isinstance(ev, Snapshot):
+            yield status_doc(host, tracker, ev)[0]
+        elif isinstance(ev, Disconnected):
+            yield unreachable(host, ev.error)
+
+
 async def _watch_host(cfg: Config, host: HostConfig, progress_every: float) -> None:
     watch, several = Watch(host.label, progress_every), len(cfg.hosts) > 1
     transport = make_transport(host)
-    tracker = Tracker(host.topology)
 
     def write(text: str) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
 
     try:
-        async for ev in feed_for(transport, host, cfg.interval).events():
-            if isinstance(ev, Snapshot):
-                doc = status_doc(host, tracker, ev)[0]
-            elif isinstance(ev, Disconnected):
-                doc = unreachable(host, ev.error)
-            else:
-                continue
+        async for doc in host_documents(host, feed_for(transport, host, cfg.interval)):
             print_lines(host.label, watch.lines(doc, time.monotonic()), several, write)
     finally:
         await transport.close()

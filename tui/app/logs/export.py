@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from dflash_tui.core.base.paths import state_dir
 from dflash_tui.core.base.text import clean_line, safe_label
 from dflash_tui.core.link.transport import Transport
 
@@ -22,16 +23,15 @@ PAGER_MAX_BYTES = 64 * 1024 * 1024  # the end of a bigger log is what is read
 READ_TIMEOUT_S = 60.0
 
 
-def state_dir() -> Path:
-    """``$XDG_STATE_HOME/dflash-tui/saved`` (default ``~/.local/state``)."""
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "dflash-tui" / "saved"
+def saved_dir() -> Path:
+    """``saved/`` in the state folder (paths.py; on Linux ``~/.local/state/dflash-tui``)."""
+    return state_dir() / "saved"
 
 
 def save_lines(lines: Iterable[str], log_path: str, where: Path | None = None) -> Path:
     """Write ``lines`` (already sanitised: the Log's) to a new file named after the log and
     the time; returns its path."""
-    where = where or state_dir()
+    where = where or saved_dir()
     where.mkdir(parents=True, exist_ok=True)
     name = "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(log_path).name)[:80]
     stamp = time.strftime("%Y%m%d-%H%M%S")

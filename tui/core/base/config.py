@@ -1,10 +1,12 @@
-"""Configuration: the TOML file of DESIGN.md merged with command-line flags (flags win).
+"""Configuration: the TOML file (docs/reference/config.md) merged with command-line flags
+(flags win).
 
-The file is ``--config FILE``, else ``$XDG_CONFIG_HOME/dflash-tui/config.toml`` (default
-``~/.config``) when it exists. Every table and key is known (config_keys: a typo is an error,
-never a default silently kept) and every value is checked once (config_values,
-config_restart). With ``[[hosts]]``, ``--host X`` selects the entry whose label or address is X;
-an address in no entry gets the top-level settings, and ``Config.notes`` says so.
+The file is ``--config FILE``, else ``config.toml`` in the config folder (paths.py; on Linux
+``$XDG_CONFIG_HOME/dflash-tui``, default ``~/.config/dflash-tui``) when it exists. Every table
+and key is known (config_keys: a typo is an error, never a default silently kept) and every
+value is checked once (config_values, config_restart). With ``[[hosts]]``, ``--host X``
+selects the entry whose label or address is X; an address in no entry gets the top-level
+settings, and ``Config.notes`` says so.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ import math
 import os
 import re
 import sys
-from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from dflash_tui.core.base.config_values import (
     validate_host,
     validate_label,
 )
+from dflash_tui.core.base.paths import config_dir
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -43,16 +45,10 @@ else:  # pragma: no cover
 __all__ = ["Config", "ConfigError", "HostConfig", "load_file", "resolve", "validate_container"]
 
 
-def config_dir(env: Mapping[str, str] | None = None) -> Path:
-    """``$XDG_CONFIG_HOME/dflash-tui``, default ``~/.config/dflash-tui`` (themes live below)."""
-    env = os.environ if env is None else env
-    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".config")
-    return Path(base) / "dflash-tui"
-
-
-def default_config_file(env: Mapping[str, str] | None = None) -> Path | None:
-    """The config read when no --config is given: config.toml there, if it exists."""
-    path = config_dir(env) / "config.toml"
+def default_config_file() -> Path | None:
+    """The config read when no --config is given: config.toml in the config folder (paths.py),
+    if it exists."""
+    path = config_dir() / "config.toml"
     return path if path.is_file() else None
 
 
@@ -312,9 +308,9 @@ def check_interval(value: float) -> float:
     return v
 
 
-def resolve(flags: dict[str, Any], env: Mapping[str, str] | None = None) -> Config:
+def resolve(flags: dict[str, Any]) -> Config:
     """The config file (--config, else the default one if present) with the flags applied."""
-    path = flags.get("config") or default_config_file(env)
+    path = flags.get("config") or default_config_file()
     return apply_flags(load_file(path) if path else Config(), flags)
 
 

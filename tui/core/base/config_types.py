@@ -15,6 +15,8 @@ from dflash_tui.core.base.config_keymap import Keymap
 from dflash_tui.core.base.config_record import RecordSettings
 from dflash_tui.core.base.timings import RestartPolicy
 
+# A path on the machine of the job (often another one), expanded by that machine's shell: the
+# Linux state folder by convention, not this machine's platformdirs answer.
 DEFAULT_RUN_ROOT = "~/.local/state/dflash-tui/runs"
 DEFAULT_INTERVAL = 2.0  # seconds between samples
 # The bundled tiny pipeline, on the CPU: what a new user sees launched. The tiny preset alone

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.rundir import ABANDONED, ALIVE_STATES, RunReport, exit_text
 from dflash_tui.core.base.timings import LOCK_WAIT_S, START_WINDOW_S
+from dflash_tui.core.control.preflight import missing_pipeline
 from dflash_tui.core.control.relink import fetch, reread, started_since
 from dflash_tui.core.control.script import (
     Cancel,
@@ -135,10 +136,15 @@ async def launch(
     """Start ``host.command`` as a new run unless one is alive; wait out the start window.
 
     Returns early when the job dies; a failed start carries the launcher's own error text and
-    the log's last lines. ``keep`` > 0 prunes the oldest run directories beyond that many.
+    the log's last lines. The bundled pipeline is first checked to be runnable there
+    (preflight.py): without torch nothing is started and the error names the install.
+    ``keep`` > 0 prunes the oldest run directories beyond that many.
     A link lost on the way is opened again and the run read back (tui/core/control/relink.py):
     the result says what is true on the host, started or not.
     """
+    why = await missing_pipeline(transport, host)
+    if why is not None:  # before any run directory is made: nothing to clean up
+        return LaunchResult(False, "none", f"launch failed: {why}", error=why)
     sent, relinked = time.monotonic(), ""
     try:
         rep = await launch_script(transport, host, keep, lock_wait)
