@@ -12,7 +12,7 @@ from schemas import check_status
 from wait_util import TINY, cli, timed
 
 from dflash_tui.cli.until import Until, parse_until, verdict_on
-from dflash_tui.core.base.config import DEFAULT_INTERVAL
+from dflash_tui.core.base.config_types import DEFAULT_INTERVAL
 from dflash_tui.core.base.timings import START_WINDOW_S
 
 PROMPT = START_WINDOW_S + DEFAULT_INTERVAL  # the start window plus one interval

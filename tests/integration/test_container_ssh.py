@@ -23,7 +23,7 @@ from wait_util import cli as cli_
 from wait_util import timed as timed_
 
 from dflash_train.topology import Topology
-from dflash_tui.core.base.config import DEFAULT_INTERVAL, HostConfig
+from dflash_tui.core.base.config_types import DEFAULT_INTERVAL, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.timings import START_WINDOW_S
 from dflash_tui.core.diagnosis.diagnose import diagnose

@@ -10,7 +10,7 @@ import pytest
 from loopback_sshd import ALIAS, LoopbackSshd
 from wait_util import TINY, cli, timed
 
-from dflash_tui.core.base.config import DEFAULT_INTERVAL
+from dflash_tui.core.base.config_types import DEFAULT_INTERVAL
 from dflash_tui.core.base.timings import START_WINDOW_S
 
 pytestmark = pytest.mark.ssh
