@@ -1,4 +1,4 @@
-"""Draw only what changed (issue 16): a sample that changes nothing a widget shows costs that
+"""Draw only what changed: a sample that changes nothing a widget shows costs that
 widget no redraw; a changed field is drawn at once, on its own panel only; a hidden tab's table
 is filled when it is shown, not on every sample.
 
