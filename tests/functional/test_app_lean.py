@@ -1,6 +1,12 @@
+<<<<<<< HEAD
 """The app's process loads no more than it uses: asyncio without its TLS
 support (tui/cli/lean.py), plotext only once the History tab is opened, urllib and http.client
 only for a webhook. Each case runs in a fresh interpreter, as the app's command does."""
+=======
+"""The app's process loads no more than it uses: plotext only once the History tab is opened,
+urllib and http.client only for a webhook. It runs in a fresh interpreter, as the app's command
+does."""
+>>>>>>> private_api
 
 from __future__ import annotations
 
@@ -10,9 +16,7 @@ import sys
 
 RUN = r"""
 import json, sys
-from dflash_tui.cli.lean import asyncio_without_tls
-asyncio_without_tls()
-import asyncio, asyncio.base_events, asyncio.sslproto
+import asyncio
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.source import ScriptedSource
@@ -35,34 +39,18 @@ async def main():
         out["after"] = sorted(sys.modules)
 
 asyncio.run(main())
-out["loop_tls"] = [asyncio.base_events.ssl is not None, asyncio.sslproto.ssl is not None]
-import ssl  # importable again for whoever needs it (an https webhook)
-out["ssl_later"] = hasattr(ssl, "create_default_context")
 print(json.dumps(out))
 """
 
 
-def test_the_app_loads_neither_tls_nor_plotext_nor_urllib_until_used() -> None:
+def test_the_app_loads_neither_plotext_nor_urllib_until_used() -> None:
     res = subprocess.run([sys.executable, "-c", RUN], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     out = json.loads(res.stdout.splitlines()[-1])
     before, after = set(out["before"]), set(out["after"])
     assert "dflash_tui.app.host_pane" in before  # the list is the running app's
-    for name in ("ssl", "_ssl", "plotext", "textual_plotext", "http.client", "urllib.request"):
+    for name in ("plotext", "textual_plotext", "http.client", "urllib.request"):
         assert name not in before, name
-    assert out["loop_tls"] == [False, False] and out["ssl_later"]
     # Opening the History tab brings plotext, and its five plots are drawn.
     assert {"plotext", "textual_plotext"} <= after
     assert out["plots"] == [True] * 5
-
-
-def test_tls_is_left_alone_once_anything_imported_it() -> None:
-    code = (
-        "import ssl, sys\n"
-        "from dflash_tui.cli.lean import asyncio_without_tls\n"
-        "asyncio_without_tls()\n"
-        "import asyncio.base_events as b\n"
-        "print(b.ssl is ssl)\n"
-    )
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert res.stdout.strip() == "True", res.stderr

@@ -1,7 +1,6 @@
 """When the feeds start, the app raises the collector's young threshold (tui/app/heap.py:
-short-lived per-sample objects die before a young collection promotes them) and
-never lowers one already higher; before the app's threads start, glibc's malloc arenas are
-capped (``few_arenas``)."""
+short-lived per-sample objects die before a young collection promotes them), never lowers one
+already higher, and puts it back when it leaves."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from dflash_tui.app.heap import GC_YOUNG, tune_collector
+from dflash_tui.app.heap import GC_YOUNG, restore_collector, tune_collector
 
 
 @pytest.fixture(autouse=True)
@@ -33,25 +32,10 @@ def test_a_higher_threshold_is_left_as_it_is() -> None:
 
 
 def test_leaving_the_app_puts_the_young_threshold_back() -> None:
-    from dflash_tui.app.heap import thaw_heap
-
     gc.set_threshold(700, 10, 10)
     tune_collector()
     tune_collector()  # a second start of the feeds keeps the first threshold to go back to
-    thaw_heap()
+    restore_collector()
     assert gc.get_threshold() == (700, 10, 10)
-    thaw_heap()  # nothing raised: nothing to put back
+    restore_collector()  # nothing raised: nothing to put back
     assert gc.get_threshold() == (700, 10, 10)
-
-
-def test_malloc_arenas_are_capped_unless_the_environment_says_otherwise() -> None:
-    """glibc takes the cap (mallopt answers 1); a MALLOC_ARENA_MAX the user set is left to
-    glibc, which read it at start."""
-    import platform
-
-    from dflash_tui.app.heap import few_arenas
-
-    assert not few_arenas({"MALLOC_ARENA_MAX": "8"})
-    assert not few_arenas({"GLIBC_TUNABLES": "glibc.malloc.arena_max=4"})
-    if platform.libc_ver()[0] == "glibc":
-        assert few_arenas({})

@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from textual.app import App, SystemCommand
-from textual.driver import Driver
 from textual.markup import escape
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
@@ -25,7 +24,6 @@ from dflash_tui.app import heap
 from dflash_tui.app.actions import ControlActions
 from dflash_tui.app.alerts import AppAlerts
 from dflash_tui.app.autorestart import AutoRestarts
-from dflash_tui.app.driver import quiet_driver
 from dflash_tui.app.feeds import HostFeeds
 from dflash_tui.app.history.view import HISTORY_ACTIONS
 from dflash_tui.app.host_pane import HostPane
@@ -137,9 +135,6 @@ class DflashApp(ViewKeys, App[None]):
 
     # -- screen and data flow (tui/app/feeds.py) --
 
-    def get_driver_class(self) -> type[Driver]:
-        return quiet_driver(super().get_driver_class())  # tui/app/driver.py
-
     def get_default_screen(self) -> Screen[None]:
         return MainScreen([s.key for s in self.host_states], self.read_only, self.apply_filter)
 
@@ -149,10 +144,9 @@ class DflashApp(ViewKeys, App[None]):
         self.call_after_refresh(self.feeds.start)
         self.call_after_refresh(self.auto_restarts.start)
         self.call_after_refresh(self.refresh_overview)
-        self.call_after_refresh(heap.settle_heap)  # last: the screen is built (tui/app/heap.py)
 
     async def on_unmount(self) -> None:
-        heap.thaw_heap()
+        heap.restore_collector()
         await self.auto_restarts.stop()  # first: they use the transports the feeds close
         await self.feeds.stop()
         await self.alerts.stop()

@@ -13,9 +13,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from textual.binding import Binding
-from textual.keys import _normalize_key_list, format_key
+from textual.keys import format_key
 
 from dflash_tui.core.base.config_keymap import Keymap
+
+
+def _key_list(keys: str) -> list[str]:
+    """The keys of a comma-separated list as Textual names them (``?`` is ``question_mark``);
+    the config checked that none is empty."""
+    return [b.key for b in Binding.make_bindings([Binding(keys, "")])]
 
 
 def _bindings() -> Iterable[Binding]:
@@ -37,7 +43,7 @@ def keymap_problems(keymap: Keymap) -> list[str]:
     for b in _bindings():
         keys = user.get(b.id or "", b.key)
         name = b.id or b.action.removeprefix("app.")
-        for key in _normalize_key_list(keys).split(","):
+        for key in _key_list(keys):
             if name not in holders.setdefault(key, []):
                 holders[key].append(name)
     problems = []
@@ -54,7 +60,7 @@ def key_text(user: Mapping[str, str], binding_id: str, default: str) -> str:
     keys = user.get(binding_id)
     if keys is None:
         return default
-    return " / ".join(format_key(k) for k in _normalize_key_list(keys).split(","))
+    return " / ".join(format_key(k) for k in _key_list(keys))
 
 
 def help_keys(

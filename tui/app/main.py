@@ -62,9 +62,7 @@ def run_app(cfg: Config, args: argparse.Namespace | None = None) -> int:
         print(terminal_safe(problem), file=sys.stderr)
         return 2
     from dflash_tui.app.app import DflashApp  # textual is imported only when the app starts
-    from dflash_tui.app.heap import few_arenas
 
-    few_arenas()  # before Textual's and the probe's threads start (tui/app/heap.py)
     app = DflashApp(cfg)
     app.run()
     note = app.quit_note()

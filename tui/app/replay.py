@@ -260,9 +260,6 @@ class ReplayApp(DflashApp):
 
 
 def run_replay_app(rec: Recording, at: float | None, speed: float, theme: str | None) -> int:
-    from dflash_tui.app.heap import few_arenas
-
-    few_arenas()  # before the app's threads start, as the live app does (tui/app/heap.py)
     app = ReplayApp(rec, at=at, speed=speed, theme=theme)
     app.run()
     for note in rec.notes:

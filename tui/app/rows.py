@@ -1,17 +1,18 @@
-"""A Static drawn row by row (issue 16): its content is a list of lines, each rendered once
-and kept while it stays the same; a new content marks only the screen rows that changed,
-so a GPU panel whose utilisation moved repaints its meter rows, not its box.
+"""A Static drawn row by row with Textual's Line API: its content is a list of lines, each
+rendered once and kept while it stays the same; a new content marks only the screen rows that
+changed, so a GPU panel whose utilisation moved repaints its meter rows, not its box.
 
 Textual's Static re-renders its whole content and repaints every row of the widget, border
 included, on each ``update``: that was most of the app's CPU per sample with eight moving
-panels. Here ``render_line`` (Textual's Line API) hands the styles cache the kept strips,
-and ``refresh`` is given the changed rows only, so the compositor repaints just those."""
+panels. Here ``render_line`` hands the styles cache the kept strips (as Textual's own Log and
+DataTable do), and ``refresh`` is given the changed rows only, so the compositor repaints just
+those. A line that fits its row is made from ``Content.render``'s pieces; one that wraps is
+made and wrapped by Textual (``Visual.to_strips``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from rich._wrap import divide_line
 from rich.segment import Segment
 from rich.style import Style as RichStyle
 from rich.text import Text
@@ -57,7 +58,7 @@ def _linked(text: Text) -> bool:
         if isinstance(style, str):
             if "link" in style or "@" in style:
                 return True
-        elif style.link or style._meta:
+        elif style.link or style.meta:
             return True
     return False
 
@@ -73,7 +74,7 @@ def at_line(strips: list[Strip], y: int) -> list[Strip]:
         segments = []
         for seg in strip:
             style = seg.style
-            offset = style.meta.get("offset") if style is not None and style._meta else None
+            offset = style.meta.get("offset") if style is not None else None
             if offset is not None:
                 style = style + RichStyle.from_meta({"offset": (offset[0], y)})  # type: ignore[operator]
             segments.append(Segment(seg.text, style, seg.control))
@@ -146,13 +147,14 @@ class RowStatic(Static):
         return rows
 
     def _one_row(self, text: Text, width: int, style: VisualStyle, y: int) -> list[Strip] | None:
-        """A line made as Textual makes it (Content.to_strip: each piece styled over the
-        widget's style, with its offset in the text), wrapped at word breaks as Textual's
-        wrap breaks it, without the rest of Textual's layout, which was most of the cost
-        (a GPU panel's process line wraps at 120 columns); None when a piece would need
-        an ellipsis, or the line has tabs, wide or combining characters, links, another
-        alignment or a line padding (Textual makes those)."""
+        """A line that fits its row, made as Textual makes such a line (each piece of
+        ``Content.render`` styled over the widget's style, with its offset in the text)
+        without the rest of Textual's layout, which was most of the cost; None when Textual
+        must make it: the line wraps, or has tabs, links, another alignment or a line
+        padding."""
         plain = text.plain
+        if len(plain) > width or text.cell_len > width:
+            return None
         if "\n" in plain or "\t" in plain or _linked(text):
             return None
         styles = self.styles  # what Textual's layout of a line would do that this does not
@@ -163,22 +165,7 @@ class RowStatic(Static):
         content = visualize(self, text)
         if not isinstance(content, Content):
             return None
-        if len(plain) <= width and text.cell_len <= width:
-            return [self._strip(content, 0, y, style)]
-        # More characters than cells (combining marks) may be trimmed by Textual's wrap; wide
-        # ones fill rows differently: both are Textual's to break.
-        if len(plain) != text.cell_len or styles.text_wrap == "nowrap":
-            return None
-        # Textual's own breaks (Content._wrap_and_format): a piece then loses the spaces it
-        # ends with, unless it is the last; one that still does not fit is Textual's to cut.
-        offsets = divide_line(plain, width, fold=styles.text_overflow == "fold")
-        pieces = content.divide(offsets)
-        last = len(pieces) - 1
-        pieces = [p if i == last else p.rstrip() for i, p in enumerate(pieces)]
-        # Cells, not characters: a wide character and a combining mark cancel out above.
-        if any(len(piece.plain) > width or piece.cell_length > width for piece in pieces):
-            return None
-        return [self._strip(p, x, y, style) for p, x in zip(pieces, [0, *offsets], strict=False)]
+        return [self._strip(content, 0, y, style)]
 
     def _strip(self, content: Content, x: int, y: int, style: VisualStyle) -> Strip:
         """One row of ``content``, its first character at offset ``x`` of line ``y``."""
@@ -186,7 +173,7 @@ class RowStatic(Static):
         styled = self._styled
         if len(styled) > _STYLED_MAX:  # a bound, not an LRU: the styles in use come back
             styled.clear()
-        for part, part_style in content.render(style, end="", parse_style=self._get_style):
+        for part, part_style in content.render(style, end=""):
             # A Rich style with its offset is a new object each time Textual makes it; the
             # same piece at the same place (a meter's bar, a sample later) takes the kept one.
             key = (style + part_style, x, y)

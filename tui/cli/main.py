@@ -320,9 +320,6 @@ def main(argv: list[str] | None = None) -> int:
         except BrokenPipeError:  # `status --json | head`: the reader left, not an error of ours
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return 141
-    from dflash_tui.cli.lean import asyncio_without_tls
-
-    asyncio_without_tls()
     from dflash_tui.app.main import run_app as app_main
 
     return app_main(cfg, args)

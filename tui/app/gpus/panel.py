@@ -4,13 +4,13 @@ processes on it with their owner, and its labels as chips with how long each has
 A panel is not a widget: it keeps its GPU's readings and makes its box as rows of Text
 (``rows``), which the grid's board (tui/app/gpus/board.py) lays side by side in one widget.
 Eight panel widgets cost eight styles caches, borders and compositor cuts for every changed
-row; one board costs one (issue 16)."""
+row; one board costs one."""
 
 from __future__ import annotations
 
 from collections import deque
 
-from rich._wrap import divide_line
+from rich import get_console
 from rich.style import Style
 from rich.text import Text
 
@@ -250,8 +250,10 @@ def fit_rows(lines: list[Text], width: int, height: int) -> list[Text]:
     for line in lines:
         pieces = [line]
         if line.cell_len > width:
-            offsets = divide_line(line.plain, width, fold=True)
-            pieces = list(line.divide(offsets))
+            # Rich's word wrap; "default" justification leaves the padding to the loop below.
+            pieces = list(
+                line.wrap(get_console(), width, justify="default", overflow="fold", no_wrap=False)
+            )
             for piece in pieces[:-1]:
                 piece.rstrip()  # the space a line breaks at is not drawn
         for piece in pieces:
