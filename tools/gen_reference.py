@@ -147,9 +147,9 @@ def _defaults() -> dict[str, str]:
     from dflash_train.topology import Topology
     from dflash_tui.app.layout import MainScreen
     from dflash_tui.core.base.alert_config import AlertSettings
-    from dflash_tui.core.base.config_types import DEFAULT_RUN_ROOT, DEMO_STEPS, HostConfig
     from dflash_tui.core.base.config_job import DEFAULT_MASTER_PORT
     from dflash_tui.core.base.config_record import RecordSettings
+    from dflash_tui.core.base.config_types import DEFAULT_RUN_ROOT, DEMO_STEPS, HostConfig
     from dflash_tui.core.base.timings import RestartPolicy
     from dflash_tui.core.diagnosis.thresholds import DEFAULT
 

@@ -1,12 +1,6 @@
-<<<<<<< HEAD
-"""The app's process loads no more than it uses: asyncio without its TLS
-support (tui/cli/lean.py), plotext only once the History tab is opened, urllib and http.client
-only for a webhook. Each case runs in a fresh interpreter, as the app's command does."""
-=======
 """The app's process loads no more than it uses: plotext only once the History tab is opened,
 urllib and http.client only for a webhook. It runs in a fresh interpreter, as the app's command
 does."""
->>>>>>> private_api
 
 from __future__ import annotations
 
