@@ -145,8 +145,7 @@ def table(small: dict[str, float], big: dict[str, float], big_mb: int, runs: int
     out.append(
         f"Medians of {runs} runs (fresh, once) and of the gaps between consecutive samples "
         f"(stream); loopback {ssh_version()}, {cpu}, logs in the page cache, the stand-in "
-        "nvidia-smi of tests/fakes (a Python script). Measured "
-        f"{time.strftime('%Y-%m-%d')} by `bench/refresh_ssh.py`."
+        "nvidia-smi of tests/fakes (a Python script). Measured by `bench/refresh_ssh.py`."
     )
     return "\n".join(out)
 

@@ -1,7 +1,7 @@
 """mypy over the supervisor and the pipeline reports no error (config: pyproject.toml).
 
 mypy cannot follow setuptools' editable finder, and the import names are not the folder names
-(README, "Import names"), so the folders are linked under their import names first."""
+(docs/internals.md, "Import names"), so the folders are linked under their import names first."""
 
 from __future__ import annotations
 
