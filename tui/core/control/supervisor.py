@@ -16,22 +16,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import time
-import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dflash_tui import __version__
 from dflash_tui.core.alerts.alert import Alert
 from dflash_tui.core.alerts.events import STOPPED, FindingWatch, RunWatch
 from dflash_tui.core.alerts.notify import Alerter
 from dflash_tui.core.base.alert_config import AlertSettings
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.config_record import RecordSettings
-from dflash_tui.core.base.local_proc import start_ticks
 from dflash_tui.core.base.rundir import ALIVE_STATES, RunReport
 from dflash_tui.core.base.snapshot import RunRecord, Snapshot
 from dflash_tui.core.base.supervision import policy_request
@@ -40,14 +36,12 @@ from dflash_tui.core.control import supervisor_files as files
 from dflash_tui.core.control.launch import launch
 from dflash_tui.core.control.policy import AutoRestart, Decision
 from dflash_tui.core.control.script import ControlError, fetch_run
+from dflash_tui.core.control.supervisor_loop import LockLost, SupervisorLoop
 from dflash_tui.core.control.supervisor_state import (
     Kept,
     decision_json,
-    describe_owner,
-    hostname,
     kept_from,
     policy_json,
-    stale_reason,
     strip_tails,
 )
 from dflash_tui.core.diagnosis.thresholds import thresholds_for
@@ -56,14 +50,6 @@ from dflash_tui.core.link.feed import sample_once
 from dflash_tui.core.link.local_feed import feed_for
 from dflash_tui.core.link.transport import Transport, TransportError
 from dflash_tui.core.record.recorder import Recorder
-
-
-class SupervisorBusy(ControlError):
-    """Another supervisor holds the run root; the message names it."""
-
-
-class LockLost(ControlError):
-    """Our lock was taken over (we were judged gone): stop, the other one supervises now."""
 
 
 @dataclass(frozen=True)
@@ -79,7 +65,7 @@ class Options:
     record: RecordSettings = field(default_factory=lambda: RecordSettings(enabled=False))
 
 
-class Supervisor:
+class Supervisor(SupervisorLoop):
     def __init__(
         self,
         transport: Transport,
@@ -89,14 +75,10 @@ class Supervisor:
         log: logging.Logger,
         opts: Options = Options(),
     ) -> None:
-        self.transport, self.host, self.policy, self.log, self.opts = (
-            transport, host, policy, log, opts)  # fmt: skip
+        super().__init__(log, opts.poll, opts.takeover_s)
+        self.transport, self.host, self.policy, self.opts = transport, host, policy, opts
         self.machine = AutoRestart(policy)
         self.alerter = Alerter(alerts, log, tail=self._tail)
-        self.token = uuid.uuid4().hex
-        self.pid, self.host_name = os.getpid(), hostname()
-        self.ticks = start_ticks(self.pid)
-        self.started_at = time.time()
         self.kept = Kept()
         self.restarts = 0
         self.last: Decision | None = None
@@ -106,35 +88,20 @@ class Supervisor:
         self.findings: set[str] = set()
         self.finding_watch = FindingWatch()
         self.lines: deque[str] = deque(maxlen=max(alerts.log_lines, 1))
-        self.stop_reason: str | None = None
         self.recorder = Recorder(host, opts.record, "supervise", log)
         self.samples = 0  # feed samples seen (each one recorded while [record] is on)
+        self.feed: asyncio.Task[None] | None = None
 
     # -- the lock and the record --
-
-    def owner(self) -> dict[str, Any]:
-        return {"pid": self.pid, "host": self.host_name, "start_ticks": self.ticks,
-                "started_at": self.started_at, "version": __version__}  # fmt: skip
 
     async def acquire(self) -> None:
         """Take the run root's lock (a stale one is broken) and what the last record kept."""
         root = self.host.run_root
-        rep = await files.lock(self.transport, root, self.token, self.owner())
-        if rep.status == "held":
-            why = self._stale(rep)
-            if why is None:
-                raise SupervisorBusy(
-                    f"a supervisor already runs for {root} on {self.host.label}: "
-                    f"{describe_owner(rep.owner, rep.record)}; stop it with "
-                    "`dflash-tui supervise --stop` (same flags) first"
-                )
-            self.log.warning("taking over the lock of %s: %s", root, why)
-            rep = await files.take(self.transport, root, rep.token or "", self.token, self.owner())
-            if rep.status != "locked":
-                raise SupervisorBusy(
-                    f"a supervisor took the lock of {root} first: "
-                    f"{describe_owner(rep.owner, rep.record)}"
-                )
+        rep = await self.lock_root(
+            self.transport,
+            self.host,
+            "stop it with `dflash-tui supervise --stop` (same flags) first",
+        )
         self.kept = kept_from(rep.record, self.opts.mode)
         k = self.kept
         self.restarts, self.findings = k.restarts, set(k.findings)
@@ -148,10 +115,6 @@ class Supervisor:
             k.restarts, k.failures,
             f", a restart of run {k.pending[0]} due" if k.pending else "",
         )  # fmt: skip
-
-    def _stale(self, rep: files.Reply) -> str | None:
-        """Why the lock's owner is gone (None: it is alive, or cannot be judged gone)."""
-        return stale_reason(rep.owner, rep.record, self.host_name, self.opts.takeover_s)
 
     def record(self, stopped: bool = False) -> dict[str, Any]:
         pending = self.machine.pending()
@@ -194,15 +157,12 @@ class Supervisor:
     async def beat(self) -> None:
         """Rewrite the record (the heartbeat); take a viewer's policy request."""
         try:
-            rep = await files.beat(self.transport, self.host.run_root, self.token, self.record())
+            rep = await self.beat_root(self.transport, self.host, self.record())
+        except LockLost:
+            raise
         except (ControlError, TransportError) as exc:
             self._link_down(f"heartbeat not written: {exc}")
             return
-        if rep.status == "lost":
-            raise LockLost(
-                f"the lock of {self.host.run_root} was taken over by "
-                f"{describe_owner(rep.owner, None)}: this supervisor stops"
-            )
         enabled = policy_request(rep.policy)
         asked = (rep.policy or {}).get("requested_at")
         by = (rep.policy or {}).get("by", "?")
@@ -353,33 +313,19 @@ class Supervisor:
 
     # -- the whole run --
 
-    async def run(self, stop: asyncio.Event, ready: Callable[[], None] | None = None) -> None:
-        """Cycle until ``stop`` is set (or the lock is lost); then write the last record.
-        ``ready`` is called once, after the first cycle's heartbeat."""
-        feed = asyncio.create_task(self.watch_feed())
-        try:
-            while not stop.is_set():
-                try:
-                    await self.cycle()
-                except LockLost:
-                    raise
-                except Exception as exc:  # one bad cycle must not end supervision
-                    self.log.warning("cycle failed: %r", exc)
-                if ready is not None:
-                    ready()
-                    ready = None
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(stop.wait(), self.opts.poll)
-            self.stop_reason = self.stop_reason or "stopped"
-        finally:
-            feed.cancel()
+    async def closing(self) -> None:
+        if self.feed is not None:
+            self.feed.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
-                await feed
-            await self.alerter.close(self.alerter.settings.timeout_s + 2)
-            self.recorder.close()
-            self.recorder.release()
-            await self.release()
-            self.log.info("supervisor PID %d ends (%s)", self.pid, self.stop_reason or "error")
+                await self.feed
+        await self.alerter.close(self.alerter.settings.timeout_s + 2)
+        self.recorder.close()
+        self.recorder.release()
+
+    async def run(self, stop: asyncio.Event, ready: Callable[[], None] | None = None) -> None:
+        """The loop (supervisor_loop.SupervisorLoop.run) with the feed beside it."""
+        self.feed = asyncio.create_task(self.watch_feed())
+        await super().run(stop, ready)
 
     async def once(self) -> Decision:
         """One cycle (``--once``): a sample's findings, a decision, its alerts, the record."""
@@ -391,9 +337,7 @@ class Supervisor:
         try:
             decision = await self.cycle()
         finally:
-            await self.alerter.close(self.alerter.settings.timeout_s + 2)
-            self.recorder.close()
-            self.recorder.release()
+            await self.closing()
             self.stop_reason = "once"
             await self.release()
         return decision

@@ -25,12 +25,13 @@ SCRIPT = Path(__file__).parent / "supervisor.sh"
 
 @dataclass(frozen=True)
 class Reply:
-    status: str  # locked | held | lost | ok | released | read | requested
+    status: str  # locked | held | lost | ok | unwritten | released | read | requested
     token: str | None = None
     owner: dict[str, Any] | None = None
     record: dict[str, Any] | None = None
     policy: dict[str, Any] | None = None
     now: float | None = None  # the clock where the run root is (``read``)
+    why: str | None = None  # ``unwritten``: why the record could not be written
 
 
 def _json(text: str) -> dict[str, Any] | None:
@@ -59,6 +60,7 @@ def parse_reply(out: str) -> Reply:
         record=_json(facts["record"]) if "record" in facts else None,
         policy=_json(facts["policy"]) if "policy" in facts else None,
         now=float(facts["now"]) if facts.get("now", "").isdigit() else None,
+        why=facts["why"][:300] if "why" in facts else None,
     )
 
 

@@ -1,0 +1,145 @@
+"""What every headless supervisor does around its decisions, the host's (``Supervisor``) and
+the job's (``JobSupervisor``) alike: take the run root's lock (breaking a stale one), cycle
+every ``poll`` seconds, beat (rewrite ``supervisor.json`` while the lock is still ours), stop
+at once when the lock was taken over (``LockLost``), and release the lock with a last record.
+
+One skeleton, so that the two cannot drift: a supervisor that lost its lock to another one must
+not launch or kill anything more, whichever kind it is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from dflash_tui import __version__
+from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.local_proc import start_ticks
+from dflash_tui.core.control import supervisor_files as files
+from dflash_tui.core.control.script import ControlError
+from dflash_tui.core.control.supervisor_state import describe_owner, hostname, stale_reason
+from dflash_tui.core.link.transport import Transport
+
+
+class SupervisorBusy(ControlError):
+    """Another supervisor holds the run root; the message names it."""
+
+
+class LockLost(ControlError):
+    """Our lock was taken over (we were judged gone): stop, the other one supervises now."""
+
+
+class SupervisorLoop:
+    """The lock, the loop, the heartbeat and the release; subclasses decide in ``cycle``."""
+
+    name = "supervisor"  # for the log: "supervisor PID 12 ends (...)"
+
+    def __init__(self, log: logging.Logger, poll: float, takeover_s: float) -> None:
+        self.log, self.poll, self.takeover_s = log, poll, takeover_s
+        self.token = uuid.uuid4().hex
+        self.pid, self.host_name = os.getpid(), hostname()
+        self.ticks = start_ticks(self.pid)
+        self.started_at = time.time()
+        self.stop_reason: str | None = None
+        # Why the record could not be written (None: it was): said once per change in the log.
+        self.write_error: str | None = None
+
+    def owner(self) -> dict[str, Any]:
+        return {"pid": self.pid, "host": self.host_name, "start_ticks": self.ticks,
+                "started_at": self.started_at, "version": __version__}  # fmt: skip
+
+    # -- the lock --
+
+    async def lock_root(self, transport: Transport, host: HostConfig, hint: str) -> files.Reply:
+        """Take ``host``'s run root lock, breaking a stale one; SupervisorBusy names a live
+        holder (``hint`` says how to stop it)."""
+        root = host.run_root
+        rep = await files.lock(transport, root, self.token, self.owner())
+        if rep.status != "held":
+            return rep
+        why = stale_reason(rep.owner, rep.record, self.host_name, self.takeover_s)
+        if why is None:
+            raise SupervisorBusy(
+                f"a supervisor already runs for {root} on {host.label}: "
+                f"{describe_owner(rep.owner, rep.record)}; {hint}"
+            )
+        self.log.warning("taking over the lock of %s on %s: %s", root, host.label, why)
+        rep = await files.take(transport, root, rep.token or "", self.token, self.owner())
+        if rep.status != "locked":
+            raise SupervisorBusy(
+                f"a supervisor took the lock of {root} first: "
+                f"{describe_owner(rep.owner, rep.record)}"
+            )
+        return rep
+
+    async def beat_root(
+        self, transport: Transport, host: HostConfig, record: dict[str, Any]
+    ) -> files.Reply:
+        """Rewrite the record while the lock is ours; LockLost when it is not any more. A
+        record that could not be written (a full disk) is logged once, and the loop goes on."""
+        rep = await files.beat(transport, host.run_root, self.token, record)
+        if rep.status == "lost":
+            raise LockLost(
+                f"the lock of {host.run_root} on {host.label} was taken over by "
+                f"{describe_owner(rep.owner, None)}: this {self.name} stops"
+            )
+        self.wrote(rep.why if rep.status == "unwritten" else None, host)
+        return rep
+
+    def wrote(self, error: str | None, host: HostConfig) -> None:
+        """One log line when writing the record starts or stops failing, with the cause."""
+        if error is not None and self.write_error is None:
+            self.log.error(
+                "cannot write the supervisor record in %s on %s: %s (supervising goes on)",
+                host.run_root, host.label, error,
+            )  # fmt: skip
+        elif error is None and self.write_error is not None:
+            self.log.info("the supervisor record in %s is written again", host.run_root)
+        self.write_error = error
+
+    # -- what a kind of supervisor fills in --
+
+    async def cycle(self) -> object:
+        """One decision cycle, its heartbeat included (LockLost ends the loop)."""
+        raise NotImplementedError
+
+    def cycled(self, result: object) -> None:
+        """What a cycle decided, for the log."""
+
+    async def closing(self) -> None:
+        """Before the last record: end what runs beside the loop."""
+
+    async def release(self) -> None:
+        raise NotImplementedError
+
+    # -- the whole run --
+
+    async def run(self, stop: asyncio.Event, ready: Callable[[], None] | None = None) -> None:
+        """Cycle until ``stop`` is set or the lock is lost (LockLost is raised after the
+        release); ``ready`` is called once, after the first cycle's heartbeat."""
+        try:
+            while not stop.is_set():
+                try:
+                    self.cycled(await self.cycle())
+                except LockLost as exc:
+                    self.stop_reason = "lock taken over"
+                    self.log.error("%s", exc)
+                    raise
+                except Exception as exc:  # one bad cycle must not end supervision
+                    self.log.warning("cycle failed: %r", exc)
+                if ready is not None:
+                    ready()
+                    ready = None
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(stop.wait(), self.poll)
+            self.stop_reason = self.stop_reason or "stopped"
+        finally:
+            await self.closing()
+            await self.release()
+            self.log.info("%s PID %d ends (%s)", self.name, self.pid, self.stop_reason or "error")
