@@ -27,6 +27,7 @@ from dflash_tui.core.control.job import launch_job, members_of
 from dflash_tui.core.control.kill import kill
 from dflash_tui.core.control.script import ControlError, fetch_run
 from dflash_tui.core.control.supervisor_loop import LockLost, SupervisorLoop
+from dflash_tui.core.control.supervisor_state import policy_json
 from dflash_tui.core.link.connect import make_transport
 from dflash_tui.core.link.transport import Transport, TransportError
 
@@ -87,12 +88,12 @@ class JobSupervisor(SupervisorLoop):
                 "members": list(self.job.members),
                 "states": self.states,
             },
-            "policy": {"enabled": self.policy.enabled, "retries": self.policy.retries},
+            "policy": policy_json(self.policy),
             "restarts": self.restarts,
             "failures": self.failures,
-            "fatal": self.fatal,
             "stopped_at": time.time() if stopped else None,
             "stop_reason": self.stop_reason if stopped else None,
+            **self.state_json(),
         }
 
     async def _lock(self, t: Transport, h: HostConfig) -> None:
@@ -219,6 +220,9 @@ class JobSupervisor(SupervisorLoop):
             return f"crashed: {words} (auto-restart off)"
         if self.failures >= self.policy.retries:
             self.fatal = True
+            if self.gave_up is None:
+                rec = crashed[0][1].record
+                self.give_up(self.restarts, rec.id if rec is not None else None, words)
             self.log.error(
                 "job %s: FATAL after %d restarts (%s)", self.job.name, self.restarts, words
             )
@@ -236,6 +240,7 @@ class JobSupervisor(SupervisorLoop):
         )
         self.restarts += 1
         self.log.info("job %s relaunched after %s: %s", self.job.name, words, res.message)
+        self.event("restart", f"job {self.job.name} relaunched after {words}: {res.message}")
         return f"restart: {res.message}"
 
     def cycled(self, result: object) -> None:

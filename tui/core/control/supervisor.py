@@ -28,9 +28,9 @@ from dflash_tui.core.alerts.notify import Alerter
 from dflash_tui.core.base.alert_config import AlertSettings
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.config_record import RecordSettings
-from dflash_tui.core.base.rundir import ALIVE_STATES, RunReport
+from dflash_tui.core.base.rundir import ALIVE_STATES, RunReport, exit_text
 from dflash_tui.core.base.snapshot import RunRecord, Snapshot
-from dflash_tui.core.base.supervision import policy_request
+from dflash_tui.core.base.supervision import Fatal, policy_request
 from dflash_tui.core.base.timings import START_WINDOW_S, RestartPolicy
 from dflash_tui.core.control import supervisor_files as files
 from dflash_tui.core.control.launch import launch
@@ -84,6 +84,7 @@ class Supervisor(SupervisorLoop):
         self.last: Decision | None = None
         self.run_id: str | None = None
         self.run_state = "unknown"
+        self.last_end: str | None = None  # how the run judged last ended, for a FATAL
         self.link_error: str | None = None
         self.findings: set[str] = set()
         self.finding_watch = FindingWatch()
@@ -105,6 +106,9 @@ class Supervisor(SupervisorLoop):
         self.kept = kept_from(rep.record, self.opts.mode)
         k = self.kept
         self.restarts, self.findings = k.restarts, set(k.findings)
+        self.history, self.gave_up = list(k.history), k.gave_up
+        if k.fatal is not None and self.gave_up is None:  # a record with no account of it
+            self.gave_up = Fatal(None, k.restarts, k.fatal[0], None)
         self.machine.resume(failures=k.failures, restart_times=k.restart_times, since=k.since,
                             pending=k.pending, fatal=k.fatal,
                             seen_alive=k.seen_alive if k.since is not None else None)  # fmt: skip
@@ -150,6 +154,7 @@ class Supervisor(SupervisorLoop):
             "link_error": self.link_error,
             "stopped_at": time.time() if stopped else None,
             "stop_reason": self.stop_reason if stopped else None,
+            **self.state_json(),
             "samples": self.samples,
             "recorded": self.recorder.samples,
         }
@@ -176,6 +181,7 @@ class Supervisor(SupervisorLoop):
         """A new policy: a fresh decision machine (old crashes stay as they are), count kept."""
         self.policy = policy
         self.machine = AutoRestart(policy)
+        self.gave_up = None
         self.alerter.limiter.reopen()
         self.log.info("auto-restart %s (%s)", "on" if policy.enabled else "off", why)
 
@@ -205,6 +211,8 @@ class Supervisor(SupervisorLoop):
         now = rep.now if rep.now is not None else time.time()
         run, state = rep.record, rep.state(self.opts.start_window)
         self.run_id, self.run_state = (run.id if run else None), state
+        if run is not None and state in ("exited", "killed", "launch-failed"):
+            self.last_end = f"run {run.id} {state} ({run.launch_error or exit_text(run.exit_code)})"
         self._run_events(run, state, now)
         if self.machine.fatal() is not None and run is not None and run.id != self.machine.handled:
             self.set_policy(self.policy, f"a new run {run.id} after FATAL")
@@ -214,6 +222,7 @@ class Supervisor(SupervisorLoop):
                 self.restarts += 1
                 self.machine.restarted(now)
                 self.log.info("the restart of run %s was launched: run %s", k.launching, run.id)
+                self.event("restart", f"restarted run {k.launching} as run {run.id}", run.id)
             k.launching = None
         decision = self.machine.observe(run, state, now)
         if decision != self.last:  # said before it is carried out (a restart due at once too)
@@ -233,10 +242,13 @@ class Supervisor(SupervisorLoop):
             return Decision("watch", res.message, failures=self.machine.failures)
         if res.run_id is None:
             self.log.warning("restart of run %s failed: %s", run.id, res.message)
+            self.last_end = f"restart of run {run.id} failed ({res.error or res.message})"
+            self.event("restart-failed", self.last_end, run.id)
             return self.machine.launch_failed(now, res.error or res.message)
         self.machine.restarted(now)
         self.restarts += 1
         self.log.info("restarted run %s as run %s (%s)", run.id, res.run_id, res.message)
+        self.event("restart", f"restarted run {run.id} as run {res.run_id}", res.run_id)
         self.run_id, self.run_state = res.run_id, res.state
         if res.state in ALIVE_STATES:
             k.seen_alive = res.run_id
@@ -247,6 +259,8 @@ class Supervisor(SupervisorLoop):
         if d.action == "restart":
             self.alert("restart", "warning", d.message)
         elif d.action == "fatal":
+            if self.gave_up is None:
+                self.give_up(self.restarts, self.machine.handled, self.last_end)
             self.alert("fatal", "error", d.message)
 
     def _run_events(self, run: RunRecord | None, state: str, now: float) -> None:

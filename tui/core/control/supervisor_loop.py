@@ -21,6 +21,7 @@ from typing import Any
 from dflash_tui import __version__
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.local_proc import start_ticks
+from dflash_tui.core.base.supervision import HISTORY_MAX, Fatal, SupervisorEvent
 from dflash_tui.core.control import supervisor_files as files
 from dflash_tui.core.control.script import ControlError
 from dflash_tui.core.control.supervisor_state import describe_owner, hostname, stale_reason
@@ -49,6 +50,25 @@ class SupervisorLoop:
         self.stop_reason: str | None = None
         # Why the record could not be written (None: it was): said once per change in the log.
         self.write_error: str | None = None
+        self.history: list[SupervisorEvent] = []  # restarts and FATALs, for every reader
+        self.gave_up: Fatal | None = None
+
+    def event(self, kind: str, text: str, run_id: str | None = None) -> None:
+        """A restart or a FATAL, kept in the record (the last ``HISTORY_MAX``)."""
+        self.history.append(SupervisorEvent(time.time(), kind, text, run_id))
+        del self.history[:-HISTORY_MAX]
+
+    def give_up(self, restarts: int, run_id: str | None, last_exit: str | None) -> None:
+        self.gave_up = Fatal(time.time(), restarts, run_id, last_exit)
+        self.event("fatal", f"FATAL: {self.gave_up.text()}", run_id)
+
+    def state_json(self) -> dict[str, Any]:
+        """The record's account of this supervisor's state (base/supervision.py reads it)."""
+        return {
+            "fatal": self.gave_up.to_json() if self.gave_up is not None else None,
+            "history": [e.to_json() for e in self.history],
+            "write_error": self.write_error,
+        }
 
     def owner(self) -> dict[str, Any]:
         return {"pid": self.pid, "host": self.host_name, "start_ticks": self.ticks,
