@@ -59,8 +59,8 @@ def render(diag: Diagnosis, host: HostConfig, progress: Progress | None = None) 
 
 
 def supervisor_line(sup: SupervisorRecord | None, now: float) -> str:
-    """``supervisor: PID 4242 on gpu-a since ..., 2 restarts, auto-restart on (3 retries),
-    fresh (...)``; a supervisor that gave up says ``FATAL: gave up after ...`` instead, and one
+    """``supervisor: PID 4242 on gpu-a since ..., fresh (...), 2 restarts, auto-restart on (3
+    retries)``; a supervisor that gave up says ``FATAL: gave up after ...`` instead, and one
     whose heartbeat is old but whose process runs (it cannot write) is not called stale."""
     if sup is None:
         return "supervisor: none (no supervisor.json in the run root)"
@@ -78,7 +78,7 @@ def supervisor_line(sup: SupervisorRecord | None, now: float) -> str:
         state = f"STALE ({beat})"
     return (
         f"supervisor: PID {sup.pid} on {sup.host or '?'} since {iso_time(sup.started_at) or '?'}, "
-        f"{sup.summary()}, {state}"
+        f"{state}, {sup.summary()}"
     )
 
 

@@ -259,8 +259,8 @@ class Supervisor(SupervisorLoop):
         if d.action == "restart":
             self.alert("restart", "warning", d.message)
         elif d.action == "fatal":
-            if self.gave_up is None:
-                self.give_up(self.restarts, self.machine.handled, self.last_end)
+            if self.gave_up is None:  # each crash after the first followed a restart (or a try)
+                self.give_up(max(d.failures - 1, 0), self.machine.handled, self.last_end)
             self.alert("fatal", "error", d.message)
 
     def _run_events(self, run: RunRecord | None, state: str, now: float) -> None:

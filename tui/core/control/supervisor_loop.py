@@ -109,7 +109,8 @@ class SupervisorLoop:
                 f"the lock of {host.run_root} on {host.label} was taken over by "
                 f"{describe_owner(rep.owner, None)}: this {self.name} stops"
             )
-        self.wrote(rep.why if rep.status == "unwritten" else None, host)
+        self.wrote(rep.why or "cannot write" if rep.status in ("inplace", "unwritten") else None,
+                   host)  # fmt: skip
         return rep
 
     def wrote(self, error: str | None, host: HostConfig) -> None:
