@@ -1,4 +1,4 @@
-"""The app's opt-in terminal notification (``[alerts] terminal``, issue 14): the real app in a
+"""The app's opt-in terminal notification (``[alerts] terminal``): the real app in a
 tmux pane whose raw output is recorded (``pipe-pane``). With ``terminal = "osc9"`` a failed
 launch whose job wrote a hostile ``launch_error`` (OSC 52, OSC 0, CSI, NUL) yields one OSC 9
 sequence whose text carries no ESC, BEL or NUL of the job's; with the default (off) and with

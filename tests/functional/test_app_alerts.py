@@ -1,4 +1,4 @@
-"""The app's own ``[alerts]`` (issue 14): with no live supervisor the app sends them, through
+"""The app's own ``[alerts]``: with no live supervisor the app sends them, through
 the core's alerter (a real command hook and a real HTTP receiver on 127.0.0.1), rate-limited,
 with the run's log tail; beside a live ``dflash-tui supervise`` it sends none (the supervisor
 does: one alert per crash, not two); a notifier that fails or hangs is logged on the timeline
