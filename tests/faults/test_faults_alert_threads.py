@@ -164,3 +164,43 @@ async def test_the_app_folds_samples_while_alerts_are_stuck(trickler: str, tmp_p
     print(f"samples folded per 2 s while 8 alerts were stuck: {counts}; {failed} sends failed")
     assert min(counts) >= 2, counts
     assert failed == 8
+
+
+def test_a_supervisor_with_a_trickling_webhook_keeps_supervising(
+    trickler: str, tmp_path: Path
+) -> None:
+    """``supervise`` with a webhook that trickles and a command hook beside it, over a crash
+    loop: it reaches FATAL on time, the hook gets every alert, the webhook fails each at its
+    deadline, and the supervisor's threads stay few."""
+    from supervise_util import cleanup, cli, config, record, wait_for
+
+    root, out = tmp_path / "runs", tmp_path / "hook"
+    cfg = config(tmp_path / "cfg.toml", "retries = 2\nbackoff_s = 0.2\nmax_backoff_s = 0.5",
+                 {"command": hook(out), "webhook": trickler, "on": ["restart", "fatal"],
+                  "min_interval_s": 0, "timeout_s": 1})  # fmt: skip
+    opts = ("--config", str(cfg), "--run-root", str(root), "--command", "exit 1",
+            "--interval", "0.5", "--start-window", "0.5")  # fmt: skip
+    try:
+        assert cli("supervise", *opts, "--auto-restart", "--detach").returncode == 0
+        pid = record(root)["pid"]
+        t0 = time.monotonic()
+        cli("launch", *opts)
+        peak = 0
+
+        def fatal() -> bool:
+            nonlocal peak
+            status = Path(f"/proc/{pid}/status").read_text()
+            peak = max(peak, int(status.split("Threads:")[1].split()[0]))
+            return (record(root).get("last_decision") or {}).get("action") == "fatal"
+
+        wait_for(fatal, 40, "FATAL")
+        took = time.monotonic() - t0
+        wait_for(lambda: [a["code"] for a in hook_alerts(out)][-1:] == ["fatal"], 10, "hook")
+        wait_for(lambda: record(root).get("alerts_failed", 0) >= 3, 15, "the webhook timed out")
+        log = (root / "supervisor.log").read_text()
+    finally:
+        cleanup(root)
+    print(f"FATAL after {took:.1f}s; supervisor threads at most {peak}")
+    assert [a["code"] for a in hook_alerts(out)] == ["restart", "restart", "fatal"]
+    assert "via webhook failed: timed out after 1s" in log
+    assert peak <= 10, peak
