@@ -48,8 +48,8 @@ class SupervisorLoop:
         self.ticks = start_ticks(self.pid)
         self.started_at = time.time()
         self.stop_reason: str | None = None
-        # Why the record could not be written (None: it was): said once per change in the log.
-        self.write_error: str | None = None
+        # Why each run root's record could not be written (None: it was): said once per change.
+        self.write_errors: dict[str, str | None] = {}
         self.history: list[SupervisorEvent] = []  # restarts and FATALs, for every reader
         self.gave_up: Fatal | None = None
 
@@ -114,15 +114,24 @@ class SupervisorLoop:
         return rep
 
     def wrote(self, error: str | None, host: HostConfig) -> None:
-        """One log line when writing the record starts or stops failing, with the cause."""
-        if error is not None and self.write_error is None:
+        """One log line when writing a run root's record starts or stops failing, with the
+        cause (per run root: a job's members fail and recover apart)."""
+        key = f"{host.label}\0{host.run_root}"
+        was = self.write_errors.get(key)
+        if error is not None and was is None:
             self.log.error(
                 "cannot write the supervisor record in %s on %s: %s (supervising goes on)",
                 host.run_root, host.label, error,
             )  # fmt: skip
-        elif error is None and self.write_error is not None:
-            self.log.info("the supervisor record in %s is written again", host.run_root)
-        self.write_error = error
+        elif error is None and was is not None:
+            self.log.info("the supervisor record in %s on %s is written again", host.run_root,
+                          host.label)  # fmt: skip
+        self.write_errors[key] = error
+
+    @property
+    def write_error(self) -> str | None:
+        """Why a record could not be written last (None: every one was)."""
+        return next((e for e in self.write_errors.values() if e is not None), None)
 
     # -- what a kind of supervisor fills in --
 
