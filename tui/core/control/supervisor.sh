@@ -34,10 +34,10 @@ record() {  # FILE JSON -> RC_WHY: whole, else in place; 0 whole, 1 in place, 2 
   rc_have=$((rc_have))  # some wc pad the number with spaces
   rc_need=$((${#2} + 1))
   [ "$rc_have" -ge "$rc_need" ] || return 2
-  # Over the old record, padded with spaces to its length: no new block is needed.
-  { printf '%s' "$2"
-    dd if=/dev/zero bs=1 count=$((rc_have - rc_need)) 2>/dev/null | tr '\0' ' '
-    printf '\n'; } 1<>"$1" 2>/dev/null || return 2
+  # Over the old record, padded with spaces to its length: no new block is needed. One printf,
+  # so that a reader meets a half-written record as rarely as can be.
+  rc_pad=$(dd if=/dev/zero bs=1 count=$((rc_have - rc_need)) 2>/dev/null | tr '\0' ' ')
+  { printf '%s%s\n' "$2" "$rc_pad" 1<>"$1"; } 2>/dev/null || return 2
   return 1
 }
 
