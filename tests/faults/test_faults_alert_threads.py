@@ -207,3 +207,19 @@ def test_a_supervisor_with_a_trickling_webhook_keeps_supervising(
     assert [a["code"] for a in hook_alerts(out)] == ["restart", "restart", "fatal"]
     assert "via webhook failed: timed out after 1s" in log
     assert peak <= 10, peak
+
+
+def test_a_webhook_goes_through_the_environments_http_proxy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As urllib did: with ``http_proxy`` set, an http:// webhook is sent to the proxy (here
+    a real receiver on 127.0.0.1 standing in for it); the receiver's own name is never
+    looked up (``.invalid`` has none)."""
+    from dflash_tui.core.alerts.http_post import post
+
+    for name in ("no_proxy", "NO_PROXY", "HTTP_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    with Receiver() as rx:
+        monkeypatch.setenv("http_proxy", rx.url.rsplit("/", 1)[0])
+        code = post("http://hooks.invalid:8080/x", b'{"alert": {"code": "restart"}}', {}, 5.0)
+    assert code == 200 and rx.codes() == ["restart"]
