@@ -121,6 +121,13 @@ async def test_fatal_and_supervised_read_as_words() -> None:
     for width, text in texts.items():
         readable(text, f"supervised at {width}")
     assert "supervised" in texts[200]
+    # A supervisor that gave up: its FATAL drawn as the app's own, at every width.
+    gave_up = {**sup, "fatal": {"at": T, "restarts": 3, "last_exit": "run r exited (exit 1)"}}
+    texts = await header_texts(snap(record, alive, supervisor=gave_up))
+    for width, text in texts.items():
+        readable(text, f"supervised FATAL at {width}")
+        assert " FATAL " in text, (width, text)
+    assert "gave up after 3 restarts at" in texts[200] and "auto-restart" not in texts[200]
 
 
 async def test_a_kill_nobody_asked_for_reads_differently() -> None:

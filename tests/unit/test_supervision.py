@@ -142,3 +142,28 @@ def test_the_probe_reads_the_record_and_the_last_step_event(tmp_path: Any) -> No
     got = files.last_step({"events_path": str(ev)}, errors)
     assert got is not None and got["step"] == 2 and math.isnan(got["loss"]) and got["acc"] == 0.5
     assert files.last_step({"events_path": str(tmp_path / "none")}, errors) is None
+
+
+def test_fatal_history_and_write_error_are_read_tolerantly_and_said_once() -> None:
+    """The record's account: FATAL with when, after how many restarts and the last exit; a
+    hostile or malformed field is dropped or made one safe line, never a crash."""
+    doc = {
+        "pid": 7, "restarts": 3, "heartbeat_at": NOW, "policy": {"enabled": True, "retries": 3},
+        "fatal": {"at": 1_800_000_003.0, "restarts": 3, "run_id": "r3",
+                  "last_exit": "run r3 exited (exit 1: error)\x1b]0;pwned\x07"},
+        "history": [{"time": NOW, "kind": "restart", "text": "restarted run r1 as run r2"},
+                    {"time": "soon", "kind": "restart", "text": "x"}, "junk", None,
+                    {"time": NOW + 1, "kind": "fatal", "text": "FATAL: gave up"}],
+        "write_error": "No space left on device",
+    }  # fmt: skip
+    rec = SupervisorRecord.from_dict(doc)
+    assert rec is not None and rec.fatal is not None
+    assert [e.kind for e in rec.history] == ["restart", "fatal"]
+    said = rec.summary()
+    assert said.startswith("FATAL: gave up after 3 restarts at 08:00:03Z (run r3 exited (exit 1")
+    assert "\x1b" not in said and "\x07" not in said
+    assert said.endswith("; cannot write its files: No space left on device")
+    assert rec.to_status(NOW)["state"] == "fatal"
+    calm = SupervisorRecord.from_dict({**doc, "fatal": None, "write_error": None})
+    assert calm is not None and calm.summary() == "3 restarts, auto-restart on (3 retries)"
+    assert SupervisorRecord.from_dict({"fatal": "yes", "history": {"a": 1}}) is not None

@@ -42,3 +42,15 @@ def test_every_verb_of_the_real_script_ends_its_answer(tmp_path: Path) -> None:
         "read",
     )
     assert beat.policy == {"enabled": True}
+
+
+def test_a_record_is_padded_to_whole_blocks_with_room_and_reads_back() -> None:
+    """Every record leaves room for a bigger next one (written in place on a full disk)."""
+    for n in (0, 100, 3000, 5000):
+        doc = {"pid": 1, "history": ["x" * n]}
+        line = files.padded(doc)
+        assert (len(line) + 1) % files.RECORD_BLOCK == 0
+        assert len(line) - len(json.dumps(doc, separators=(",", ":"))) >= files.RECORD_SPARE - 1
+        assert json.loads(line) == doc  # the padding is JSON's whitespace
+    reply = files.parse_reply("status inplace\nwhy No space left on device\nend\n")
+    assert (reply.status, reply.why) == ("inplace", "No space left on device")

@@ -10,7 +10,9 @@ OSC 9 / OSC 777 desktop notification (tui/core/alerts/terminal.py builds it, ter
 That one is the viewer's own, so it rings beside a supervisor too, under its own rate limit.
 
 A notifier that fails or hangs is logged on the host's timeline (``alert`` events) and stops
-nothing: the core's ``Alerter`` sends in a background task with timeouts.
+nothing: the core's ``Alerter`` sends in the background, a lane per notifier, each send under
+a total deadline, a webhook on threads of its own (never the executor samples are diagnosed
+on).
 """
 
 from __future__ import annotations

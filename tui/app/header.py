@@ -242,7 +242,8 @@ class RunHeader(Static, Themed):
         return []
 
     def _supervised(self, pal: Palette, sup: SupervisorRecord) -> list[Part]:
-        """A live headless supervisor (``dflash-tui supervise``) runs this run's auto-restart."""
+        """A live headless supervisor (``dflash-tui supervise``) runs this run's auto-restart;
+        when it gave up, its FATAL is drawn as the app's own (the record's one account)."""
         since = time.strftime("%H:%M", time.localtime(sup.started_at)) if sup.started_at else ""
         who = " ".join(
             x
@@ -250,8 +251,16 @@ class RunHeader(Static, Themed):
             if x
         )
         pid = f"PID {sup.pid}, " if sup.pid is not None else ""
+        if sup.fatal is not None:
+            why = safe_label(sup.fatal.text(), 120)
+            short = safe_label(sup.fatal.text(last_exit=False), 60)
+            return [
+                part(f"  │ supervised ({who}) ", pal.fg("muted"), 44, "  │ supervised ", "  │ "),
+                part(" FATAL ", pal.chip("error")),
+                part(f" {why}", pal.fg("error"), 46, f" {short}", ""),
+            ]
         n = f"{sup.restarts} restart{'' if sup.restarts == 1 else 's'}"
-        auto = "" if sup.auto is None else f", auto-restart {'on' if sup.auto else 'off'}"
+        auto = "" if sup.auto is None else f", {safe_label(sup.policy_text(), 60)}"
         return [
             part("  │ ", pal.fg("muted")),
             part(

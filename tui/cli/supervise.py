@@ -35,7 +35,8 @@ from dflash_tui.core.base.timings import START_WINDOW_S
 from dflash_tui.core.control import supervisor_files as files
 from dflash_tui.core.control.job_supervisor import JobSupervisor
 from dflash_tui.core.control.script import ControlError
-from dflash_tui.core.control.supervisor import LockLost, Options, Supervisor, SupervisorBusy
+from dflash_tui.core.control.supervisor import Options, Supervisor
+from dflash_tui.core.control.supervisor_loop import LockLost, SupervisorBusy, SupervisorLoop
 from dflash_tui.core.control.supervisor_state import describe_owner, hostname
 from dflash_tui.core.link.connect import make_transport
 from dflash_tui.core.link.transport import TransportError
@@ -125,8 +126,7 @@ async def _serve(cfg: Config, args: argparse.Namespace, fd: int | None) -> int:
             loop.add_signal_handler(sig, _stopper(sup, stop, sig))
         await sup.run(stop, lambda: _tell(fd, f"ready {os.getpid()}"))
         return 0
-    except LockLost as exc:
-        log.error("%s", exc)
+    except LockLost:  # the loop logged it
         return BUSY
     except (ControlError, TransportError) as exc:
         log.error("supervise on %s: %s", host.label, exc)
@@ -136,7 +136,7 @@ async def _serve(cfg: Config, args: argparse.Namespace, fd: int | None) -> int:
         await transport.close()
 
 
-def _stopper(sup: Supervisor, stop: asyncio.Event, sig: signal.Signals) -> Callable[[], None]:
+def _stopper(sup: SupervisorLoop, stop: asyncio.Event, sig: signal.Signals) -> Callable[[], None]:
     def on_signal() -> None:
         sup.stop_reason = f"signal {sig.name}"
         stop.set()
@@ -268,9 +268,11 @@ async def _serve_job(cfg: Config, job: JobConfig, args: argparse.Namespace, fd: 
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, _stopper(sup, stop, sig))
         await sup.run(stop, lambda: _tell(fd, f"ready {os.getpid()}"))
         return 0
+    except LockLost:  # the loop logged it
+        return BUSY
     except (ControlError, TransportError) as exc:
         log.error("supervise job %s: %s", job.name, exc)
         _tell(fd, f"error {exc}")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 from rich.table import Table
 from rich.text import Text
 
 from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.local_proc import alive
 from dflash_tui.core.base.rundir import exit_meaning
 from dflash_tui.core.base.supervision import SupervisorRecord
 from dflash_tui.core.base.text import mib_pair, printable
@@ -57,11 +59,11 @@ def render(diag: Diagnosis, host: HostConfig, progress: Progress | None = None) 
 
 
 def supervisor_line(sup: SupervisorRecord | None, now: float) -> str:
-    """``supervisor: PID 4242 on gpu-a since ..., 2 restarts, auto-restart on, fresh (...)``."""
+    """``supervisor: PID 4242 on gpu-a since ..., fresh (...), 2 restarts, auto-restart on (3
+    retries)``; a supervisor that gave up says ``FATAL: gave up after ...`` instead, and one
+    whose heartbeat is old but whose process runs (it cannot write) is not called stale."""
     if sup is None:
         return "supervisor: none (no supervisor.json in the run root)"
-    n = sup.restarts
-    auto = "?" if sup.auto is None else ("on" if sup.auto else "off")
     age = sup.age(now)
     beat = f"heartbeat {duration(age)} ago" if age is not None else "no heartbeat"
     if sup.live(now):
@@ -70,9 +72,18 @@ def supervisor_line(sup: SupervisorRecord | None, now: float) -> str:
         state = f"stopped at {iso_time(sup.stopped_at)}"
     elif sup.mode != "daemon":
         state = f"{sup.mode} ({beat})"
+    elif runs_here(sup):
+        state = f"RUNNING but not writing its record ({beat})"
     else:
         state = f"STALE ({beat})"
     return (
         f"supervisor: PID {sup.pid} on {sup.host or '?'} since {iso_time(sup.started_at) or '?'}, "
-        f"{n} restart{'' if n == 1 else 's'}, auto-restart {auto}, {state}"
+        f"{state}, {sup.summary()}"
     )
+
+
+def runs_here(sup: SupervisorRecord) -> bool:
+    """The recorded supervisor is a live process of this machine (by PID and start time)."""
+    if sup.host != socket.gethostname() or sup.start_ticks is None:
+        return False
+    return alive(sup.pid, sup.start_ticks)

@@ -1,11 +1,22 @@
-"""Sending alerts: a command hook and a webhook, each under a timeout, and ``Alerter``, which
-filters (``on``), rate-limits (``limit.RateLimiter``) and sends in a background task.
+"""Sending alerts: a command hook and a webhook, each under a total deadline, and ``Alerter``,
+which filters (``on``), rate-limits (``limit.RateLimiter``) and sends in the background.
 
 A notifier that fails, returns an HTTP error or hangs is cut off after ``timeout_s`` and logged
-(the supervisor's log says which and why); it never holds up or stops supervision. The command
-runs where the supervisor runs, under ``sh -c`` in a session of its own (so a hung one is
-killed as its own process group, by the PID we started, never by a name), with the alert as
-JSON on stdin and ``DFLASH_ALERT_*`` in its environment.
+(the supervisor's log says which and why); it never holds up or stops supervision, sampling or
+another notifier:
+
+- every notifier has a lane of its own (``Lane``: a bounded queue and one task), so a stuck
+  webhook delays only its own later alerts, each by at most its deadline, and never the
+  command hook; an alert arriving at a full lane is dropped with a note in the log;
+- a webhook is sent on threads of its own (``SendSlots``: at most two, never asyncio's default
+  executor, which the app diagnoses samples on), by ``http_post.post`` under a total deadline
+  (connect + send + the answer's head); a send that outlasts it anyway (a name lookup that
+  hangs) keeps its thread, and while both are held the next send is dropped with a note:
+  threads stay bounded whatever a receiver does.
+
+The command runs where the supervisor runs, under ``sh -c`` in a session of its own (so a hung
+one is killed as its own process group, by the PID we started, never by a name), with the
+alert as JSON on stdin and ``DFLASH_ALERT_*`` in its environment.
 """
 
 from __future__ import annotations
@@ -16,8 +27,10 @@ import json
 import logging
 import os
 import signal
+import threading
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Protocol
+from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol, TypeVar
 
 from dflash_tui import __version__
 from dflash_tui.core.alerts.alert import Alert
@@ -25,6 +38,9 @@ from dflash_tui.core.alerts.limit import RateLimiter
 from dflash_tui.core.base.alert_config import AlertSettings
 
 TailFn = Callable[[Alert], Awaitable[tuple[str, ...]]]
+T = TypeVar("T")
+SEND_THREADS = 2  # a webhook's threads: one sending, one left by a send that overran
+LANE_SIZE = 20  # alerts waiting for one notifier; more are dropped with a note
 
 
 class NotifyError(RuntimeError):
@@ -65,40 +81,51 @@ class CommandNotifier:
             raise NotifyError(f"exit {proc.returncode}: {tail}")
 
 
+class SendSlots:
+    """A notifier's own threads, at most ``size``; a send while all are busy is refused
+    (``NotifyError``) rather than queued. A slot is free only when its thread has returned,
+    not when the caller stopped waiting: an abandoned send still counts."""
+
+    def __init__(self, size: int = SEND_THREADS, name: str = "dflash-alert") -> None:
+        self.size, self.name = size, name
+        self.busy = 0
+        self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+
+    async def run(self, fn: Callable[..., T], *args: object) -> T:
+        with self._lock:
+            if self.busy >= self.size:
+                raise NotifyError(f"dropped: {self.busy} earlier sends are still running")
+            self.busy += 1
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.size, thread_name_prefix=self.name)
+            pool = self._pool
+        fut = pool.submit(fn, *args)
+        fut.add_done_callback(self._free)
+        return await asyncio.wrap_future(fut)
+
+    def _free(self, _: object) -> None:
+        with self._lock:
+            self.busy -= 1
+
+
 class WebhookNotifier:
     def __init__(self, url: str, timeout: float, topic: str | None = None) -> None:
         self.url, self.timeout, self.topic, self.name = url, timeout, topic, "webhook"
+        self.slots = SendSlots()
 
     def _post(self, body: bytes) -> None:
-        # Imported on the first webhook, not with the app: urllib and http.client bring email
-        # and more (about 2 MiB of RSS) that a session without a webhook never uses.
-        import http.client
-        import urllib.error
-        import urllib.request
+        from dflash_tui.core.alerts.http_post import PostError, post
 
-        req = urllib.request.Request(
-            self.url,
-            data=body,
-            method="POST",
-            headers={"Content-Type": "application/json", "User-Agent": f"dflash-tui/{__version__}"},
-        )
+        headers = {"Content-Type": "application/json", "User-Agent": f"dflash-tui/{__version__}"}
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                resp.read(65536)
-        except urllib.error.HTTPError as exc:
-            raise NotifyError(f"HTTP {exc.code} {exc.reason}") from None
-        except TimeoutError:
-            raise NotifyError(f"timed out after {self.timeout:g}s") from None
-        except urllib.error.URLError as exc:
-            if isinstance(exc.reason, TimeoutError):
-                raise NotifyError(f"timed out after {self.timeout:g}s") from None
-            raise NotifyError(f"cannot reach {self.url}: {exc.reason}") from None
-        except (OSError, http.client.HTTPException) as exc:  # incl. socket timeouts
-            raise NotifyError(f"{type(exc).__name__}: {exc}") from None
+            post(self.url, body, headers, self.timeout)
+        except PostError as exc:
+            raise NotifyError(str(exc)) from None
 
     async def send(self, alert: Alert) -> None:
         body = json.dumps(alert.webhook_body(self.topic)).encode()
-        await asyncio.to_thread(self._post, body)
+        await self.slots.run(self._post, body)
 
 
 def notifiers_for(settings: AlertSettings) -> list[Notifier]:
@@ -110,9 +137,38 @@ def notifiers_for(settings: AlertSettings) -> list[Notifier]:
     return out
 
 
+class Lane:
+    """One notifier's alerts, sent in order by one task, each under the notifier's deadline;
+    at most ``LANE_SIZE`` wait (one more is dropped with a note in the log)."""
+
+    def __init__(self, notifier: Notifier, alerter: Alerter, size: int = LANE_SIZE) -> None:
+        self.notifier, self.alerter = notifier, alerter
+        self.queue: asyncio.Queue[Alert] = asyncio.Queue(maxsize=size)
+        self.task = asyncio.create_task(self._run())
+
+    def put(self, alert: Alert) -> None:
+        try:
+            self.queue.put_nowait(alert)
+        except asyncio.QueueFull:
+            self.alerter.failed += 1
+            self.alerter.log.warning(
+                "alert %s via %s dropped: %d alerts are waiting for it",
+                alert.code, self.notifier.name, self.queue.qsize(),
+            )  # fmt: skip
+
+    async def _run(self) -> None:
+        while True:
+            alert = await self.queue.get()
+            try:
+                await self.alerter.send_one(self.notifier, alert)
+            finally:
+                self.queue.task_done()
+
+
 class Alerter:
     """``offer`` an alert; what passes the filter and the rate limit is sent in the background
-    (with the run's log tail from ``tail``, fetched only for alerts that are sent)."""
+    (with the run's log tail from ``tail``, fetched only for alerts that are sent), one lane
+    per notifier."""
 
     def __init__(
         self,
@@ -126,6 +182,7 @@ class Alerter:
         self.notifiers = list(notifiers) if notifiers is not None else notifiers_for(settings)
         self._queue: asyncio.Queue[Alert] | None = None
         self._task: asyncio.Task[None] | None = None
+        self._lanes: list[Lane] = []
         self.sent = self.failed = 0
 
     def wants(self, code: str) -> bool:
@@ -152,6 +209,7 @@ class Alerter:
     def _put(self, alert: Alert) -> None:
         if self._queue is None:
             self._queue = asyncio.Queue(maxsize=200)
+            self._lanes = [Lane(n, self) for n in self.notifiers]
             self._task = asyncio.create_task(self._run(self._queue))
         try:
             self._queue.put_nowait(alert)
@@ -159,22 +217,28 @@ class Alerter:
             self.log.warning("alert %s dropped: 200 alerts are waiting to be sent", alert.code)
 
     async def _run(self, queue: asyncio.Queue[Alert]) -> None:
+        """Each alert with its log tail, handed to every notifier's lane."""
         while True:
             alert = await queue.get()
             try:
-                await self._deliver(alert)
+                alert = await self._with_tail(alert)
+                for lane in self._lanes:
+                    lane.put(alert)
             finally:
                 queue.task_done()
 
-    async def _deliver(self, alert: Alert) -> None:
-        if self.tail is not None and self.settings.log_lines > 0 and not alert.log_tail:
-            try:
-                alert = alert.with_tail(await self.tail(alert))
-            except Exception as exc:  # the alert goes out without its tail
-                self.log.warning("alert %s: no log tail: %s", alert.code, exc)
-        await asyncio.gather(*(self._one(n, alert) for n in self.notifiers))
+    async def _with_tail(self, alert: Alert) -> Alert:
+        if self.tail is None or self.settings.log_lines <= 0 or alert.log_tail:
+            return alert
+        try:
+            return alert.with_tail(
+                await asyncio.wait_for(self.tail(alert), self.settings.timeout_s)
+            )
+        except Exception as exc:  # the alert goes out without its tail
+            self.log.warning("alert %s: no log tail: %s", alert.code, exc or type(exc).__name__)
+            return alert
 
-    async def _one(self, notifier: Notifier, alert: Alert) -> None:
+    async def send_one(self, notifier: Notifier, alert: Alert) -> None:
         limit = self.settings.timeout_s
         try:
             await asyncio.wait_for(notifier.send(alert), limit + 1.0)
@@ -191,14 +255,24 @@ class Alerter:
 
     async def drain(self, timeout: float) -> None:
         """Wait (bounded) for what is queued to be sent, e.g. before the supervisor exits."""
-        if self._queue is not None:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._queue.join(), timeout)
+        if self._queue is None:
+            return
+
+        async def all_sent() -> None:
+            assert self._queue is not None
+            await self._queue.join()
+            for lane in self._lanes:
+                await lane.queue.join()
+
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(all_sent(), timeout)
 
     async def close(self, timeout: float = 0.0) -> None:
         await self.drain(timeout)
-        if self._task is not None:
-            self._task.cancel()
+        tasks = [t for t in [self._task, *(lane.task for lane in self._lanes)] if t is not None]
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
             with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+                await t
+        self._task, self._lanes, self._queue = None, [], None

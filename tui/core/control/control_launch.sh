@@ -170,9 +170,16 @@ esac
 # No pid file, no job: a job that runs is always one that kill can find.
 put pid "$$ $3 ${20}" || fail "cannot write $d/pid (is the run root full?)"
 put started_at "$(now)"
+# Room for the exit file, kept from the start: a job that dies of a full disk must still read
+# as exited with its code, not as gone without one (killed).
+put exit.room "                                                                "
 sh -c "$cmd"
 rc=$?
-put exit "$rc $(now)"
+if ! put exit "$rc $(now)" 2>/dev/null; then
+  rm -f "$d/exit.tmp"
+  { printf '%s %s\n' "$rc" "$(now)" 1<>"$d/exit.room"; } 2>/dev/null && mv -f "$d/exit.room" "$d/exit"
+fi
+rm -f "$d/exit.room"
 # The job is over: leave its cgroup for the one above and remove it, unless something of the
 # job is still in it (rmdir refuses then, and kill or the next reading finds it there).
 if [ -n "${cg:-}" ] && [ -e "$d/cgroup" ]; then

@@ -14,24 +14,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-from dflash_tui import __version__
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.config_job import JobConfig
-from dflash_tui.core.base.local_proc import start_ticks
 from dflash_tui.core.base.rundir import ALIVE_STATES, RunReport
 from dflash_tui.core.base.timings import KILL_GRACE_S, START_WINDOW_S, RestartPolicy
 from dflash_tui.core.control import supervisor_files as files
 from dflash_tui.core.control.job import launch_job, members_of
 from dflash_tui.core.control.kill import kill
 from dflash_tui.core.control.script import ControlError, fetch_run
-from dflash_tui.core.control.supervisor import SupervisorBusy
-from dflash_tui.core.control.supervisor_state import describe_owner, hostname, stale_reason
+from dflash_tui.core.control.supervisor_loop import LockLost, SupervisorLoop
+from dflash_tui.core.control.supervisor_state import policy_json
 from dflash_tui.core.link.connect import make_transport
 from dflash_tui.core.link.transport import Transport, TransportError
 
@@ -39,7 +35,9 @@ T = TypeVar("T")
 TAKEOVER_S = 60.0  # a lock held from another machine, silent this long, is taken
 
 
-class JobSupervisor:
+class JobSupervisor(SupervisorLoop):
+    name = "job supervisor"
+
     def __init__(
         self,
         job: JobConfig,
@@ -52,14 +50,11 @@ class JobSupervisor:
         keep: int = 0,
         grace: float = KILL_GRACE_S,
     ) -> None:
-        self.job, self.policy, self.log = job, policy, log
+        super().__init__(log, poll, TAKEOVER_S)
+        self.job, self.policy = job, policy
         self.members = members_of(job, hosts)
-        self.poll, self.start_window, self.keep, self.grace = poll, start_window, keep, grace
+        self.start_window, self.keep, self.grace = start_window, keep, grace
         self.transports = {h.label: make_transport(h) for h in self.members}
-        self.token = uuid.uuid4().hex
-        self.pid, self.host_name = os.getpid(), hostname()
-        self.ticks = start_ticks(self.pid)
-        self.started_at = time.time()
         self.locked: list[HostConfig] = []
         self.handled: set[tuple[str | None, ...]] = set()
         # run sets seen whole, and when first (monotonic): the crash count's reset
@@ -67,7 +62,6 @@ class JobSupervisor:
         self.restarts = self.failures = 0
         self.fatal = False
         self.states: dict[str, str] = {}
-        self.stop_reason: str | None = None
 
     async def _each(self, act: Callable[[Transport, HostConfig], Awaitable[T]]) -> list[T | str]:
         async def one(h: HostConfig) -> T | str:
@@ -79,15 +73,6 @@ class JobSupervisor:
         return list(await asyncio.gather(*(one(h) for h in self.members)))
 
     # -- the locks and the records --
-
-    def owner(self) -> dict[str, Any]:
-        return {
-            "pid": self.pid,
-            "host": self.host_name,
-            "start_ticks": self.ticks,
-            "started_at": self.started_at,
-            "version": __version__,
-        }
 
     def record(self, host: HostConfig, stopped: bool = False) -> dict[str, Any]:
         return {
@@ -103,27 +88,16 @@ class JobSupervisor:
                 "members": list(self.job.members),
                 "states": self.states,
             },
-            "policy": {"enabled": self.policy.enabled, "retries": self.policy.retries},
+            "policy": policy_json(self.policy),
             "restarts": self.restarts,
             "failures": self.failures,
-            "fatal": self.fatal,
             "stopped_at": time.time() if stopped else None,
             "stop_reason": self.stop_reason if stopped else None,
+            **self.state_json(),
         }
 
     async def _lock(self, t: Transport, h: HostConfig) -> None:
-        rep = await files.lock(t, h.run_root, self.token, self.owner())
-        if rep.status == "held":
-            why = stale_reason(rep.owner, rep.record, self.host_name, TAKEOVER_S)
-            if why is None:
-                raise SupervisorBusy(
-                    f"a supervisor already runs for {h.run_root} on {h.label}: "
-                    f"{describe_owner(rep.owner, rep.record)}; stop it first"
-                )
-            self.log.warning("taking over the lock of %s on %s: %s", h.run_root, h.label, why)
-            rep = await files.take(t, h.run_root, rep.token or "", self.token, self.owner())
-            if rep.status != "locked":
-                raise SupervisorBusy(f"a supervisor took the lock of {h.run_root} first")
+        await self.lock_root(t, h, "stop it first")
         self.locked.append(h)
 
     async def acquire(self) -> None:
@@ -143,7 +117,22 @@ class JobSupervisor:
         )
 
     async def beat(self) -> None:
-        await self._each(lambda t, h: files.beat(t, h.run_root, self.token, self.record(h)))
+        """Every member's record; LockLost when any member's lock was taken over (the job
+        is then another supervisor's, every member of it)."""
+
+        async def one(t: Transport, h: HostConfig) -> LockLost | None:
+            try:
+                await self.beat_root(t, h, self.record(h))
+            except LockLost as exc:
+                return exc
+            return None
+
+        said = await self._each(one)
+        for s in said:
+            if isinstance(s, LockLost):
+                raise s
+            if isinstance(s, str):
+                self.log.warning("heartbeat not written: %s", s)
 
     async def release(self) -> None:
         for h in self.locked:
@@ -178,6 +167,7 @@ class JobSupervisor:
         self.handled.add(ids)
         # A job that ended whole while nobody supervised it is left alone (as single-host).
         restart = any(alive) or ids in self.seen_alive
+        await self.beat()  # the lock is still ours (and the states on record) before acting
         said = await self._broken(runs, states, alive, restart)
         await self.beat()
         return said
@@ -230,12 +220,16 @@ class JobSupervisor:
             return f"crashed: {words} (auto-restart off)"
         if self.failures >= self.policy.retries:
             self.fatal = True
+            if self.gave_up is None:
+                rec = crashed[0][1].record
+                self.give_up(self.restarts, rec.id if rec is not None else None, words)
             self.log.error(
                 "job %s: FATAL after %d restarts (%s)", self.job.name, self.restarts, words
             )
             return f"fatal: {words}"
         self.failures += 1
         await asyncio.sleep(self.policy.backoff(self.failures))
+        await self.beat()  # no relaunch by a supervisor that lost the job in the backoff
         res = await launch_job(
             self.job,
             self.members,
@@ -246,23 +240,9 @@ class JobSupervisor:
         )
         self.restarts += 1
         self.log.info("job %s relaunched after %s: %s", self.job.name, words, res.message)
+        self.event("restart", f"job {self.job.name} relaunched after {words}: {res.message}")
         return f"restart: {res.message}"
 
-    async def run(self, stop: asyncio.Event, ready: Callable[[], None] | None = None) -> None:
-        try:
-            while not stop.is_set():
-                try:
-                    said = await self.cycle()
-                    if said != "watch":
-                        self.log.info("decision: %s", said)
-                except Exception as exc:  # one bad cycle must not end supervision
-                    self.log.warning("cycle failed: %r", exc)
-                if ready is not None:
-                    ready()
-                    ready = None
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(stop.wait(), self.poll)
-            self.stop_reason = self.stop_reason or "stopped"
-        finally:
-            await self.release()
-            self.log.info("job supervisor PID %d ends (%s)", self.pid, self.stop_reason or "error")
+    def cycled(self, result: object) -> None:
+        if result != "watch":
+            self.log.info("decision: %s", result)

@@ -16,38 +16,32 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import time
-import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dflash_tui import __version__
 from dflash_tui.core.alerts.alert import Alert
 from dflash_tui.core.alerts.events import STOPPED, FindingWatch, RunWatch
 from dflash_tui.core.alerts.notify import Alerter
 from dflash_tui.core.base.alert_config import AlertSettings
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.config_record import RecordSettings
-from dflash_tui.core.base.local_proc import start_ticks
-from dflash_tui.core.base.rundir import ALIVE_STATES, RunReport
+from dflash_tui.core.base.rundir import ALIVE_STATES, RunReport, exit_text
 from dflash_tui.core.base.snapshot import RunRecord, Snapshot
-from dflash_tui.core.base.supervision import policy_request
+from dflash_tui.core.base.supervision import Fatal, policy_request
 from dflash_tui.core.base.timings import START_WINDOW_S, RestartPolicy
 from dflash_tui.core.control import supervisor_files as files
 from dflash_tui.core.control.launch import launch
 from dflash_tui.core.control.policy import AutoRestart, Decision
 from dflash_tui.core.control.script import ControlError, fetch_run
+from dflash_tui.core.control.supervisor_loop import LockLost, SupervisorLoop
 from dflash_tui.core.control.supervisor_state import (
     Kept,
     decision_json,
-    describe_owner,
-    hostname,
     kept_from,
     policy_json,
-    stale_reason,
     strip_tails,
 )
 from dflash_tui.core.diagnosis.thresholds import thresholds_for
@@ -56,14 +50,6 @@ from dflash_tui.core.link.feed import sample_once
 from dflash_tui.core.link.local_feed import feed_for
 from dflash_tui.core.link.transport import Transport, TransportError
 from dflash_tui.core.record.recorder import Recorder
-
-
-class SupervisorBusy(ControlError):
-    """Another supervisor holds the run root; the message names it."""
-
-
-class LockLost(ControlError):
-    """Our lock was taken over (we were judged gone): stop, the other one supervises now."""
 
 
 @dataclass(frozen=True)
@@ -79,7 +65,7 @@ class Options:
     record: RecordSettings = field(default_factory=lambda: RecordSettings(enabled=False))
 
 
-class Supervisor:
+class Supervisor(SupervisorLoop):
     def __init__(
         self,
         transport: Transport,
@@ -89,55 +75,40 @@ class Supervisor:
         log: logging.Logger,
         opts: Options = Options(),
     ) -> None:
-        self.transport, self.host, self.policy, self.log, self.opts = (
-            transport, host, policy, log, opts)  # fmt: skip
+        super().__init__(log, opts.poll, opts.takeover_s)
+        self.transport, self.host, self.policy, self.opts = transport, host, policy, opts
         self.machine = AutoRestart(policy)
         self.alerter = Alerter(alerts, log, tail=self._tail)
-        self.token = uuid.uuid4().hex
-        self.pid, self.host_name = os.getpid(), hostname()
-        self.ticks = start_ticks(self.pid)
-        self.started_at = time.time()
         self.kept = Kept()
         self.restarts = 0
         self.last: Decision | None = None
         self.run_id: str | None = None
         self.run_state = "unknown"
+        self.last_end: str | None = None  # how the run judged last ended, for a FATAL
         self.link_error: str | None = None
         self.findings: set[str] = set()
         self.finding_watch = FindingWatch()
         self.lines: deque[str] = deque(maxlen=max(alerts.log_lines, 1))
-        self.stop_reason: str | None = None
         self.recorder = Recorder(host, opts.record, "supervise", log)
         self.samples = 0  # feed samples seen (each one recorded while [record] is on)
+        self.feed: asyncio.Task[None] | None = None
 
     # -- the lock and the record --
-
-    def owner(self) -> dict[str, Any]:
-        return {"pid": self.pid, "host": self.host_name, "start_ticks": self.ticks,
-                "started_at": self.started_at, "version": __version__}  # fmt: skip
 
     async def acquire(self) -> None:
         """Take the run root's lock (a stale one is broken) and what the last record kept."""
         root = self.host.run_root
-        rep = await files.lock(self.transport, root, self.token, self.owner())
-        if rep.status == "held":
-            why = self._stale(rep)
-            if why is None:
-                raise SupervisorBusy(
-                    f"a supervisor already runs for {root} on {self.host.label}: "
-                    f"{describe_owner(rep.owner, rep.record)}; stop it with "
-                    "`dflash-tui supervise --stop` (same flags) first"
-                )
-            self.log.warning("taking over the lock of %s: %s", root, why)
-            rep = await files.take(self.transport, root, rep.token or "", self.token, self.owner())
-            if rep.status != "locked":
-                raise SupervisorBusy(
-                    f"a supervisor took the lock of {root} first: "
-                    f"{describe_owner(rep.owner, rep.record)}"
-                )
+        rep = await self.lock_root(
+            self.transport,
+            self.host,
+            "stop it with `dflash-tui supervise --stop` (same flags) first",
+        )
         self.kept = kept_from(rep.record, self.opts.mode)
         k = self.kept
         self.restarts, self.findings = k.restarts, set(k.findings)
+        self.history, self.gave_up = list(k.history), k.gave_up
+        if k.fatal is not None and self.gave_up is None:  # a record with no account of it
+            self.gave_up = Fatal(None, k.restarts, k.fatal[0], None)
         self.machine.resume(failures=k.failures, restart_times=k.restart_times, since=k.since,
                             pending=k.pending, fatal=k.fatal,
                             seen_alive=k.seen_alive if k.since is not None else None)  # fmt: skip
@@ -148,10 +119,6 @@ class Supervisor:
             k.restarts, k.failures,
             f", a restart of run {k.pending[0]} due" if k.pending else "",
         )  # fmt: skip
-
-    def _stale(self, rep: files.Reply) -> str | None:
-        """Why the lock's owner is gone (None: it is alive, or cannot be judged gone)."""
-        return stale_reason(rep.owner, rep.record, self.host_name, self.opts.takeover_s)
 
     def record(self, stopped: bool = False) -> dict[str, Any]:
         pending = self.machine.pending()
@@ -187,6 +154,7 @@ class Supervisor:
             "link_error": self.link_error,
             "stopped_at": time.time() if stopped else None,
             "stop_reason": self.stop_reason if stopped else None,
+            **self.state_json(),
             "samples": self.samples,
             "recorded": self.recorder.samples,
         }
@@ -194,15 +162,12 @@ class Supervisor:
     async def beat(self) -> None:
         """Rewrite the record (the heartbeat); take a viewer's policy request."""
         try:
-            rep = await files.beat(self.transport, self.host.run_root, self.token, self.record())
+            rep = await self.beat_root(self.transport, self.host, self.record())
+        except LockLost:
+            raise
         except (ControlError, TransportError) as exc:
             self._link_down(f"heartbeat not written: {exc}")
             return
-        if rep.status == "lost":
-            raise LockLost(
-                f"the lock of {self.host.run_root} was taken over by "
-                f"{describe_owner(rep.owner, None)}: this supervisor stops"
-            )
         enabled = policy_request(rep.policy)
         asked = (rep.policy or {}).get("requested_at")
         by = (rep.policy or {}).get("by", "?")
@@ -216,6 +181,7 @@ class Supervisor:
         """A new policy: a fresh decision machine (old crashes stay as they are), count kept."""
         self.policy = policy
         self.machine = AutoRestart(policy)
+        self.gave_up = None
         self.alerter.limiter.reopen()
         self.log.info("auto-restart %s (%s)", "on" if policy.enabled else "off", why)
 
@@ -245,6 +211,8 @@ class Supervisor:
         now = rep.now if rep.now is not None else time.time()
         run, state = rep.record, rep.state(self.opts.start_window)
         self.run_id, self.run_state = (run.id if run else None), state
+        if run is not None and state in ("exited", "killed", "launch-failed"):
+            self.last_end = f"run {run.id} {state} ({run.launch_error or exit_text(run.exit_code)})"
         self._run_events(run, state, now)
         if self.machine.fatal() is not None and run is not None and run.id != self.machine.handled:
             self.set_policy(self.policy, f"a new run {run.id} after FATAL")
@@ -254,6 +222,7 @@ class Supervisor:
                 self.restarts += 1
                 self.machine.restarted(now)
                 self.log.info("the restart of run %s was launched: run %s", k.launching, run.id)
+                self.event("restart", f"restarted run {k.launching} as run {run.id}", run.id)
             k.launching = None
         decision = self.machine.observe(run, state, now)
         if decision != self.last:  # said before it is carried out (a restart due at once too)
@@ -273,10 +242,13 @@ class Supervisor:
             return Decision("watch", res.message, failures=self.machine.failures)
         if res.run_id is None:
             self.log.warning("restart of run %s failed: %s", run.id, res.message)
+            self.last_end = f"restart of run {run.id} failed ({res.error or res.message})"
+            self.event("restart-failed", self.last_end, run.id)
             return self.machine.launch_failed(now, res.error or res.message)
         self.machine.restarted(now)
         self.restarts += 1
         self.log.info("restarted run %s as run %s (%s)", run.id, res.run_id, res.message)
+        self.event("restart", f"restarted run {run.id} as run {res.run_id}", res.run_id)
         self.run_id, self.run_state = res.run_id, res.state
         if res.state in ALIVE_STATES:
             k.seen_alive = res.run_id
@@ -287,6 +259,8 @@ class Supervisor:
         if d.action == "restart":
             self.alert("restart", "warning", d.message)
         elif d.action == "fatal":
+            if self.gave_up is None:  # each crash after the first followed a restart (or a try)
+                self.give_up(max(d.failures - 1, 0), self.machine.handled, self.last_end)
             self.alert("fatal", "error", d.message)
 
     def _run_events(self, run: RunRecord | None, state: str, now: float) -> None:
@@ -353,33 +327,19 @@ class Supervisor:
 
     # -- the whole run --
 
-    async def run(self, stop: asyncio.Event, ready: Callable[[], None] | None = None) -> None:
-        """Cycle until ``stop`` is set (or the lock is lost); then write the last record.
-        ``ready`` is called once, after the first cycle's heartbeat."""
-        feed = asyncio.create_task(self.watch_feed())
-        try:
-            while not stop.is_set():
-                try:
-                    await self.cycle()
-                except LockLost:
-                    raise
-                except Exception as exc:  # one bad cycle must not end supervision
-                    self.log.warning("cycle failed: %r", exc)
-                if ready is not None:
-                    ready()
-                    ready = None
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(stop.wait(), self.opts.poll)
-            self.stop_reason = self.stop_reason or "stopped"
-        finally:
-            feed.cancel()
+    async def closing(self) -> None:
+        if self.feed is not None:
+            self.feed.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
-                await feed
-            await self.alerter.close(self.alerter.settings.timeout_s + 2)
-            self.recorder.close()
-            self.recorder.release()
-            await self.release()
-            self.log.info("supervisor PID %d ends (%s)", self.pid, self.stop_reason or "error")
+                await self.feed
+        await self.alerter.close(self.alerter.settings.timeout_s + 2)
+        self.recorder.close()
+        self.recorder.release()
+
+    async def run(self, stop: asyncio.Event, ready: Callable[[], None] | None = None) -> None:
+        """The loop (supervisor_loop.SupervisorLoop.run) with the feed beside it."""
+        self.feed = asyncio.create_task(self.watch_feed())
+        await super().run(stop, ready)
 
     async def once(self) -> Decision:
         """One cycle (``--once``): a sample's findings, a decision, its alerts, the record."""
@@ -391,9 +351,7 @@ class Supervisor:
         try:
             decision = await self.cycle()
         finally:
-            await self.alerter.close(self.alerter.settings.timeout_s + 2)
-            self.recorder.close()
-            self.recorder.release()
+            await self.closing()
             self.stop_reason = "once"
             await self.release()
         return decision

@@ -25,12 +25,14 @@ SCRIPT = Path(__file__).parent / "supervisor.sh"
 
 @dataclass(frozen=True)
 class Reply:
-    status: str  # locked | held | lost | ok | released | read | requested
+    # locked | held | lost | ok | inplace | unwritten | released | read | requested
+    status: str
     token: str | None = None
     owner: dict[str, Any] | None = None
     record: dict[str, Any] | None = None
     policy: dict[str, Any] | None = None
     now: float | None = None  # the clock where the run root is (``read``)
+    why: str | None = None  # ``inplace``, ``unwritten``: why the record could not be written
 
 
 def _json(text: str) -> dict[str, Any] | None:
@@ -59,11 +61,25 @@ def parse_reply(out: str) -> Reply:
         record=_json(facts["record"]) if "record" in facts else None,
         policy=_json(facts["policy"]) if "policy" in facts else None,
         now=float(facts["now"]) if facts.get("now", "").isdigit() else None,
+        why=facts["why"][:300] if "why" in facts else None,
     )
+
+
+RECORD_BLOCK = 4096  # a record is padded to whole blocks, with at least RECORD_SPARE to spare
+RECORD_SPARE = 1024
 
 
 def _one_line(doc: dict[str, Any]) -> str:
     return json.dumps(doc, separators=(",", ":"), allow_nan=False)  # json escapes newlines
+
+
+def padded(doc: dict[str, Any]) -> str:
+    """The record on one line, padded with spaces (JSON's whitespace) to whole blocks with
+    room to spare: the file then always holds room for the next record, which supervisor.sh
+    writes in place over it when the disk is full."""
+    line = _one_line(doc)
+    size = -(-(len(line) + 1 + RECORD_SPARE) // RECORD_BLOCK) * RECORD_BLOCK
+    return line + " " * (size - len(line) - 1)
 
 
 async def run(
@@ -94,11 +110,11 @@ async def take(
 
 
 async def beat(transport: Transport, root: str, token: str, record: dict[str, Any]) -> Reply:
-    return await run(transport, "beat", root, token, _one_line(record))
+    return await run(transport, "beat", root, token, padded(record))
 
 
 async def release(transport: Transport, root: str, token: str, record: dict[str, Any]) -> Reply:
-    return await run(transport, "release", root, token, _one_line(record))
+    return await run(transport, "release", root, token, padded(record))
 
 
 async def read(transport: Transport, root: str) -> Reply:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dflash_tui.core.base.local_proc import alive
-from dflash_tui.core.base.supervision import SupervisorRecord
+from dflash_tui.core.base.supervision import Fatal, SupervisorEvent, SupervisorRecord
 from dflash_tui.core.base.timings import RestartPolicy
 from dflash_tui.core.control.policy import Decision
 from dflash_tui.core.diagnosis.document import iso_time
@@ -107,6 +107,8 @@ class Kept:
     findings: list[str] = field(default_factory=list)
     alerts: dict[str, Any] = field(default_factory=dict)
     since: float | None = None  # a --once chain: supervision began at the last one's heartbeat
+    history: list[SupervisorEvent] = field(default_factory=list)
+    gave_up: Fatal | None = None  # the FATAL's account, with ``fatal``
 
 
 def _run_id(v: Any) -> str | None:
@@ -134,6 +136,8 @@ def kept_from(record: dict[str, Any] | None, mode: str) -> Kept:
     fatal_run = _run_id(d.get("fatal_run"))
     if fatal_run and (decision := decision_of(last)) is not None and decision.action == "fatal":
         k.fatal = (fatal_run, decision)
+        k.gave_up = rec.fatal
+    k.history = list(rec.history)
     k.launching = _run_id(d.get("launching"))
     k.seen_alive = _run_id(d.get("seen_alive"))
     k.end_alerted = _run_id(d.get("end_alerted"))

@@ -1,5 +1,7 @@
 """The event timeline (pure; no Textual): launched, log appeared, compiled, first step, crash
-with the exit code's meaning, restart. Folded from successive samples and diagnoses.
+with the exit code's meaning, restart, and a headless supervisor's restarts and FATAL (from its
+record's history, so that restarts between two samples, or before the app started, are there
+too). Folded from successive samples and diagnoses.
 
 Milestones come from the pipeline's event stream when its JSON lines are visible in a watched
 log (``{"event": "compiled", ...}``), else from the words in ordinary log lines.
@@ -15,6 +17,7 @@ from itertools import pairwise
 
 from dflash_tui.core.base.rundir import ALIVE_STATES, exit_text
 from dflash_tui.core.base.snapshot import RunRecord, Snapshot
+from dflash_tui.core.base.supervision import SupervisorRecord
 from dflash_tui.core.diagnosis.progress import parse_line
 from dflash_tui.core.diagnosis.views import Diagnosis
 
@@ -25,6 +28,7 @@ MAX_EVENTS = 200
 class Event:
     time: float
     kind: str  # launched | attached | restarted | running | log | compiled | ... | crash
+    # | supervisor (a headless supervisor's restart or FATAL)
     severity: str  # info | warning | error
     text: str
 
@@ -46,11 +50,13 @@ class Timeline:
         self._state: str | None = None
         self._logs: dict[str, bool] = {}
         self._seen: set[str] = set()  # milestones already reported for the current run
+        self._supervised_to = 0.0  # the supervisor's history is on the timeline up to here
 
     def fold(self, snap: Snapshot, diag: Diagnosis) -> list[Event]:
         """The new events of this sample (also appended to ``events``)."""
         new: list[Event] = []
         self._run_events(diag, new)
+        self._supervisor_events(diag.supervisor, new)
         self._log_events(snap, diag.time, new)
         self.add(new)
         return new
@@ -86,6 +92,17 @@ class Timeline:
             if ev is not None:
                 new.append(ev)
         self._run, self._state = run, state
+
+    def _supervisor_events(self, sup: SupervisorRecord | None, new: list[Event]) -> None:
+        if sup is None:
+            return
+        for e in sup.history:
+            if e.time <= self._supervised_to:
+                continue
+            # Its own kind: the app's auto-restart says "restarted" and "FATAL" for itself.
+            severity = "error" if e.kind == "fatal" else "warning"
+            new.append(Event(e.time, "supervisor", severity, f"supervisor PID {sup.pid}: {e.text}"))
+        self._supervised_to = max([self._supervised_to, *(e.time for e in sup.history)])
 
     def _state_event(self, run: RunRecord, state: str, t: float) -> Event | None:
         code = run.exit_code
