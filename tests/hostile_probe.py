@@ -89,3 +89,41 @@ def raw_in(text: str | bytes) -> list[str]:
     """Each raw terminal-control character in ``text``, with what follows it."""
     s = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
     return [repr(s[i : i + 8]) for i, c in enumerate(s) if c in RAW]
+
+
+PEAK = (
+    "import resource, subprocess, sys;"
+    "r = subprocess.run(sys.argv[1:], capture_output=True);"
+    "sys.stderr.buffer.write(r.stderr); sys.stdout.buffer.write(r.stdout);"
+    "print(); print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+)
+
+
+def with_peak_rss(cmd: list[str], **kw: Any) -> tuple[int, str, str, int]:
+    """Run ``cmd`` under a fresh parent: its exit code, stdout, stderr and peak RSS in KiB."""
+    import subprocess
+
+    res = subprocess.run([sys.executable, "-c", PEAK, *cmd], capture_output=True, text=True, **kw)
+    out, _, last = res.stdout.rstrip("\n").rpartition("\n")
+    rc, peak = (int(x) for x in last.split())
+    return rc, out, res.stderr, peak
+
+
+def shouting_probe(where: Path, line_py: str) -> str:
+    """A probe in the probe's place that prints the line the Python expression ``line_py``
+    makes (then, streaming, a second ordinary line); the value for ``DFLASH_TUI_PYTHON``."""
+    where.mkdir(parents=True, exist_ok=True)
+    emit = where / "shout.py"
+    emit.write_text(
+        "import json, sys, time\n"
+        f"sys.stdout.write({line_py} + '\\n')\n"
+        "if '--once' not in sys.argv:\n"
+        "    print(json.dumps({'time': time.time(), 'host': 'after'}), flush=True)\n"
+        "    time.sleep(60)\n"
+    )
+    script = where / "python"
+    script.write_text(
+        f'#!/bin/sh\ncat >/dev/null\nexec {shlex.join([sys.executable, str(emit)])} "$@"\n'
+    )
+    script.chmod(0o755)
+    return str(script)
