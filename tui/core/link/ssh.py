@@ -16,9 +16,8 @@ import signal
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
-import asyncssh
-
 from dflash_tui.core.link.ssh_connect import SshSettings, open_connection, parse_address
+from dflash_tui.core.link.sshlib import asyncssh
 from dflash_tui.core.link.transport import (
     RUN_ERR_MAX,
     RUN_OUT_MAX,
