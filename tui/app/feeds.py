@@ -179,7 +179,9 @@ class HostFeeds:
             self.app.draw_safely("overview", self.app.refresh_overview)
         for ev in msg.events:
             if ev.kind in ("crash", "launch-failed"):
-                title = self.app.host_title(state, "run crashed")
+                # A launch that never started did not crash: the title says which it was.
+                what = "launch failed" if ev.kind == "launch-failed" else "run crashed"
+                title = self.app.host_title(state, what)
                 self.app.notify(ev.text, title=title, severity="error", timeout=15)
         state.samples += 1
         self.app.samples += 1

@@ -102,7 +102,7 @@ def run_findings(diag: Diagnosis, th: Thresholds, progress: Progress | None) -> 
     if state in ("exited", "killed"):
         asked = run.kill_requested_at is not None
         ok = run.exit_code == 0 or (state == "killed" and asked)
-        code = "none" if run.exit_code is None else str(run.exit_code)
+        code = "unknown" if run.exit_code is None else str(run.exit_code)
         cause = "stopped on request" if asked else exit_meaning(run.exit_code)
         return [
             Finding(
