@@ -21,6 +21,7 @@ from dflash_tui.core.diagnosis.finding import Finding
 from dflash_tui.core.diagnosis.findings_gpu import build_findings
 from dflash_tui.core.diagnosis.findings_machine import machine_findings
 from dflash_tui.core.diagnosis.ownership import judge, run_alive
+from dflash_tui.core.diagnosis.proc_order import heaviest_first
 from dflash_tui.core.diagnosis.progress import Progress
 from dflash_tui.core.diagnosis.severity import rank
 from dflash_tui.core.diagnosis.thresholds import DEFAULT, Thresholds
@@ -49,6 +50,7 @@ class ProcView:
     evidence: str = ""
     left_by: str = ""  # the run an attributed orphan is left by ("run <id>", or its group)
     user: str = ""
+    cpu_pct: float | None = None  # its CPU load: the order's second key (proc_order.py)
 
 
 @dataclass(frozen=True)
@@ -151,6 +153,7 @@ def _proc_view(gp: GpuProcess, snap: Snapshot) -> ProcView:
         evidence=evidence,
         left_by=left_by,
         user=p.user if p else "",
+        cpu_pct=p.cpu_pct if p else None,
     )
 
 
@@ -193,7 +196,7 @@ def _compute_views(
     alive = run_alive(snap)
     for gpu in snap.gpus:
         role = topology.role(gpu.index)
-        procs = tuple(_proc_view(gp, snap) for gp in snap.procs_on(gpu))
+        procs = heaviest_first(_proc_view(gp, snap) for gp in snap.procs_on(gpu))
         # Memory held by processes we cannot see, once our run has ended: likely its leftovers,
         # not health. With no run record at all (a job started by hand, the seed's story) the
         # holders may well be that job: judged by the labels alone, as before.

@@ -16,6 +16,7 @@ from dflash_tui.core.diagnosis.findings_run import (
     supervisor_findings,
     telemetry_findings,
 )
+from dflash_tui.core.diagnosis.proc_order import heaviest_first, weight
 from dflash_tui.core.diagnosis.progress import Progress
 from dflash_tui.core.diagnosis.severity import label_severity, rank, summary_severity
 from dflash_tui.core.diagnosis.thresholds import Thresholds
@@ -42,7 +43,8 @@ def _label_message(code: str, ids: Sequence[int], views: Sequence[GpuView], acti
             f"tree; if none, reset the GPU ({gpu_reset(ids)}) or restart the container."
         )
     if code == "foreign-process":
-        procs = [_proc_text(p) for v in views for p in v.processes if p.owner == "foreign"]
+        foreign = {p.pid: p for v in views for p in v.processes if p.owner == "foreign"}
+        procs = [_proc_text(p) for p in heaviest_first(foreign.values())]
         return (
             f"{g}: {', '.join(procs)}: another job's process on a GPU the topology gives to "
             "this run. Next: ask its owner, or change the topology (--topology)."
@@ -104,7 +106,10 @@ def _orphan_findings(views: Sequence[GpuView], run_known: bool) -> list[Finding]
         for p in v.processes:
             if p.owner == "orphan":
                 kinds.setdefault(p.evidence or "init", []).append((v.index, p))
-    attributed = kinds.get("group", []) + kinds.get("born-in-run", [])
+    for found in kinds.values():  # each kind's PIDs in the processes' one order
+        found.sort(key=lambda ip: weight(ip[1]))
+    attributed = sorted(kinds.get("group", []) + kinds.get("born-in-run", []),
+                        key=lambda ip: weight(ip[1]))  # fmt: skip
     if attributed:
         ids = sorted({i for i, _ in attributed})
         parts = [
@@ -205,7 +210,8 @@ def _hidden_processes_finding(diag: Diagnosis, th: Thresholds) -> Finding | None
         )
     if unseen:
         ids = [v.index for v in unseen]
-        pids = ", ".join(str(p.pid) for v in unseen for p in v.processes if p.owner == "unknown")
+        held = heaviest_first(p for v in unseen for p in v.processes if p.owner == "unknown")
+        pids = ", ".join(str(p.pid) for p in held)
         idle = any(v.unseen_holder for v in unseen)
         parts.append(
             f"{gpus_text(ids)}: held by pid {pids}, not in this process table; inside a container "
