@@ -32,9 +32,8 @@ def _head(diag: Diagnosis, host: HostConfig) -> str:
         head += f"  id {run.id}  pgid {run.pgid}"
         if run.exit_code is not None:
             head += f"  exit {run.exit_code} ({exit_meaning(run.exit_code)})"
-    ht, nt = diag.healthy("target")
-    hd, nd = diag.healthy("drafter")
-    return head + f"  healthy target {ht}/{nt}, drafter {hd}/{nd}"
+    target, drafter = diag.health_text("target"), diag.health_text("drafter")
+    return head + f"  healthy target {target}, drafter {drafter}"
 
 
 def render(diag: Diagnosis, host: HostConfig, progress: Progress | None = None) -> list[Any]:

@@ -14,7 +14,7 @@ from typing import NamedTuple
 from dflash_train.topology import Topology
 from dflash_tui.core.base.codes import GPU_LABELS
 from dflash_tui.core.base.machine import Machine, Worker
-from dflash_tui.core.base.rundir import run_state
+from dflash_tui.core.base.rundir import ALIVE_STATES, run_state
 from dflash_tui.core.base.snapshot import Gpu, GpuProcess, LogState, RunRecord, Snapshot, StepEvent
 from dflash_tui.core.base.supervision import SupervisorRecord
 from dflash_tui.core.diagnosis.finding import Finding
@@ -36,6 +36,9 @@ BAD_LABELS = frozenset(GPU_LABELS) - {"ok"}
 class Label:
     code: str
     since: float  # when this label started holding (sample time)
+    # It held at the first sample there is: it began before ``since``, when is not known
+    # (a duration is then written as at least: ``idle >= 6s``).
+    at_least: bool = False
 
 
 @dataclass(frozen=True)
@@ -102,11 +105,33 @@ class Diagnosis:
     workers: tuple[Worker, ...] = ()  # each pipeline worker's latest heartbeat
     thresholds: Thresholds = DEFAULT  # what the findings were judged by (the strip's levels)
 
+    def ready(self, index: int) -> bool | None:
+        """Is GPU ``index`` fit for the run? None when it was not read (unknown, not
+        unhealthy). Idle counts as fit while no run of ours is alive: it waits for one."""
+        view = next((g for g in self.gpus if g.index == index), None)
+        if view is None:
+            return None
+        idle_ok = view.codes == ("idle",) and self.run_state not in ALIVE_STATES
+        return view.healthy or (idle_ok and not view.unseen_holder)
+
     def healthy(self, role: str) -> tuple[int, int]:
-        """(healthy, expected) GPUs of a role."""
-        want = self.topology.target if role == "target" else self.topology.drafter
-        views = {g.index: g for g in self.gpus}
-        return sum(1 for i in want if i in views and views[i].healthy), len(want)
+        """(healthy, expected) GPUs of a role (an unread one is not healthy: see ``unread``)."""
+        want = self.role_gpus(role)
+        return sum(1 for i in want if self.ready(i)), len(want)
+
+    def unread(self, role: str) -> int:
+        return sum(1 for i in self.role_gpus(role) if self.ready(i) is None)
+
+    def role_gpus(self, role: str) -> tuple[int, ...]:
+        return tuple(self.topology.target if role == "target" else self.topology.drafter)
+
+    def health_text(self, role: str) -> str:
+        """``5/5``; ``3/5 (2 unread)``; ``?/5 unread`` when none was read."""
+        ok, want = self.healthy(role)
+        unread = self.unread(role)
+        if unread and unread == want:
+            return f"?/{want} unread"
+        return f"{ok}/{want}" + (f" ({unread} unread)" if unread else "")
 
     def worst(self) -> str | None:
         order = {"info": 0, "warning": 1, "error": 2}
@@ -115,7 +140,21 @@ class Diagnosis:
         return max(self.findings, key=lambda f: order[f.severity]).severity
 
 
-def _gpu_labels(gpu: Gpu, role: str, procs: Sequence[ProcView], th: Thresholds) -> set[str]:
+def starting_up(snap: Snapshot, th: Thresholds) -> bool:
+    """The sample's run is starting: in its start window, or alive and not stepped yet within
+    the start-up grace (the model loads, kernels compile: its GPUs are quiet by design)."""
+    run = snap.run
+    if run is None or not run_alive(snap):
+        return False
+    if run.started_at is None:  # the launcher is still setting it up
+        return True
+    stepped = snap.last_step is not None and snap.last_step.step is not None
+    return snap.time - run.started_at < (th.start_window_s if stepped else th.startup_grace_s)
+
+
+def _gpu_labels(
+    gpu: Gpu, role: str, procs: Sequence[ProcView], th: Thresholds, starting: bool = False
+) -> set[str]:
     labels: set[str] = set()
     used, util = gpu.mem_used_mib, gpu.util
     owners = {p.owner for p in procs}
@@ -129,7 +168,7 @@ def _gpu_labels(gpu: Gpu, role: str, procs: Sequence[ProcView], th: Thresholds) 
     active = bool(procs) or (util or 0) >= th.activity_util_pct or not quiet_mem
     if role == "unassigned" and active and "busy-no-memory" not in labels:
         labels.add("unexpected-activity")
-    if role != "unassigned" and not active:
+    if role != "unassigned" and not active and not starting:
         labels.add("idle")  # loaded with no visible process is not idle (see findings)
     if used is not None and gpu.mem_total_mib and used / gpu.mem_total_mib >= th.near_oom_fraction:
         labels.add("near-oom")
@@ -193,7 +232,7 @@ def _compute_views(
     snap: Snapshot, topology: Topology, th: Thresholds
 ) -> dict[int, tuple[GpuView, set[str]]]:
     out: dict[int, tuple[GpuView, set[str]]] = {}
-    alive = run_alive(snap)
+    alive, starting = run_alive(snap), starting_up(snap, th)
     for gpu in snap.gpus:
         role = topology.role(gpu.index)
         procs = heaviest_first(_proc_view(gp, snap) for gp in snap.procs_on(gpu))
@@ -202,7 +241,7 @@ def _compute_views(
         # holders may well be that job: judged by the labels alone, as before.
         unseen = snap.run is not None and not alive and any(p.owner == "unknown" for p in procs)
         view = GpuView(gpu.index, role, gpu, procs, (), unseen)
-        out[gpu.index] = (view, _gpu_labels(gpu, role, procs, th))
+        out[gpu.index] = (view, _gpu_labels(gpu, role, procs, th, starting))
     if snap.telemetry.source != "none":
         for i in topology.indices:
             if i not in out:
@@ -259,20 +298,34 @@ def _find_log(logs: Sequence[LogState], path: str) -> LogState | None:
     return next((x for x in logs if x.path == path), None)
 
 
+def _began(label: Label, snap: Snapshot) -> Label:
+    """A GPU idle since before the first sample, after its run ended: the record says when
+    it began (the run's end), so its duration is known."""
+    ended = snap.run.ended_at if snap.run is not None else None
+    if label.code == "idle" and label.at_least and ended is not None and ended <= label.since:
+        return Label(label.code, ended)
+    return label
+
+
+def _carried(label: Label, was: Label | None) -> Label:
+    """``label`` as it holds on from the previous diagnosis: the earlier start (and whether
+    that start is only a lower bound) wins."""
+    if was is None or was.since > label.since:
+        return label
+    return Label(label.code, was.since, was.at_least)
+
+
 def _carry(
     gpus: Sequence[GpuView], logs: Sequence[LogView], earlier: Diagnosis | None
 ) -> tuple[tuple[GpuView, ...], tuple[LogView, ...]]:
     if earlier is None:
         return tuple(gpus), tuple(logs)
-    was = {(g.index, lb.code): lb.since for g in earlier.gpus for lb in g.labels}
+    was = {(g.index, lb.code): lb for g in earlier.gpus for lb in g.labels}
     gone = {lg.path: lg.missing_since for lg in earlier.logs if lg.missing_since is not None}
     carried = tuple(
         replace(
             v,
-            labels=tuple(
-                Label(lb.code, min(lb.since, was.get((v.index, lb.code), lb.since)))
-                for lb in v.labels
-            ),
+            labels=tuple(_carried(lb, was.get((v.index, lb.code))) for lb in v.labels),
         )
         for v in gpus
     )
@@ -311,7 +364,7 @@ def diagnose(
         for code in sorted(labels, key=GPU_LABELS.index):
             since = _since(code, index, history, times)
             if _held(since, latest.time, times[0], live, _flappy(code, view), th):
-                kept.append(Label(code, since))
+                kept.append(_began(Label(code, since, since <= times[0]), latest))
         if not kept:
             kept = [Label("ok", latest.time)]
         views.append(replace(view, labels=tuple(kept)))

@@ -237,23 +237,32 @@ def _causes(diag: Diagnosis, bad: tuple[int, ...], found: list[Finding]) -> list
 
 
 def _topology_finding(diag: Diagnosis, found: list[Finding]) -> Finding | None:
-    ht, nt = diag.healthy("target")
-    hd, nd = diag.healthy("drafter")
-    if ht == nt and hd == nd:
+    """topology-mismatch: GPUs that were read and are not fit for the run. Its advice names
+    only what can be fixed: the labelled GPUs (their findings say how), GPUs the machine does
+    not have (the topology); an unread GPU is unknown, not a mismatch."""
+    bad = tuple(i for i in diag.topology.indices if diag.ready(i) is False)
+    if not bad:
         return None
-    bad = tuple(i for i in diag.topology.indices if not _healthy(diag, i))
+    codes = {v.index: [c for c in v.codes if c != "ok"] for v in diag.gpus}
+    missing = [i for i in bad if codes.get(i) == ["missing"]]
+    labelled = [i for i in bad if i not in missing and codes.get(i)]
+    held = [i for i in bad if i not in missing and not codes.get(i)]  # an unplaced holder
+    steps = []
+    if labelled:
+        which = ", ".join(f"GPU {i} ({', '.join(codes[i])})" for i in labelled)
+        steps.append(f"fix {which} as their findings say")
+    if held:
+        steps.append(f"see who holds {gpus_text(held)} (the processes the probe cannot place)")
+    if missing:
+        steps.append(f"the machine has no {gpus_text(missing)}: correct --topology")
     return Finding(
         "topology-mismatch",
         summary_severity(_causes(diag, bad, found)),
         bad,
-        f"{ht}/{nt} target and {hd}/{nd} drafter GPUs healthy (topology "
-        f"{diag.topology.spec()}); the pipeline needs every one of them. "
-        "Next: fix the GPUs labelled above, then launch or restart.",
+        f"target {diag.health_text('target')} and drafter {diag.health_text('drafter')} GPUs "
+        f"healthy (topology {diag.topology.spec()}); the pipeline needs every one of them. "
+        f"Next: {'; '.join(steps)}, then launch or restart.",
     )
-
-
-def _healthy(diag: Diagnosis, index: int) -> bool:
-    return any(v.index == index and v.healthy for v in diag.gpus)
 
 
 def build_findings(
