@@ -57,7 +57,7 @@ def test_the_status_table_shows_every_field_escaped(probe: dict[str, str], tmp_p
 def test_status_json_stays_json_and_keeps_the_strings_as_data(
     probe: dict[str, str], tmp_path: Path
 ) -> None:
-    rc, out, err = dflash(probe, "status", "--run-root", str(tmp_path), "--json")
+    _, out, err = dflash(probe, "status", "--run-root", str(tmp_path), "--json")
     assert raw_in(out) == [] and raw_in(err) == []
     doc = json.loads(out)
     assert doc["run"]["id"] == RUN_ID + PAYLOAD

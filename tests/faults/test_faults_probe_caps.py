@@ -64,7 +64,7 @@ def test_process_rows_past_the_cap_are_skipped_and_said(tmp_path: Path) -> None:
     )
     python = shouting_probe(tmp_path / "p", line)
     env = {**os.environ, "DFLASH_TUI_PYTHON": python}
-    rc, out, err, _ = with_peak_rss(
+    _, out, _, _ = with_peak_rss(
         [*STATUS, "--run-root", str(tmp_path), "--json"], env=env, cwd=ROOT, timeout=120
     )
     doc = json.loads(out)

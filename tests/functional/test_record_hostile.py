@@ -146,8 +146,8 @@ def test_replay_without_a_terminal_exits_2_pointing_to_status_replay(tmp_path: P
     run = record(tmp_path, "r1", 1_800_000_000.0)
     res = subprocess.run(
         [sys.executable, "-m", "dflash_tui.cli.main", "replay", str(run)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        timeout=60, cwd=ROOT, env={**os.environ, "TERM": "xterm-256color"},
+        stdin=subprocess.DEVNULL, capture_output=True, timeout=60, cwd=ROOT,
+        env={**os.environ, "TERM": "xterm-256color"},
     )  # fmt: skip
     assert res.returncode == 2
     assert res.stdout == b""  # nothing drawn into the pipe

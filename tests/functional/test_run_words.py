@@ -45,18 +45,8 @@ async def test_a_launch_that_never_started_is_toasted_as_launch_failed(tmp_path:
 
 def test_a_vanished_group_has_an_unknown_exit_code(tmp_path: Path) -> None:
     root = tmp_path / "runs"
-    run = json.loads(
-        dflash(
-            "launch",
-            "--json",
-            "--run-root",
-            str(root),
-            "--command",
-            "sleep 120",
-            "--start-window",
-            "1",
-        ).stdout  # fmt: skip
-    )
+    args = ["--run-root", str(root), "--command", "sleep 120", "--start-window", "1"]
+    run = json.loads(dflash("launch", "--json", *args).stdout)
     assert run["ok"], run
     os.killpg(run["pgid"], signal.SIGKILL)  # the wrapper too: nobody writes the exit code
     deadline = time.monotonic() + 20
