@@ -1,4 +1,4 @@
-"""No raw escape sequence from a job reaches the terminal through the app (issue 13, item 5).
+"""No raw escape sequence from a job reaches the terminal through the app.
 
 The app runs for real in a tmux pane (its own tmux server) whose raw output stream is
 recorded with ``pipe-pane``. A launched job writes its own ``launch_error`` file with OSC 52,

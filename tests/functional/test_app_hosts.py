@@ -123,7 +123,7 @@ async def test_switching_shows_each_host_and_keeps_its_state() -> None:
 
 
 async def test_a_hidden_host_keeps_its_samples_and_draws_them_when_shown() -> None:
-    """Issue 16: the pane of a host not on screen does not draw its samples; it keeps what
+    """The pane of a host not on screen does not draw its samples; it keeps what
     accumulates (every GPU's sparkline point, its log lines, its timeline) and, when shown,
     draws the latest sample: the same header, findings and panels as a pane that drew all."""
     seed, healthy = scenes.seed_incident(), scenes.healthy_run()
@@ -203,7 +203,7 @@ async def test_a_host_that_is_down_shows_on_its_row_while_the_other_updates() ->
 
 
 async def test_the_overview_is_drawn_only_when_a_row_changes() -> None:
-    """Issue 16: a sample that leaves its host's row as it was builds no overview; a link
+    """A sample that leaves its host's row as it was builds no overview; a link
     going down is drawn at once, and coming back too."""
     seed, healthy = scenes.seed_incident(), scenes.healthy_run(samples=4)
     app, _, sb = two_hosts(seed, healthy)

@@ -263,7 +263,7 @@ def test_idle_severity_depends_on_run() -> None:
     d = diagnose([snap(quiet, procs=procs, run=running_run())], Topology())
     assert d.run_state == "running"
     assert finding(d, "idle").severity == "warning"
-    # The summary says no more than its causes (issue 12, item 4): idle GPUs beside a live
+    # The summary says no more than its causes: idle GPUs beside a live
     # run are a warning, and so is the mismatch; a missing GPU makes both errors.
     assert finding(d, "topology-mismatch").severity == "warning"
     d = diagnose([snap(quiet[:7], procs=procs, run=running_run())], Topology())

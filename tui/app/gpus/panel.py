@@ -4,7 +4,7 @@ processes on it with their owner, and its labels as chips with how long each has
 A panel is not a widget: it keeps its GPU's readings and makes its box as rows of Text
 (``rows``), which the grid's board (tui/app/gpus/board.py) lays side by side in one widget.
 Eight panel widgets cost eight styles caches, borders and compositor cuts for every changed
-row; one board costs one (issue 16)."""
+row; one board costs one."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Process rows kept from a host's previous sample (issue 16: every sample parses every process
-row of every host, and most rows are as they were a second ago).
+"""Process rows kept from a host's previous sample (every sample parses every process row of
+every host, and most rows are as they were a second ago).
 
 A row whose probe dict equals the one it was parsed from last time is that same (frozen)
 record: a dict comparison instead of a conversion per field. Python's ``==`` says ``True ==
