@@ -1,4 +1,4 @@
-"""A probe's output is capped as it is read: a line over the cap (16 MiB) is refused with its
+"""A probe's output is capped as it is read: a line over the cap (32 MiB) is refused with its
 size, never held or parsed whole; rows past a sample's cap are skipped and said. A real
 program stands in the probe's place (tests/hostile_probe.py) and the real command or the real
 feed and transport read it."""
@@ -41,7 +41,7 @@ def test_a_70_mb_probe_line_is_refused_with_its_size_and_memory_stays_low(
 async def test_the_live_feed_refuses_an_over_cap_line_and_reads_the_next(
     tmp_path: Path,
 ) -> None:
-    python = shouting_probe(tmp_path / "p", "'x' * (20 << 20)")
+    python = shouting_probe(tmp_path / "p", "'x' * (40 << 20)")
     feed = Feed(LocalTransport(python=python), HostConfig(run_root=str(tmp_path)))
     events = feed.events()
     try:
@@ -51,7 +51,7 @@ async def test_the_live_feed_refuses_an_over_cap_line_and_reads_the_next(
         await events.aclose()
     assert isinstance(first, Malformed)
     assert first.error == (
-        f"a probe line of {20 << 20:,} bytes is over the cap of {PROBE_LINE_MAX:,}: refused"
+        f"a probe line of {40 << 20:,} bytes is over the cap of {PROBE_LINE_MAX:,}: refused"
     )
     assert isinstance(second, Snapshot) and second.host == "after"
 

@@ -32,9 +32,10 @@ from dflash_tui.core.base.supervision import SupervisorRecord
 T = TypeVar("T")
 
 PROBE_FORMAT = 1
-# One probe line carries a sample's log tails (each capped by the probe): past this it is not
-# a probe's, and it is refused as it is read (tui/core/link/transport.py), not parsed.
-PROBE_LINE_MAX = 16 << 20
+# One probe line carries a sample's log tails, each capped by the probe at 4 MiB of lines (a
+# flood of control bytes grows up to six times as JSON escapes): past this it is not a probe's,
+# and it is refused as it is read (tui/core/link/transport.py), not parsed.
+PROBE_LINE_MAX = 32 << 20
 # Rows one sample may carry, by key: past them the rest are skipped and said in ``errors``.
 ERRORS_MAX, ERROR_CHARS = 100, 500  # the probe's errors kept, and each one's length
 ROWS_MAX = {"procs": 20_000, "gpu_procs": 4096, "gpus": 256, "logs": 256}

@@ -83,7 +83,7 @@ class SegmentWriter:
 # Caps on what one segment may cost to read: a record is a probe line (itself capped at
 # PROBE_LINE_MAX) plus its diagnosis; a segment holds a few hundred records. A file past
 # either is someone else's or damaged: the excess is skipped with a note, never held whole.
-RECORD_MAX = 32 << 20  # bytes of one decompressed record line
+RECORD_MAX = 48 << 20  # bytes of one decompressed record line
 SEGMENT_MAX = 512 << 20  # decompressed bytes read from one segment
 NOTES_MAX = 5  # notes said per segment; the rest are counted
 
