@@ -15,7 +15,7 @@ from hostile_probe import shouting_probe, with_peak_rss
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.snapshot import PROBE_LINE_MAX, ROWS_MAX, Snapshot
 from dflash_tui.core.link.feed import Feed, Malformed
-from dflash_tui.core.link.transport import LocalTransport
+from dflash_tui.core.link.transport import LocalTransport, oversize_of
 
 ROOT = Path(__file__).resolve().parents[2]
 STATUS = [sys.executable, "-m", "dflash_tui.cli.main", "status"]
@@ -72,3 +72,17 @@ def test_process_rows_past_the_cap_are_skipped_and_said(tmp_path: Path) -> None:
     assert degraded, doc["findings"]
     cap = ROWS_MAX["procs"]
     assert f"{n:,} procs rows, over the cap of {cap:,}: the first {cap:,} kept" in degraded[0]
+
+
+async def test_lines_under_the_cap_arrive_whole_across_reads(tmp_path: Path) -> None:
+    """A 5 MiB line spans many reads; a last line without its newline still arrives."""
+    script = tmp_path / "lines.py"
+    script.write_text(
+        "import sys\n"
+        "sys.stdout.write('a' * (5 << 20) + '\\n' + 'b\\n' + 'x' * (40 << 20) + '\\nlast')\n"
+    )
+    transport = LocalTransport()
+    got = [line async for line in transport.stream(f"{sys.executable} {script}")]
+    assert [len(x) for x in got] == [5 << 20, 1, len(got[2]), 4]
+    assert got[0] == "a" * (5 << 20) and got[1] == "b" and got[3] == "last"
+    assert oversize_of(got[2]) == 40 << 20  # the refused line's stand-in: its size alone
