@@ -276,7 +276,7 @@ def test_missing_log_duration_tracked_across_samples() -> None:
     hist = [snap([gpu(0)], t=T0 + k * 2, logs=log) for k in range(31)]
     d = diagnose(hist, Topology.parse("0:"))
     assert d.logs[0].missing_since is not None
-    assert "for 60s" in finding(d, "log-missing").message
+    assert "for at least 60s" in finding(d, "log-missing").message
 
 
 def test_launch_failed_and_exit_codes() -> None:

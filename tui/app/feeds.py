@@ -65,7 +65,7 @@ class HostFeeds:
             if state.source is None:
                 state.source = state.live_source(self.app.cfg.interval, self.app.cfg.record)
             self._start_feed(state)
-        # The retry countdown of hosts that are down; paused while none is (nothing wakes for nothing).
+        # The retry countdown of hosts that are down; paused while none is: no idle wake-ups.
         self._countdown = self.app.set_interval(1.0, self.tick_links, pause=True)
 
     def _start_feed(self, state: HostState) -> None:

@@ -49,7 +49,8 @@ def render(diag: Diagnosis, host: HostConfig, progress: Progress | None = None) 
     for lg in diag.logs:
         state = f"{lg.size} bytes" if lg.exists else "does not exist"
         if not lg.exists and lg.missing_since is not None and diag.time > lg.missing_since:
-            state += f" (for {duration(diag.time - lg.missing_since)})"
+            bound = "at least " if lg.missing_at_least else ""
+            state += f" (for {bound}{duration(diag.time - lg.missing_since)})"
         logs.add_row(_t(lg.path), _t(state))
     found = Table("severity", "code", "message", title="findings")
     for f in diag.findings:

@@ -84,6 +84,7 @@ class LogView:
     missing_since: float | None  # first sample that saw it missing (None: exists or unknown)
     is_run_log: bool = False
     error: str | None = None
+    missing_at_least: bool = False  # missing at the first sample there is: since is a bound
 
 
 @dataclass(frozen=True)
@@ -140,21 +141,22 @@ class Diagnosis:
         return max(self.findings, key=lambda f: order[f.severity]).severity
 
 
-def starting_up(snap: Snapshot, th: Thresholds) -> bool:
-    """The sample's run is starting: in its start window, or alive and not stepped yet within
-    the start-up grace (the model loads, kernels compile: its GPUs are quiet by design)."""
+def starting_up(snap: Snapshot, th: Thresholds, progress: Progress | None = None) -> bool:
+    """The sample's run is starting: in its start window, or alive and not stepped yet (no
+    step event, no step in its log) within the start-up grace: the model loads, kernels
+    compile, and its GPUs are quiet by design."""
     run = snap.run
     if run is None or not run_alive(snap):
         return False
     if run.started_at is None:  # the launcher is still setting it up
         return True
-    stepped = snap.last_step is not None and snap.last_step.step is not None
+    stepped = (snap.last_step is not None and snap.last_step.step is not None) or (
+        progress is not None and progress.last_step_at is not None
+    )
     return snap.time - run.started_at < (th.start_window_s if stepped else th.startup_grace_s)
 
 
-def _gpu_labels(
-    gpu: Gpu, role: str, procs: Sequence[ProcView], th: Thresholds, starting: bool = False
-) -> set[str]:
+def _gpu_labels(gpu: Gpu, role: str, procs: Sequence[ProcView], th: Thresholds) -> set[str]:
     labels: set[str] = set()
     used, util = gpu.mem_used_mib, gpu.util
     owners = {p.owner for p in procs}
@@ -168,7 +170,7 @@ def _gpu_labels(
     active = bool(procs) or (util or 0) >= th.activity_util_pct or not quiet_mem
     if role == "unassigned" and active and "busy-no-memory" not in labels:
         labels.add("unexpected-activity")
-    if role != "unassigned" and not active and not starting:
+    if role != "unassigned" and not active:
         labels.add("idle")  # loaded with no visible process is not idle (see findings)
     if used is not None and gpu.mem_total_mib and used / gpu.mem_total_mib >= th.near_oom_fraction:
         labels.add("near-oom")
@@ -232,7 +234,7 @@ def _compute_views(
     snap: Snapshot, topology: Topology, th: Thresholds
 ) -> dict[int, tuple[GpuView, set[str]]]:
     out: dict[int, tuple[GpuView, set[str]]] = {}
-    alive, starting = run_alive(snap), starting_up(snap, th)
+    alive = run_alive(snap)
     for gpu in snap.gpus:
         role = topology.role(gpu.index)
         procs = heaviest_first(_proc_view(gp, snap) for gp in snap.procs_on(gpu))
@@ -241,7 +243,7 @@ def _compute_views(
         # holders may well be that job: judged by the labels alone, as before.
         unseen = snap.run is not None and not alive and any(p.owner == "unknown" for p in procs)
         view = GpuView(gpu.index, role, gpu, procs, (), unseen)
-        out[gpu.index] = (view, _gpu_labels(gpu, role, procs, th, starting))
+        out[gpu.index] = (view, _gpu_labels(gpu, role, procs, th))
     if snap.telemetry.source != "none":
         for i in topology.indices:
             if i not in out:
@@ -290,7 +292,8 @@ def _log_views(snapshots: Sequence[Snapshot]) -> tuple[LogView, ...]:
                 if state is None or state.exists:
                     break
                 since = snap.time
-        out.append(LogView(log.path, log.exists, log.size, since, log.is_run_log, log.error))
+        first = since is not None and since <= snapshots[0].time
+        out.append(LogView(log.path, log.exists, log.size, since, log.is_run_log, log.error, first))
     return tuple(out)
 
 
@@ -315,13 +318,22 @@ def _carried(label: Label, was: Label | None) -> Label:
     return Label(label.code, was.since, was.at_least)
 
 
+def _carried_log(log: LogView, was: LogView | None) -> LogView:
+    """A log still missing keeps the earlier sighting (and whether it is only a bound)."""
+    if log.missing_since is None or was is None or was.missing_since is None:
+        return log
+    if was.missing_since > log.missing_since:
+        return log
+    return replace(log, missing_since=was.missing_since, missing_at_least=was.missing_at_least)
+
+
 def _carry(
     gpus: Sequence[GpuView], logs: Sequence[LogView], earlier: Diagnosis | None
 ) -> tuple[tuple[GpuView, ...], tuple[LogView, ...]]:
     if earlier is None:
         return tuple(gpus), tuple(logs)
     was = {(g.index, lb.code): lb for g in earlier.gpus for lb in g.labels}
-    gone = {lg.path: lg.missing_since for lg in earlier.logs if lg.missing_since is not None}
+    gone = {lg.path: lg for lg in earlier.logs if lg.missing_since is not None}
     carried = tuple(
         replace(
             v,
@@ -329,12 +341,7 @@ def _carry(
         )
         for v in gpus
     )
-    logs_out = tuple(
-        replace(lg, missing_since=min(lg.missing_since, gone[lg.path]))
-        if lg.missing_since is not None and lg.path in gone
-        else lg
-        for lg in logs
-    )
+    logs_out = tuple(_carried_log(lg, gone.get(lg.path)) for lg in logs)
     return carried, logs_out
 
 
@@ -359,9 +366,11 @@ def diagnose(
     history = [v.labels for v in per_snap]
     times = [s.time for s in window]
     views: list[GpuView] = []
+    # A quiet GPU of a run still starting is not idle (the one rule: ``starting_up``).
+    quiet_ok = {"idle"} if starting_up(latest, th, progress) else set()
     for index, (view, labels) in sorted(per_snap[-1].views.items()):
         kept = []
-        for code in sorted(labels, key=GPU_LABELS.index):
+        for code in sorted(labels - quiet_ok, key=GPU_LABELS.index):
             since = _since(code, index, history, times)
             if _held(since, latest.time, times[0], live, _flappy(code, view), th):
                 kept.append(_began(Label(code, since, since <= times[0]), latest))
