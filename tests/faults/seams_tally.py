@@ -237,9 +237,42 @@ def f_origin(tmp: Path) -> Outcome:
                    0.0, 0.0)  # fmt: skip
 
 
+def live_group(pgid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        try:
+            text = (entry / "stat").read_text() if entry.name.isdigit() else ""
+        except OSError:
+            continue
+        fields = text.rsplit(")", 1)[-1].split()
+        if len(fields) > 2 and fields[0] != "Z" and int(fields[2]) == pgid:
+            out.append(int(entry.name))
+    return out
+
+
+def f_newline_name(tmp: Path) -> Outcome:
+    job = (f"{sys.executable} -c \"import signal, time; signal.signal(signal.SIGTERM, "
+           "signal.SIG_IGN); open('/proc/self/comm', 'w').write('sleep' + chr(10) + 'glued'); "
+           "time.sleep(100)\"")  # fmt: skip
+    root = str(tmp / "runs")
+    launched = dflash(["launch", "--json", "--run-root", root, "--command", job,
+                       "--start-window", "1"])  # fmt: skip
+    pgid = json.loads(launched[1])["pgid"]
+    try:
+        got = dflash(["kill", "--run-root", root, "--grace", "2"])
+        time.sleep(0.5)
+        outlived = live_group(pgid)
+    finally:
+        try:
+            os.killpg(pgid, 9)
+        except ProcessLookupError:
+            pass
+    return outcome("kill: a member that names itself with a newline", got, outlived == [])
+
+
 FAULTS: list[Callable[[Path], Outcome]] = [
     f_string_snap, f_deep, f_trailing, f_inflate, f_replay_pipe, f_replay_root,
-    f_hostile_table, f_hostile_json, f_big_line, f_rows, f_origin,
+    f_hostile_table, f_hostile_json, f_big_line, f_rows, f_origin, f_newline_name,
 ]  # fmt: skip
 
 
