@@ -154,3 +154,21 @@ def test_replay_without_a_terminal_exits_2_pointing_to_status_replay(tmp_path: P
     err = res.stderr.decode()
     assert "the app needs a terminal" in err and "dflash-tui status --replay" in err
     assert segment_files(run / "record")
+
+
+async def test_the_replay_app_plays_a_run_root_with_its_run_marks(tmp_path: Path) -> None:
+    from dflash_tui.app.replay import ReplayApp
+    from dflash_tui.app.timebar import TimeBar
+
+    record(tmp_path, "r1", 1_800_000_000.0)
+    record(tmp_path, "r2", 1_800_000_100.0)
+    app = ReplayApp(load(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        bar = app.screen.query_one(TimeBar)
+        assert "sample 1/12" in bar.text and RUN_MARK in bar.text, bar.text
+        await pilot.press("]")  # the next mark: where r2's record begins
+        await pilot.pause()
+        last = app.host_states[0].last
+        assert last is not None and last.snapshot.run is not None
+        assert last.snapshot.run.id == "r2" and "sample 7/12" in bar.text, bar.text
