@@ -24,6 +24,7 @@ from dflash_tui.core.diagnosis.ownership import judge, run_alive
 from dflash_tui.core.diagnosis.proc_order import heaviest_first
 from dflash_tui.core.diagnosis.progress import Progress
 from dflash_tui.core.diagnosis.severity import rank
+from dflash_tui.core.diagnosis.since import began, carried, carried_log, starting_up
 from dflash_tui.core.diagnosis.thresholds import DEFAULT, Thresholds
 
 # Labels read off instantaneous readings: they must persist in live mode before being shown.
@@ -139,21 +140,6 @@ class Diagnosis:
         if not self.findings:
             return None
         return max(self.findings, key=lambda f: order[f.severity]).severity
-
-
-def starting_up(snap: Snapshot, th: Thresholds, progress: Progress | None = None) -> bool:
-    """The sample's run is starting: in its start window, or alive and not stepped yet (no
-    step event, no step in its log) within the start-up grace: the model loads, kernels
-    compile, and its GPUs are quiet by design."""
-    run = snap.run
-    if run is None or not run_alive(snap):
-        return False
-    if run.started_at is None:  # the launcher is still setting it up
-        return True
-    stepped = (snap.last_step is not None and snap.last_step.step is not None) or (
-        progress is not None and progress.last_step_at is not None
-    )
-    return snap.time - run.started_at < (th.start_window_s if stepped else th.startup_grace_s)
 
 
 def _gpu_labels(gpu: Gpu, role: str, procs: Sequence[ProcView], th: Thresholds) -> set[str]:
@@ -301,32 +287,6 @@ def _find_log(logs: Sequence[LogState], path: str) -> LogState | None:
     return next((x for x in logs if x.path == path), None)
 
 
-def _began(label: Label, snap: Snapshot) -> Label:
-    """A GPU idle since before the first sample, after its run ended: the record says when
-    it began (the run's end), so its duration is known."""
-    ended = snap.run.ended_at if snap.run is not None else None
-    if label.code == "idle" and label.at_least and ended is not None and ended <= label.since:
-        return Label(label.code, ended)
-    return label
-
-
-def _carried(label: Label, was: Label | None) -> Label:
-    """``label`` as it holds on from the previous diagnosis: the earlier start (and whether
-    that start is only a lower bound) wins."""
-    if was is None or was.since > label.since:
-        return label
-    return Label(label.code, was.since, was.at_least)
-
-
-def _carried_log(log: LogView, was: LogView | None) -> LogView:
-    """A log still missing keeps the earlier sighting (and whether it is only a bound)."""
-    if log.missing_since is None or was is None or was.missing_since is None:
-        return log
-    if was.missing_since > log.missing_since:
-        return log
-    return replace(log, missing_since=was.missing_since, missing_at_least=was.missing_at_least)
-
-
 def _carry(
     gpus: Sequence[GpuView], logs: Sequence[LogView], earlier: Diagnosis | None
 ) -> tuple[tuple[GpuView, ...], tuple[LogView, ...]]:
@@ -334,15 +294,15 @@ def _carry(
         return tuple(gpus), tuple(logs)
     was = {(g.index, lb.code): lb for g in earlier.gpus for lb in g.labels}
     gone = {lg.path: lg for lg in earlier.logs if lg.missing_since is not None}
-    carried = tuple(
+    gpus_out = tuple(
         replace(
             v,
-            labels=tuple(_carried(lb, was.get((v.index, lb.code))) for lb in v.labels),
+            labels=tuple(carried(lb, was.get((v.index, lb.code))) for lb in v.labels),
         )
         for v in gpus
     )
-    logs_out = tuple(_carried_log(lg, gone.get(lg.path)) for lg in logs)
-    return carried, logs_out
+    logs_out = tuple(carried_log(lg, gone.get(lg.path)) for lg in logs)
+    return gpus_out, logs_out
 
 
 def diagnose(
@@ -373,7 +333,7 @@ def diagnose(
         for code in sorted(labels - quiet_ok, key=GPU_LABELS.index):
             since = _since(code, index, history, times)
             if _held(since, latest.time, times[0], live, _flappy(code, view), th):
-                kept.append(_began(Label(code, since, since <= times[0]), latest))
+                kept.append(began(Label(code, since, since <= times[0]), latest))
         if not kept:
             kept = [Label("ok", latest.time)]
         views.append(replace(view, labels=tuple(kept)))
