@@ -2,7 +2,7 @@
 
 The app runs for real in a tmux pane (its own tmux server) whose raw output stream is
 recorded with ``pipe-pane``. A launched job writes its own ``launch_error`` file with OSC 52,
-OSC 0, OSC 8, CSI 21t, DCS and NUL payloads and fails: the app's "run crashed" toast, the
+OSC 0, OSC 8, CSI 21t, DCS and NUL payloads and fails: the app's "launch failed" toast, the
 header and the findings quote it. Not one payload sequence may appear in the raw stream, the
 pane's title must not change and tmux's clipboard buffers must stay empty.
 """
@@ -57,7 +57,7 @@ def test_the_crash_toast_quotes_a_hostile_launch_error_safely(tmux: Tmux, tmp_pa
     tmux("pipe-pane", "-o", f"cat >>{shlex.quote(str(raw))}")
     try:
         deadline = time.monotonic() + 60
-        while "run crashed" not in (screen := tmux("capture-pane", "-p")):
+        while "launch failed" not in (screen := tmux("capture-pane", "-p")):
             assert time.monotonic() < deadline, screen
             time.sleep(0.3)
         title = tmux("display-message", "-p", "#{pane_title}")

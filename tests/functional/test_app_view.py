@@ -58,9 +58,10 @@ async def test_seed_screen_labels_missing_log_and_findings() -> None:
         codes = {i: p.view.codes for i, p in grid.panels.items() if p.view}
         assert {i for i, c in codes.items() if c == ("busy-no-memory",)} == {2, 3, 7}
         assert {i for i, c in codes.items() if c == ("idle",)} == {0, 1, 4, 5, 6}
-        # Chips carry the code and how long it held (6 minutes: past the diagnosis window).
+        # Chips carry the code and how long it held (6 minutes: past the diagnosis window),
+        # at least: it already held at the first sample.
         panel_text = str(grid.panels[2].render())
-        assert "busy-no-memory 6m " in panel_text
+        assert "busy-no-memory >= 6m " in panel_text
         tail = app.screen.query_one(LogTail)
         assert tail.has_class("-missing")
         missing = str(tail.query_one(".tail-missing").render())

@@ -83,7 +83,7 @@ def test_a_supervised_run_killed_is_recorded_sample_by_sample_and_replays(
     # Every sample the supervisor took is in the recording: the run's, plus the run root's
     # (samples before the launch, in <run_root>/.record/).
     rec = load(run)
-    before = load(root) if segment_files(root / ".record") else None
+    before = load(root / ".record") if segment_files(root / ".record") else None
     recorded = len(rec.samples) + (len(before.samples) if before else 0)
     assert sup["samples"] == sup["recorded"] == recorded, (sup["samples"], recorded)
     assert recorded >= 40 and rec.notes == []

@@ -52,7 +52,7 @@ def test_seed_incident(fake_smi: Any, tmp_path: Path) -> None:
     assert [g["role"] for g in doc["gpus"]] == ["target"] * 5 + ["drafter"] * 3
     assert all(g["mem_used_mib"] == 0 and g["processes"] == [] for g in doc["gpus"])
     topo = finding(doc, "topology-mismatch")
-    assert "0/5 target and 0/3 drafter" in topo["message"]
+    assert "target 3/5 and drafter 2/3 GPUs healthy" in topo["message"]
     assert SEED_LOG in finding(doc, "log-missing")["message"]
     assert doc["run"]["state"] == "none"
     assert doc["run"]["logs"] == [

@@ -160,7 +160,7 @@ def test_vanished_pids_after_a_kill_are_leftovers_never_ok() -> None:
             assert words in f.message, words
         assert "left by" not in f.message and "earlier run" not in f.message
         (topo,) = findings(d, "topology-mismatch")
-        assert "0/5 target" in topo.message and topo.severity == "warning"
+        assert "target 0/5" in topo.message and topo.severity == "warning"
         # What `dflash-tui status` prints and writes.
         doc = to_json(d, HostConfig())
         assert [g["labels"] for g in doc["gpus"][:5]] == [["orphan-process"]] * 5
@@ -176,7 +176,7 @@ def test_one_vanished_pid_names_its_gpu_reset() -> None:
     (f,) = findings(d, "orphan-process")
     assert "(nvidia-smi -r -i 6)" in f.message and f.gpus == (6,)
     assert "the PID no longer exists" in f.message
-    assert d.healthy("drafter") == (0, 3)
+    assert d.healthy("drafter") == (2, 3)  # no run: the idle two wait for one
 
 
 def test_in_a_container_without_mapping_unseen_pids_stay_unknown_but_not_healthy() -> None:
@@ -198,7 +198,7 @@ def test_in_a_container_without_mapping_unseen_pids_stay_unknown_but_not_healthy
         assert info.severity == "info" and set(range(5)) <= set(info.gpus), why
         assert "not counted healthy" in info.message and "4240" in info.message, why
         (topo,) = findings(d, "topology-mismatch")
-        assert "0/5 target" in topo.message, why
+        assert "target 0/5" in topo.message, why
     # While our run is alive there, those PIDs are most likely its own: healthy.
     live = [*CONTAINER_BASE, proc(500, 1, 500, start=ticks(T0 - 600))]
     d = diagnose([snap(_gpus(), live, _holders(), run())], Topology())
@@ -429,7 +429,9 @@ def test_seed_incident_unchanged() -> None:
             6: ("idle",),
             7: ("busy-no-memory",),
         }
-        assert d.healthy("target") == (0, 5) and d.healthy("drafter") == (0, 3)
+        # No run is alive (the recorded one's group is gone): an idle GPU waits for one.
+        assert d.run_state not in ("starting", "running")
+        assert d.healthy("target") == (3, 5) and d.healthy("drafter") == (2, 3)
         assert not findings(d, "orphan-process") and not findings(d, "processes-not-visible")
         (f,) = findings(d, "busy-no-memory")
         assert f.gpus == (2, 3, 7)

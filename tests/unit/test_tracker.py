@@ -37,11 +37,14 @@ def test_durations_outlive_history() -> None:
     assert diag.gpus[0].labels[0].since == T0
     missing = next(lg for lg in diag.logs if lg.path == "/w/missing.log")
     assert missing.missing_since == T0
-    assert "for 6m38s" in next(f.message for f in diag.findings if f.code == "log-missing")
+    # Missing at the first sample: the start is a bound, and stays one past the history.
+    assert missing.missing_at_least and diag.gpus[0].labels[0].at_least
+    assert "for at least 6m38s" in next(f.message for f in diag.findings if f.code == "log-missing")
     diag = tr.add(snap(T0 + 400, busy=False))  # the state breaks: the clock starts again
     assert "busy-no-memory" not in diag.gpus[0].codes
     diag = tr.add(snap(T0 + 402))
     assert diag.gpus[0].labels[0].since == T0 + 402
+    assert not diag.gpus[0].labels[0].at_least  # seen to begin: its start is known
 
 
 def test_step_time_from_batched_lines() -> None:

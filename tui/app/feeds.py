@@ -65,7 +65,7 @@ class HostFeeds:
             if state.source is None:
                 state.source = state.live_source(self.app.cfg.interval, self.app.cfg.record)
             self._start_feed(state)
-        # The retry countdown of hosts that are down; paused while none is (issue 16).
+        # The retry countdown of hosts that are down; paused while none is: no idle wake-ups.
         self._countdown = self.app.set_interval(1.0, self.tick_links, pause=True)
 
     def _start_feed(self, state: HostState) -> None:
@@ -179,7 +179,9 @@ class HostFeeds:
             self.app.draw_safely("overview", self.app.refresh_overview)
         for ev in msg.events:
             if ev.kind in ("crash", "launch-failed"):
-                title = self.app.host_title(state, "run crashed")
+                # A launch that never started did not crash: the title says which it was.
+                what = "launch failed" if ev.kind == "launch-failed" else "run crashed"
+                title = self.app.host_title(state, what)
                 self.app.notify(ev.text, title=title, severity="error", timeout=15)
         state.samples += 1
         self.app.samples += 1

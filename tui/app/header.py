@@ -322,8 +322,10 @@ class RunHeader(Static, Themed):
         ]
         for role in ("target", "drafter"):
             ok, want = d.healthy(role)
+            # GPUs not read are unknown, not unhealthy: muted, not red.
+            level = "ok" if ok == want else "muted" if ok + d.unread(role) == want else "error"
             t = Text(f"{role} ")
-            t.append(f"{ok}/{want}", pal.fg("ok" if ok == want else "error", bold=True))
+            t.append(d.health_text(role), pal.fg(level, bold=True))
             t.append("  ")
             out.append(Part([t]))
         return out

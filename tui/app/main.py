@@ -18,22 +18,27 @@ from typing import TextIO
 from dflash_tui.core.base.config import Config
 from dflash_tui.core.base.text import terminal_safe
 
+INSTEAD = "`dflash-tui status` (once) or `dflash-tui status --watch`"
 NO_TTY = (
     "dflash-tui: the app needs a terminal (stdin and stdout are not a TTY here); "
-    "for scripts and logs use `dflash-tui status` (once) or `dflash-tui status --watch`"
+    f"for scripts and logs use {INSTEAD}"
 )
 
 
 def terminal_problem(
-    stdin: TextIO | None = None, stdout: TextIO | None = None, env: dict[str, str] | None = None
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+    env: dict[str, str] | None = None,
+    instead: str = INSTEAD,
 ) -> str | None:
-    """Why the app cannot draw here (one line, with what to use instead), or None."""
+    """Why the app cannot draw here (one line, with what to use instead), or None.
+    ``instead`` names what works without one (``replay`` points to ``status --replay``)."""
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
     env = dict(os.environ) if env is None else env
     if env.get("TEXTUAL_DRIVER", "").endswith(":WebDriver"):  # served: the browser draws
         return None
     if not (stdin.isatty() and stdout.isatty()):
-        return NO_TTY
+        return NO_TTY.replace(INSTEAD, instead)
     term = env.get("TERM", "")
     encoding = getattr(stdout, "encoding", None) or "ascii"
     try:
@@ -43,8 +48,8 @@ def terminal_problem(
     if term == "dumb" or not utf8:
         why = "TERM=dumb" if term == "dumb" else f"encoding {encoding}"
         return (
-            f"dflash-tui: this terminal cannot draw the app ({why}); use `dflash-tui status "
-            "--watch` for plain lines, or a UTF-8 terminal (e.g. LANG=C.UTF-8, TERM=xterm-256color)"
+            f"dflash-tui: this terminal cannot draw the app ({why}); use {instead} "
+            "for plain lines, or a UTF-8 terminal (e.g. LANG=C.UTF-8, TERM=xterm-256color)"
         )
     return None
 

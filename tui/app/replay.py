@@ -10,6 +10,7 @@ again up to the target (core ``Cursor``) and redraws the panes from that state.
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import replace
 from typing import ClassVar
@@ -259,7 +260,16 @@ class ReplayApp(DflashApp):
         screen.query_one(TimeBar).show(self.rec, self.cursor.index, self.playing, self.speed)
 
 
+REPLAY_INSTEAD = "`dflash-tui status --replay DIR --at TIME` (add --json for the document)"
+
+
 def run_replay_app(rec: Recording, at: float | None, speed: float, theme: str | None) -> int:
+    from dflash_tui.app.main import terminal_problem
+
+    problem = terminal_problem(instead=REPLAY_INSTEAD)  # the live app's check and words
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
     app = ReplayApp(rec, at=at, speed=speed, theme=theme)
     app.run()
     for note in rec.notes:

@@ -57,8 +57,9 @@ def add_replay_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "path",
         nargs="?",
-        metavar="RUN_DIR|RECORD_DIR",
-        help="a run directory (its record/) or a record directory",
+        metavar="RUN_DIR|RUN_ROOT|RECORD_DIR",
+        help="a run directory (its record/), a run root (every run's record, in time order) "
+        "or a record directory",
     )
     p.add_argument(
         "--demo",

@@ -26,7 +26,7 @@ def _load(path: str | None, demo: str | None) -> Recording:
     if demo:
         return load(demo_dir(demo))
     if not path:
-        raise RecordError("give a RUN_DIR or RECORD_DIR, or --demo seed")
+        raise RecordError("give a RUN_DIR, RUN_ROOT or RECORD_DIR, or --demo seed")
     return load(Path(path).expanduser())
 
 

@@ -20,7 +20,7 @@ from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.config_types import JobConfig
 from dflash_tui.core.base.rundir import ALIVE_STATES
 from dflash_tui.core.base.snapshot import Proc
-from dflash_tui.core.base.text import mib, names_host, terminal_safe
+from dflash_tui.core.base.text import mib, names_host, printable, terminal_safe
 from dflash_tui.core.base.timings import RELEASE_TIMEOUT_S
 from dflash_tui.core.control.job import JobResult, kill_job, launch_job, restart_job
 from dflash_tui.core.control.kill import KillResult, kill
@@ -50,7 +50,10 @@ class _StderrProgress:
             return
         self.phase, self.last = p.phase, now
         limit = f"/{p.limit:g}" if p.limit is not None else ""
-        say(f"[{p.phase} {p.elapsed:.1f}{limit} s] {p.message}", err=True)
+        # One progress line, always: a process name's own newline (argv is the job's to set)
+        # is shown escaped, so no part of it lands on a line of its own.
+        line = printable(f"[{p.phase} {p.elapsed:.1f}{limit} s] {p.message}")
+        print(line, file=sys.stderr, flush=True)
 
 
 async def _launch(host: HostConfig, args: argparse.Namespace, **kw: Any) -> Result:
@@ -120,7 +123,7 @@ def _human(result: Result) -> list[str]:
         lines.append("last lines of the log:")
         lines += [f"  {ln}" for ln in result.log_tail]
     if isinstance(result, KillResult):
-        lines += [f"  survivor: {p.pid} {p.cmd} ({p.state})" for p in result.survivors]
+        lines += [f"  survivor: {p.pid} {printable(p.cmd)} ({p.state})" for p in result.survivors]
         lines += [f"  GPU {h.gpu}: pid {h.pid} holds {mib(h.used_mib)}" for h in result.gpu_held]
         if result.gpu_note:
             lines.append(f"  {result.gpu_note}")

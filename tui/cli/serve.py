@@ -8,8 +8,9 @@ app does (docs/app.md, "In a browser"); serve starts no supervisor itself.
 
 Access: loopback by default (another address needs ``--allow-remote``, as ``metrics`` does),
 and a random token that every request but the static assets must carry: ``/?token=T`` for the
-page, ``/ws/T`` for the websocket the page opens. Anything else is refused with 403. The page's
-URLs are built from the request's Host header, so an SSH tunnel on another local port works.
+page, ``/ws/T`` for the websocket the page opens. A websocket whose ``Origin`` is not the page's
+own (another site's page) is refused too. Anything else is refused with 403. The page's URLs
+are built from the request's Host header, so an SSH tunnel on another local port works.
 """
 
 from __future__ import annotations
@@ -64,6 +65,18 @@ def token_ok(given: str, token: str) -> bool:
     return hmac.compare_digest(given.encode(), token.encode())
 
 
+def origin_ok(request: Any) -> bool:
+    """A websocket's ``Origin`` is this server's own (the page it served, by the address the
+    browser used: the Host header, so a tunnel's port works). A browser always sends one; a
+    page of another site that learnt the token cannot drive the app. No Origin: not a
+    browser, so no other site's page (the token still guards)."""
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return True
+    scheme = "https" if request.secure else "http"
+    return hmac.compare_digest(origin.encode(), f"{scheme}://{request.host}".encode())
+
+
 def make_web_app(command: str, token: str) -> Any:
     """The aiohttp application: textual-serve's handlers behind the token check."""
     import aiohttp_jinja2
@@ -82,6 +95,8 @@ def make_web_app(command: str, token: str) -> Any:
             given = request.path[len("/ws/") :]
         if not token_ok(given, token):
             raise web.HTTPForbidden(text="dflash-tui serve: this URL needs the token serve printed")
+        if request.path.startswith("/ws/") and not origin_ok(request):
+            raise web.HTTPForbidden(text="dflash-tui serve: a websocket from another site")
         return await handler(request)
 
     async def index(request: web.Request) -> web.Response:

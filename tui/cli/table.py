@@ -22,40 +22,47 @@ from dflash_tui.core.diagnosis.views import Diagnosis
 _SEV_STYLE = {"info": "cyan", "warning": "yellow", "error": "bold red"}
 
 
+def _t(text: object, style: str = "") -> Text:
+    """A cell or line: every string a host, a record or a job sent is made printable here."""
+    return Text(printable(str(text)), style=style)
+
+
+def _head(diag: Diagnosis, host: HostConfig) -> str:
+    run = diag.run
+    head = f"{host.label}  run: {diag.run_state}"
+    if run:
+        head += f"  id {run.id}  pgid {run.pgid}"
+        if run.exit_code is not None:
+            head += f"  exit {run.exit_code} ({exit_meaning(run.exit_code)})"
+    target, drafter = diag.health_text("target"), diag.health_text("drafter")
+    return head + f"  healthy target {target}, drafter {drafter}"
+
+
 def render(diag: Diagnosis, host: HostConfig, progress: Progress | None = None) -> list[Any]:
     """Rich renderables for the terminal; every dynamic string is Text, never markup."""
-    run = diag.run
-    head = Text(printable(f"{host.label}  run: {diag.run_state}"))
-    if run:
-        head.append(f"  id {run.id}  pgid {run.pgid}")
-        if run.exit_code is not None:
-            head.append(f"  exit {run.exit_code} ({exit_meaning(run.exit_code)})")
-    ht, nt = diag.healthy("target")
-    hd, nd = diag.healthy("drafter")
-    head.append(f"  healthy target {ht}/{nt}, drafter {hd}/{nd}")
     gpus = Table("GPU", "role", "util", "memory", "processes", "labels", title="GPUs")
     for v in diag.gpus:
         g = v.gpu
         mem = mib_pair(g.mem_used_mib, g.mem_total_mib) if g else "-"
         util = f"{g.util}%" if g and g.util is not None else "-"
         procs = ", ".join(f"{p.pid}:{p.owner}" for p in v.processes) or "-"
-        gpus.add_row(str(v.index), v.role, util, mem, Text(printable(procs)), " ".join(v.codes))
+        gpus.add_row(*(_t(x) for x in (v.index, v.role, util, mem, procs, " ".join(v.codes))))
     logs = Table("log", "state", title="logs")
     for lg in diag.logs:
         state = f"{lg.size} bytes" if lg.exists else "does not exist"
         if not lg.exists and lg.missing_since is not None and diag.time > lg.missing_since:
-            state += f" (for {duration(diag.time - lg.missing_since)})"
-        logs.add_row(Text(printable(lg.path)), state)
+            bound = "at least " if lg.missing_at_least else ""
+            state += f" (for {bound}{duration(diag.time - lg.missing_since)})"
+        logs.add_row(_t(lg.path), _t(state))
     found = Table("severity", "code", "message", title="findings")
     for f in diag.findings:
-        found.add_row(
-            Text(f.severity, style=_SEV_STYLE[f.severity]), f.code, Text(printable(f.message))
-        )
+        found.add_row(_t(f.severity, _SEV_STYLE.get(f.severity, "")), _t(f.code), _t(f.message))
     th = diag.thresholds
-    lines = [supervisor_line(diag.supervisor, diag.time), machine_line(diag.machine, th)]
+    lines = [_head(diag, host), supervisor_line(diag.supervisor, diag.time)]
+    lines.append(machine_line(diag.machine, th))
     if diag.workers:
         lines.append(workers_line(worker_views(diag.workers, diag.time, th, progress)))
-    return [head, *(Text(printable(x)) for x in lines), gpus, logs, found]
+    return [*(_t(x) for x in lines), gpus, logs, found]
 
 
 def supervisor_line(sup: SupervisorRecord | None, now: float) -> str:

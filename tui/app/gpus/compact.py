@@ -64,7 +64,7 @@ def line_text(panel: GpuPanel, pal: Palette) -> Text:
         out.append(f" stale {duration(panel.stale_s)} ", pal.chip("warning"))
         out.append(" ")
     for label in view.labels:
-        since = panel.held_for(label.code, label.since)
+        since = panel.held_for(label.code, label.since, label.at_least)
         out.append(
             f" {label.code} {since} ", pal.chip(label_severity(label.code, panel.run_active))
         )

@@ -102,9 +102,10 @@ class GpuPanel:
         self._version += 1
         return True
 
-    def held_for(self, code: str, since: float) -> str:
-        """How long label ``code`` has held without a break, as its chip says it."""
-        return held(self.now - self.since.get(code, since))
+    def held_for(self, code: str, since: float, at_least: bool = False) -> str:
+        """How long label ``code`` has held without a break, as its chip says it; ``>= 6s``
+        when it held before the first sample (its start is not known)."""
+        return (">= " if at_least else "") + held(self.now - self.since.get(code, since))
 
     def worst(self) -> str:
         if self.view is None:
@@ -220,7 +221,7 @@ class GpuPanel:
     def _chips(self, view: GpuView, pal: Palette) -> Text:
         out = Text()
         for i, label in enumerate(view.labels):
-            since = self.held_for(label.code, label.since)
+            since = self.held_for(label.code, label.since, label.at_least)
             out.append(" " if i else "")
             out.append(
                 f" {label.code} {since} ", pal.chip(label_severity(label.code, self.run_active))

@@ -66,6 +66,7 @@ THRESHOLD_KEYS = (
     "no_progress_factor",
     "no_progress_min_s",
     "start_window_s",
+    "startup_grace_s",
     "log_grace_s",
     "host_mem_low_fraction",
     "swap_used_fraction",

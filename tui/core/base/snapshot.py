@@ -32,6 +32,13 @@ from dflash_tui.core.base.supervision import SupervisorRecord
 T = TypeVar("T")
 
 PROBE_FORMAT = 1
+# One probe line carries a sample's log tails, each capped by the probe at 4 MiB of lines (a
+# flood of control bytes grows up to six times as JSON escapes): past this it is not a probe's,
+# and it is refused as it is read (tui/core/link/transport.py), not parsed.
+PROBE_LINE_MAX = 32 << 20
+# Rows one sample may carry, by key: past them the rest are skipped and said in ``errors``.
+ERRORS_MAX, ERROR_CHARS = 100, 500  # the probe's errors kept, and each one's length
+ROWS_MAX = {"procs": 20_000, "gpu_procs": 4096, "gpus": 256, "logs": 256}
 
 
 # Field annotations (strings: ``from __future__ import annotations``) -> tolerant converter.
@@ -309,7 +316,11 @@ class Snapshot:
 
     @classmethod
     def from_json(cls, line: str | bytes) -> Snapshot:
-        """Parse one probe line. Raises ValueError only when the line is not a JSON object."""
+        """Parse one probe line. Raises ValueError only when the line is not a JSON object
+        (or is over ``PROBE_LINE_MAX``)."""
+        if len(line) > PROBE_LINE_MAX:
+            raise ValueError(f"probe line of {len(line):,} bytes is over the cap of "
+                             f"{PROBE_LINE_MAX:,}: refused")  # fmt: skip
         try:
             data = json.loads(line)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -322,11 +333,21 @@ class Snapshot:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Snapshot:
-        errors = [x for x in as_list(d.get("errors")) if isinstance(x, str)]
+        # The probe's own error list is untrusted too: a few, each short, are enough to say.
+        errors = [
+            x[:ERROR_CHARS] for x in as_list(d.get("errors"))[:ERRORS_MAX] if isinstance(x, str)
+        ]
 
         def rows(key: str, parse: Any) -> tuple[Any, ...]:
             out = []
-            for raw in as_list(d.get(key)):
+            given = as_list(d.get(key))
+            if len(given) > ROWS_MAX[key]:
+                errors.append(
+                    f"{len(given):,} {key} rows, over the cap of {ROWS_MAX[key]:,}: "
+                    f"the first {ROWS_MAX[key]:,} kept"
+                )
+                given = given[: ROWS_MAX[key]]
+            for raw in given:
                 row = parse(raw) if isinstance(raw, dict) else None
                 if row is None:
                     errors.append(f"skipped a malformed {key} row: {str(raw)[:80]!r}")

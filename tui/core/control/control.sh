@@ -59,7 +59,11 @@ root_abs() {  # the run root: ~ or $HOME is the remote user's home; absolute, no
 
 stat_of() {  # PID -> S_STATE S_PPID S_PGID S_SID S_FLAGS S_TICKS S_COMM; false when it is gone
   line=
-  { IFS= read -r line <"/proc/$1/stat"; } 2>/dev/null
+  # The whole file: a name (comm) is the process's to set, a newline included; read to the
+  # first newline only, such a process would read as gone and outlive a kill.
+  { IFS= read -r line && while IFS= read -r st_more || [ -n "$st_more" ]; do
+      line="$line $st_more"; st_more=
+    done; } <"/proc/$1/stat" 2>/dev/null
   [ -n "$line" ] || return 1
   S_COMM=${line#*"("}
   S_COMM=${S_COMM%")"*}

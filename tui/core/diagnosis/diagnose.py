@@ -18,8 +18,10 @@ from dflash_tui.core.base.snapshot import Gpu, GpuProcess, LogState, Snapshot
 from dflash_tui.core.diagnosis.findings_gpu import build_findings
 from dflash_tui.core.diagnosis.findings_machine import machine_findings
 from dflash_tui.core.diagnosis.ownership import judge, run_alive
+from dflash_tui.core.diagnosis.proc_order import heaviest_first
 from dflash_tui.core.diagnosis.progress import Progress
 from dflash_tui.core.diagnosis.severity import rank
+from dflash_tui.core.diagnosis.since import began, carried, carried_log, starting_up
 from dflash_tui.core.diagnosis.thresholds import DEFAULT, Thresholds
 from dflash_tui.core.diagnosis.views import Diagnosis, GpuView, Label, LogView, ProcView
 
@@ -67,6 +69,7 @@ def _proc_view(gp: GpuProcess, snap: Snapshot) -> ProcView:
         evidence=evidence,
         left_by=left_by,
         user=p.user if p else "",
+        cpu_pct=p.cpu_pct if p else None,
     )
 
 
@@ -109,7 +112,7 @@ def _compute_views(
     alive = run_alive(snap)
     for gpu in snap.gpus:
         role = topology.role(gpu.index)
-        procs = tuple(_proc_view(gp, snap) for gp in snap.procs_on(gpu))
+        procs = heaviest_first(_proc_view(gp, snap) for gp in snap.procs_on(gpu))
         # Memory held by processes we cannot see, once our run has ended: likely its leftovers,
         # not health. With no run record at all (a job started by hand, the seed's story) the
         # holders may well be that job: judged by the labels alone.
@@ -164,7 +167,8 @@ def _log_views(snapshots: Sequence[Snapshot]) -> tuple[LogView, ...]:
                 if state is None or state.exists:
                     break
                 since = snap.time
-        out.append(LogView(log.path, log.exists, log.size, since, log.is_run_log, log.error))
+        first = since is not None and since <= snapshots[0].time
+        out.append(LogView(log.path, log.exists, log.size, since, log.is_run_log, log.error, first))
     return tuple(out)
 
 
@@ -177,25 +181,17 @@ def _carry(
 ) -> tuple[tuple[GpuView, ...], tuple[LogView, ...]]:
     if earlier is None:
         return tuple(gpus), tuple(logs)
-    was = {(g.index, lb.code): lb.since for g in earlier.gpus for lb in g.labels}
-    gone = {lg.path: lg.missing_since for lg in earlier.logs if lg.missing_since is not None}
-    carried = tuple(
+    was = {(g.index, lb.code): lb for g in earlier.gpus for lb in g.labels}
+    gone = {lg.path: lg for lg in earlier.logs if lg.missing_since is not None}
+    gpus_out = tuple(
         replace(
             v,
-            labels=tuple(
-                Label(lb.code, min(lb.since, was.get((v.index, lb.code), lb.since)))
-                for lb in v.labels
-            ),
+            labels=tuple(carried(lb, was.get((v.index, lb.code))) for lb in v.labels),
         )
         for v in gpus
     )
-    logs_out = tuple(
-        replace(lg, missing_since=min(lg.missing_since, gone[lg.path]))
-        if lg.missing_since is not None and lg.path in gone
-        else lg
-        for lg in logs
-    )
-    return carried, logs_out
+    logs_out = tuple(carried_log(lg, gone.get(lg.path)) for lg in logs)
+    return gpus_out, logs_out
 
 
 def diagnose(
@@ -219,12 +215,14 @@ def diagnose(
     history = [v.labels for v in per_snap]
     times = [s.time for s in window]
     views: list[GpuView] = []
+    # A quiet GPU of a run still starting is not idle (the one rule: ``starting_up``).
+    quiet_ok = {"idle"} if starting_up(latest, th, progress) else set()
     for index, (view, labels) in sorted(per_snap[-1].views.items()):
         kept = []
-        for code in sorted(labels, key=GPU_LABELS.index):
+        for code in sorted(labels - quiet_ok, key=GPU_LABELS.index):
             since = _since(code, index, history, times)
             if _held(since, latest.time, times[0], live, _flappy(code, view), th):
-                kept.append(Label(code, since))
+                kept.append(began(Label(code, since, since <= times[0]), latest))
         if not kept:
             kept = [Label("ok", latest.time)]
         views.append(replace(view, labels=tuple(kept)))

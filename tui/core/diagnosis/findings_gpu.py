@@ -15,6 +15,7 @@ from dflash_tui.core.diagnosis.findings_run import (
     supervisor_findings,
     telemetry_findings,
 )
+from dflash_tui.core.diagnosis.proc_order import heaviest_first, weight
 from dflash_tui.core.diagnosis.progress import Progress
 from dflash_tui.core.diagnosis.severity import label_severity, rank, summary_severity
 from dflash_tui.core.diagnosis.thresholds import Thresholds
@@ -39,7 +40,8 @@ def _label_message(code: str, ids: Sequence[int], views: Sequence[GpuView], acti
             f"tree; if none, reset the GPU ({gpu_reset(ids)}) or restart the container."
         )
     if code == "foreign-process":
-        procs = [_proc_text(p) for v in views for p in v.processes if p.owner == "foreign"]
+        foreign = {p.pid: p for v in views for p in v.processes if p.owner == "foreign"}
+        procs = [_proc_text(p) for p in heaviest_first(foreign.values())]
         return (
             f"{g}: {', '.join(procs)}: another job's process on a GPU the topology gives to "
             "this run. Next: ask its owner, or change the topology (--topology)."
@@ -101,7 +103,10 @@ def _orphan_findings(views: Sequence[GpuView], run_known: bool) -> list[Finding]
         for p in v.processes:
             if p.owner == "orphan":
                 kinds.setdefault(p.evidence or "init", []).append((v.index, p))
-    attributed = kinds.get("group", []) + kinds.get("born-in-run", [])
+    for found in kinds.values():  # each kind's PIDs in the processes' one order
+        found.sort(key=lambda ip: weight(ip[1]))
+    attributed = sorted(kinds.get("group", []) + kinds.get("born-in-run", []),
+                        key=lambda ip: weight(ip[1]))  # fmt: skip
     if attributed:
         ids = sorted({i for i, _ in attributed})
         parts = [
@@ -202,7 +207,8 @@ def _hidden_processes_finding(diag: Diagnosis, th: Thresholds) -> Finding | None
         )
     if unseen:
         ids = [v.index for v in unseen]
-        pids = ", ".join(str(p.pid) for v in unseen for p in v.processes if p.owner == "unknown")
+        held = heaviest_first(p for v in unseen for p in v.processes if p.owner == "unknown")
+        pids = ", ".join(str(p.pid) for p in held)
         idle = any(v.unseen_holder for v in unseen)
         parts.append(
             f"{gpus_text(ids)}: held by pid {pids}, not in this process table; inside a container "
@@ -228,23 +234,32 @@ def _causes(diag: Diagnosis, bad: tuple[int, ...], found: list[Finding]) -> list
 
 
 def _topology_finding(diag: Diagnosis, found: list[Finding]) -> Finding | None:
-    ht, nt = diag.healthy("target")
-    hd, nd = diag.healthy("drafter")
-    if ht == nt and hd == nd:
+    """topology-mismatch: GPUs that were read and are not fit for the run. Its advice names
+    only what can be fixed: the labelled GPUs (their findings say how), GPUs the machine does
+    not have (the topology); an unread GPU is unknown, not a mismatch."""
+    bad = tuple(i for i in diag.topology.indices if diag.ready(i) is False)
+    if not bad:
         return None
-    bad = tuple(i for i in diag.topology.indices if not _healthy(diag, i))
+    codes = {v.index: [c for c in v.codes if c != "ok"] for v in diag.gpus}
+    missing = [i for i in bad if codes.get(i) == ["missing"]]
+    labelled = [i for i in bad if i not in missing and codes.get(i)]
+    held = [i for i in bad if i not in missing and not codes.get(i)]  # an unplaced holder
+    steps = []
+    if labelled:
+        which = ", ".join(f"GPU {i} ({', '.join(codes[i])})" for i in labelled)
+        steps.append(f"fix {which} as their findings say")
+    if held:
+        steps.append(f"see who holds {gpus_text(held)} (the processes the probe cannot place)")
+    if missing:
+        steps.append(f"the machine has no {gpus_text(missing)}: correct --topology")
     return Finding(
         "topology-mismatch",
         summary_severity(_causes(diag, bad, found)),
         bad,
-        f"{ht}/{nt} target and {hd}/{nd} drafter GPUs healthy (topology "
-        f"{diag.topology.spec()}); the pipeline needs every one of them. "
-        "Next: fix the GPUs labelled above, then launch or restart.",
+        f"target {diag.health_text('target')} and drafter {diag.health_text('drafter')} GPUs "
+        f"healthy (topology {diag.topology.spec()}); the pipeline needs every one of them. "
+        f"Next: {'; '.join(steps)}, then launch or restart.",
     )
-
-
-def _healthy(diag: Diagnosis, index: int) -> bool:
-    return any(v.index == index and v.healthy for v in diag.gpus)
 
 
 def build_findings(

@@ -32,13 +32,15 @@ def tied_to_run(diag: Diagnosis, path: str, is_run_log: bool) -> bool:
 
 def _log_missing(diag: Diagnosis, log: LogView, th: Thresholds) -> Finding:
     run = diag.run
+    bound = ""  # missing at the first sample: it went missing before, when is not known
     if run is not None and run.started_at is not None and log.is_run_log:
         missing_for: float | None = diag.time - run.started_at
     elif log.missing_since is not None and log.missing_since < diag.time:
         missing_for = diag.time - log.missing_since
+        bound = "at least " if log.missing_at_least else ""
     else:
         missing_for = None
-    how_long = f" for {duration(missing_for)}" if missing_for is not None else ""
+    how_long = f" for {bound}{duration(missing_for)}" if missing_for is not None else ""
     what = f"log {log.path!r} does not exist{how_long}" + (f" ({log.error})" if log.error else "")
     if tied_to_run(diag, log.path, log.is_run_log) and run is not None:
         late = diag.run_state in ACTIVE and (missing_for or 0) >= th.log_grace_s
@@ -99,7 +101,7 @@ def run_findings(diag: Diagnosis, th: Thresholds, progress: Progress | None) -> 
     if state in ("exited", "killed"):
         asked = run.kill_requested_at is not None
         ok = run.exit_code == 0 or (state == "killed" and asked)
-        code = "none" if run.exit_code is None else str(run.exit_code)
+        code = "unknown" if run.exit_code is None else str(run.exit_code)
         cause = "stopped on request" if asked else exit_meaning(run.exit_code)
         return [
             Finding(

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dflash_tui.core.base.machine import Disk, Machine, Worker
-from dflash_tui.core.base.text import mib, size
+from dflash_tui.core.base.text import mib, printable, size
 from dflash_tui.core.diagnosis.finding import duration
 from dflash_tui.core.diagnosis.progress import Progress
 from dflash_tui.core.diagnosis.thresholds import DEFAULT, Thresholds
@@ -73,10 +73,12 @@ def _disk_groups(m: Machine) -> list[list[Disk]]:
 
 def _disk(group: Sequence[Disk], m: Machine, th: Thresholds) -> HostPart:
     d = group[0]
-    names = ", ".join(x.what.replace("_", " ") for x in group)
+    # The probe's words (its names, paths and errors) are shown escaped on every path.
+    names = printable(", ".join(x.what.replace("_", " ") for x in group))
     if d.total_bytes is None or d.free_bytes is None:
-        why = f" ({d.error})" if d.error else ""
-        return HostPart("disk", f"{names} {d.path}: not readable{why}", f"{names} ?", "warning")
+        why = f" ({printable(d.error)})" if d.error else ""
+        path = printable(d.path)
+        return HostPart("disk", f"{names} {path}: not readable{why}", f"{names} ?", "warning")
     free, total = d.free_bytes, d.total_bytes
     ckpt = m.checkpoint.size_bytes if m.checkpoint is not None else None
     inodes_low = bool(d.total_inodes) and (d.free_inodes or 0) < th.disk_low_fraction * (
@@ -91,7 +93,7 @@ def _disk(group: Sequence[Disk], m: Machine, th: Thresholds) -> HostPart:
     inodes = f", {d.free_inodes} inodes free" if inodes_low else ""
     return HostPart(
         "disk",
-        f"{names} {d.path}: {size(free)} free of {size(total)} ({pct:.0f} %){inodes}",
+        f"{names} {printable(d.path)}: {size(free)} free of {size(total)} ({pct:.0f} %){inodes}",
         f"{names} {size(free)} free",
         level,
     )
@@ -175,7 +177,7 @@ def worker_label(w: Worker) -> str:
     name = letter if w.role == "loader" else f"{letter}{w.index}"
     rank = f"r{w.rank}:" if w.rank else ""
     gpu = f"@g{w.gpu}" if w.gpu is not None else ""
-    return f"{rank}{name}{gpu}"
+    return printable(f"{rank}{name}{gpu}")
 
 
 def workers_line(views: Sequence[WorkerView]) -> str:

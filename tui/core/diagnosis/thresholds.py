@@ -31,6 +31,9 @@ class Thresholds:
     no_progress_min_s: float = 60.0
     # A run is "starting" for this long after launch (supervisord's startsecs).
     start_window_s: float = START_WINDOW_S
+    # start-up grace: a live run's GPUs are not "idle" for this long after its launch while
+    # it has not stepped yet (loading the model, compiling: no load is expected there).
+    startup_grace_s: float = 600.0
     # After this long without a run log, a starting/running run's missing log is an error.
     log_grace_s: float = 10.0
     # host-memory-low: MemAvailable below this fraction of MemTotal ...

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from dflash_train.topology import Topology
 from dflash_tui.core.base.machine import Machine, Worker
+from dflash_tui.core.base.rundir import ALIVE_STATES
 from dflash_tui.core.base.snapshot import Gpu, RunRecord, StepEvent
 from dflash_tui.core.base.supervision import SupervisorRecord
 from dflash_tui.core.diagnosis.finding import Finding
@@ -19,6 +20,9 @@ from dflash_tui.core.diagnosis.thresholds import DEFAULT, Thresholds
 class Label:
     code: str
     since: float  # when this label started holding (sample time)
+    # It held at the first sample there is: it began before ``since``, when is not known
+    # (a duration is then written as at least: ``idle >= 6s``).
+    at_least: bool = False
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,7 @@ class ProcView:
     evidence: str = ""
     left_by: str = ""  # the run an attributed orphan is left by ("run <id>", or its group)
     user: str = ""
+    cpu_pct: float | None = None  # its CPU load: the order's second key (proc_order.py)
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,7 @@ class LogView:
     missing_since: float | None  # first sample that saw it missing (None: exists or unknown)
     is_run_log: bool = False
     error: str | None = None
+    missing_at_least: bool = False  # missing at the first sample there is: since is a bound
 
 
 @dataclass(frozen=True)
@@ -84,11 +90,33 @@ class Diagnosis:
     workers: tuple[Worker, ...] = ()  # each pipeline worker's latest heartbeat
     thresholds: Thresholds = DEFAULT  # what the findings were judged by (the strip's levels)
 
+    def ready(self, index: int) -> bool | None:
+        """Is GPU ``index`` fit for the run? None when it was not read (unknown, not
+        unhealthy). Idle counts as fit while no run of ours is alive: it waits for one."""
+        view = next((g for g in self.gpus if g.index == index), None)
+        if view is None:
+            return None
+        idle_ok = view.codes == ("idle",) and self.run_state not in ALIVE_STATES
+        return view.healthy or (idle_ok and not view.unseen_holder)
+
     def healthy(self, role: str) -> tuple[int, int]:
-        """(healthy, expected) GPUs of a role."""
-        want = self.topology.target if role == "target" else self.topology.drafter
-        views = {g.index: g for g in self.gpus}
-        return sum(1 for i in want if i in views and views[i].healthy), len(want)
+        """(healthy, expected) GPUs of a role (an unread one is not healthy: see ``unread``)."""
+        want = self.role_gpus(role)
+        return sum(1 for i in want if self.ready(i)), len(want)
+
+    def unread(self, role: str) -> int:
+        return sum(1 for i in self.role_gpus(role) if self.ready(i) is None)
+
+    def role_gpus(self, role: str) -> tuple[int, ...]:
+        return tuple(self.topology.target if role == "target" else self.topology.drafter)
+
+    def health_text(self, role: str) -> str:
+        """``5/5``; ``3/5 (2 unread)``; ``?/5 unread`` when none was read."""
+        ok, want = self.healthy(role)
+        unread = self.unread(role)
+        if unread and unread == want:
+            return f"?/{want} unread"
+        return f"{ok}/{want}" + (f" ({unread} unread)" if unread else "")
 
     def worst(self) -> str | None:
         order = {"info": 0, "warning": 1, "error": 2}

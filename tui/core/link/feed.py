@@ -18,7 +18,12 @@ from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.timings import SAMPLE_TIMEOUT_S
 from dflash_tui.core.link.hostmap import HostPidMapper
 from dflash_tui.core.link.local_probe import probe_args
-from dflash_tui.core.link.transport import Transport, TransportError
+from dflash_tui.core.link.transport import (
+    Transport,
+    TransportError,
+    oversize_of,
+    refused,
+)
 from dflash_tui.core.probe.bundle import probe_source
 
 
@@ -74,6 +79,8 @@ async def sample_once(
     res = await transport.run(
         probe_command(transport.python, host, once=True, extra=extra), probe_source(), timeout
     )
+    if res.dropped:
+        raise TransportError(refused(len(res.stdout.encode()) + res.dropped))
     lines = [ln for ln in res.stdout.splitlines() if ln.strip()]
     if not lines:
         err = res.stderr.strip()[-400:] or "no error text"
@@ -164,6 +171,8 @@ class Feed:
     async def _parse(self, line: str) -> FeedEvent | None:
         if not line.strip():
             return None
+        if (size := oversize_of(line)) is not None:
+            return Malformed(refused(size))
         snap = snapshot_of(lambda: Snapshot.from_json(line))
         if isinstance(snap, Malformed) or self.mapper is None:
             return snap

@@ -16,10 +16,18 @@ import signal
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
-import asyncssh
-
 from dflash_tui.core.link.ssh_connect import SshSettings, open_connection, parse_address
-from dflash_tui.core.link.transport import CommandResult, Transport, TransportError, Wrap
+from dflash_tui.core.link.sshlib import asyncssh
+from dflash_tui.core.link.transport import (
+    RUN_ERR_MAX,
+    RUN_OUT_MAX,
+    CommandResult,
+    Transport,
+    TransportError,
+    Wrap,
+    read_capped,
+    read_lines,
+)
 from dflash_tui.core.probe.loader import launcher
 
 STDERR_KEEP = 4000  # bytes of a channel's stderr kept for the error message
@@ -141,9 +149,8 @@ class SshTransport(Transport):
                 if stdin is not None:
                     proc.stdin.write(stdin)
                 proc.stdin.write_eof()
-                async for raw in proc.stdout:
-                    if raw:
-                        yield raw.decode("utf-8", "replace").rstrip("\n")
+                async for line in read_lines(proc.stdout.read):
+                    yield line
                 await proc.wait_closed()
             except (asyncssh.Error, OSError) as exc:
                 raise TransportError(_describe(exc, self.label)) from None
@@ -174,7 +181,10 @@ class SshTransport(Transport):
                 if stdin is not None:
                     proc.stdin.write(stdin)
                 proc.stdin.write_eof()
-                out, err = await asyncio.gather(proc.stdout.read(), proc.stderr.read())
+                (out, dropped), (err, _) = await asyncio.gather(
+                    read_capped(proc.stdout.read, RUN_OUT_MAX),
+                    read_capped(proc.stderr.read, RUN_ERR_MAX),
+                )
                 await proc.wait_closed()
             except (asyncssh.Error, OSError) as exc:
                 raise TransportError(_describe(exc, self.label)) from None
@@ -183,4 +193,6 @@ class SshTransport(Transport):
         code = _exit_code(proc)
         if code is None:
             raise TransportError(f"ssh {self.label}: the channel closed without an exit status")
-        return CommandResult(code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
+        return CommandResult(
+            code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), dropped
+        )

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-import asyncssh
-from asyncssh.config import SSHClientConfig
-
+from dflash_tui.core.link.sshlib import asyncssh, asyncssh_config
 from dflash_tui.core.link.transport import TransportError
+
+SSHClientConfig = asyncssh_config.SSHClientConfig
 
 ENV_CONFIG = "DFLASH_TUI_SSH_CONFIG"  # ssh config file(s), os.pathsep-separated
 ENV_KNOWN_HOSTS = "DFLASH_TUI_KNOWN_HOSTS"  # known_hosts file(s), os.pathsep-separated

@@ -16,12 +16,75 @@ import shlex
 import signal
 import sys
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
+from dflash_tui.core.base.snapshot import PROBE_LINE_MAX
 from dflash_tui.core.link.errors import TransportError as TransportError  # its callers' name
 
 Wrap = Callable[[str], str]
+
+
+CHUNK = 1 << 16
+# What ``run`` keeps of a command's output: a one-shot probe prints one line (capped), control
+# commands print a few; anything past it is counted, not held.
+RUN_OUT_MAX = PROBE_LINE_MAX + CHUNK
+RUN_ERR_MAX = 1 << 16
+OVERSIZE = "\x00oversize "  # a refused line's stand-in: no probe line starts with NUL
+
+Read = Callable[[int], Awaitable[bytes]]
+
+
+def oversize_line(size: int) -> str:
+    """What ``read_lines`` yields for a line over the cap: its size, nothing of it."""
+    return f"{OVERSIZE}{size}"
+
+
+def oversize_of(line: str) -> int | None:
+    """The size of a refused line (see ``oversize_line``), or None for a real line."""
+    return int(line[len(OVERSIZE) :]) if line.startswith(OVERSIZE) else None
+
+
+def refused(size: int) -> str:
+    """The words for a probe line over the cap (a finding's, or an unreachable host's)."""
+    return f"a probe line of {size:,} bytes is over the cap of {PROBE_LINE_MAX:,}: refused"
+
+
+async def read_lines(read: Read, cap: int = PROBE_LINE_MAX) -> AsyncIterator[str]:
+    """The lines of a byte stream (without newline), read a chunk at a time: a line over
+    ``cap`` is dropped as it streams and stands as ``oversize_line`` (memory holds one capped
+    line at most, whatever the other side sends)."""
+    buf, over = bytearray(), 0
+    while chunk := await read(CHUNK):
+        start = 0
+        while (nl := chunk.find(b"\n", start)) >= 0:
+            part, start = chunk[start:nl], nl + 1
+            if over:
+                yield oversize_line(over + len(part))
+            else:
+                yield (bytes(buf) + part).decode("utf-8", "replace")
+            buf.clear()
+            over = 0
+        rest = chunk[start:]
+        if over or len(buf) + len(rest) > cap:
+            over += len(buf) + len(rest)
+            buf.clear()
+        else:
+            buf += rest
+    if over:
+        yield oversize_line(over)
+    elif buf:
+        yield buf.decode("utf-8", "replace")
+
+
+async def read_capped(read: Read, cap: int) -> tuple[bytes, int]:
+    """A stream to its end: its first ``cap`` bytes, and how many more were dropped."""
+    keep, dropped = bytearray(), 0
+    while chunk := await read(CHUNK):
+        room = max(cap - len(keep), 0)
+        keep += chunk[:room]
+        dropped += len(chunk) - min(room, len(chunk))
+    return bytes(keep), dropped
 
 
 @dataclass(frozen=True)
@@ -29,6 +92,7 @@ class CommandResult:
     rc: int
     stdout: str
     stderr: str
+    dropped: int = 0  # stdout bytes past ``RUN_OUT_MAX``, not kept
 
     @property
     def ok(self) -> bool:
@@ -101,7 +165,6 @@ class LocalTransport(Transport):
             stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            limit=64 * 1024 * 1024,  # one probe line carries log tails; allow large lines
             start_new_session=True,  # a Ctrl-C in the app's terminal must not hit the probe
         )
 
@@ -113,8 +176,8 @@ class LocalTransport(Transport):
                 await proc.stdin.drain()
                 proc.stdin.close()
             assert proc.stdout is not None
-            async for raw in proc.stdout:
-                yield raw.decode("utf-8", "replace").rstrip("\n")
+            async for line in read_lines(proc.stdout.read):
+                yield line
             await proc.wait()
             if proc.returncode:
                 err = b""
@@ -133,11 +196,36 @@ class LocalTransport(Transport):
     ) -> CommandResult:
         proc = await self._spawn(cmd, stdin)
         try:
-            out, err = await asyncio.wait_for(proc.communicate(stdin), timeout)
+            (out, dropped), (err, _) = await asyncio.wait_for(self._output(proc, stdin), timeout)
         except asyncio.TimeoutError:
             _kill_session(proc.pid)
             await proc.wait()
             raise TransportError(f"command timed out after {timeout:.0f}s") from None
         return CommandResult(
-            proc.returncode or 0, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+            proc.returncode or 0,
+            out.decode("utf-8", "replace"),
+            err.decode("utf-8", "replace"),
+            dropped,
         )
+
+    @staticmethod
+    async def _output(
+        proc: asyncio.subprocess.Process, stdin: bytes | None
+    ) -> tuple[tuple[bytes, int], tuple[bytes, int]]:
+        """Feed ``stdin``, read stdout and stderr under their caps, wait for the exit."""
+        assert proc.stdout is not None and proc.stderr is not None
+
+        async def feed() -> None:
+            if stdin is not None and proc.stdin is not None:
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    proc.stdin.write(stdin)
+                    await proc.stdin.drain()
+                proc.stdin.close()
+
+        _, out, err = await asyncio.gather(
+            feed(),
+            read_capped(proc.stdout.read, RUN_OUT_MAX),
+            read_capped(proc.stderr.read, RUN_ERR_MAX),
+        )
+        await proc.wait()
+        return out, err

@@ -12,6 +12,7 @@ import json
 from dataclasses import fields
 from typing import Any
 
+from dflash_tui.core.base.fields import as_list
 from dflash_tui.core.base.machine import GpuHealth, Machine
 from dflash_tui.core.base.snapshot import Snapshot, StepPoints
 from dflash_tui.core.diagnosis.timeline import Event
@@ -150,18 +151,26 @@ class Decoder:
         self.procs: dict[Any, dict[str, Any]] = {}  # by PID, as the file has it
 
     def snap(self, rec: dict[str, Any]) -> dict[str, Any]:
-        """The whole probe object of sample record ``rec``."""
+        """The whole probe object of sample record ``rec``; rows of the wrong shape (a record
+        is untrusted input) are left out, as ``Snapshot.from_dict`` leaves them."""
         d = dict(rec.get("snap") or {})
         if "procs" in d:
-            self.procs = {r.get("pid"): r for r in d["procs"] if isinstance(r, dict)}
+            self.procs = {_pid(r): r for r in as_list(d["procs"]) if isinstance(r, dict)}
         else:
-            for pid in d.pop("procs_gone", None) or ():
-                self.procs.pop(pid, None)
-            for r in d.pop("procs_set", None) or ():
+            for pid in as_list(d.pop("procs_gone", None)):
+                self.procs.pop(_pid({"pid": pid}), None)
+            for r in as_list(d.pop("procs_set", None)):
                 if isinstance(r, dict):
-                    self.procs[r.get("pid")] = r
+                    self.procs[_pid(r)] = r
             order = d.pop("procs_order", None)
             if isinstance(order, list):
-                self.procs = {pid: self.procs[pid] for pid in order if pid in self.procs}
+                keys = [_pid({"pid": pid}) for pid in order]
+                self.procs = {pid: self.procs[pid] for pid in keys if pid in self.procs}
             d["procs"] = list(self.procs.values())
         return d
+
+
+def _pid(row: dict[str, Any]) -> Any:
+    """A row's PID as a key: a PID that is not a number or a string is its text."""
+    pid = row.get("pid")
+    return pid if isinstance(pid, int | str | None) else repr(pid)[:80]

@@ -19,6 +19,7 @@ from typing import Any
 
 from dflash_train.topology import Topology
 from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.fields import as_list, as_str
 from dflash_tui.core.base.snapshot import LogState, Snapshot
 from dflash_tui.core.diagnosis.document import to_json
 from dflash_tui.core.diagnosis.timeline import Event, Timeline
@@ -27,6 +28,7 @@ from dflash_tui.core.diagnosis.views import Diagnosis
 from dflash_tui.core.record.codec import Decoder
 from dflash_tui.core.record.segments import iter_records
 
+RUN_MARK = "run-record"  # the event that marks where a run's own record begins
 JUMP_KINDS = (
     "launched",
     "attached",
@@ -38,6 +40,7 @@ JUMP_KINDS = (
     "exited",
     "stopped",
     "error",
+    RUN_MARK,
 )
 LOG_KEEP = 5000  # lines per log kept for the pane, as the live pane keeps
 
@@ -73,14 +76,15 @@ class Recording:
 
     def host(self) -> HostConfig:
         """The host as recorded: label, topology, run root (no address: nothing is reached)."""
-        topo = self.meta.get("topology") or {}
+        topo = self.meta.get("topology")
+        topo = topo if isinstance(topo, dict) else {}
         try:
             topology = Topology.from_lists(topo.get("target", ()), topo.get("drafter", ()))
-        except ValueError:
+        except (ValueError, TypeError):
             topology = Topology()
         return HostConfig(
             name=str(self.meta.get("host") or "local"),
-            container=self.meta.get("container"),
+            container=as_str(self.meta.get("container")),
             topology=topology,
             run_root=str(self.meta.get("run_root") or ""),
         )
@@ -99,38 +103,89 @@ class Recording:
         ]
 
 
-def find_record_dir(path: Path) -> Path:
-    for sub in ("record", ".record"):  # a run dir; a run root (its samples before any run)
-        if (path / sub).is_dir():
-            return path / sub
+def find_record_dirs(path: Path) -> list[Path]:
+    """The record dirs ``path`` holds: a run dir's ``record/``; a run root's ``.record/`` (its
+    samples before any run) and every run's ``record/``; or ``path`` itself."""
+    if (path / "record").is_dir():
+        return [path / "record"]
+    found = [path / ".record"] if (path / ".record").is_dir() else []
+    try:
+        runs = sorted(p for p in path.iterdir() if (p / "record").is_dir())
+    except OSError:
+        runs = []
+    found += [run / "record" for run in runs]
+    if found:
+        return found
     if path.is_dir() and any(p.name.startswith("seg-") for p in path.iterdir()):
-        return path
+        return [path]
     raise RecordError(f"no recording in {path} (neither it nor its record/ holds segments)")
 
 
-def load(path: Path) -> Recording:
-    """Every whole record under ``path``; samples in time order, each time once."""
-    where = find_record_dir(path)
-    meta: dict[str, Any] = {}
+def find_record_dir(path: Path) -> Path:
+    return find_record_dirs(path)[0]
+
+
+def _events(rec: dict[str, Any]) -> tuple[dict[str, Any], ...]:
+    return tuple(e for e in as_list(rec.get("events")) if isinstance(e, dict))
+
+
+def _sample(dec: Decoder, rec: dict[str, Any]) -> Sample:
+    """A sample record read back; raises ValueError (and the like) for one that is not one."""
+    if not isinstance(rec.get("snap"), dict):
+        raise ValueError(f"its snap is {type(rec.get('snap')).__name__}, not an object")
+    return Sample(Snapshot.from_dict(dec.snap(rec)), _events(rec))
+
+
+def _read_dir(where: Path, meta: dict[str, Any], notes: list[str]) -> list[Sample]:
+    """The samples of one record dir; every record that cannot be read is a note."""
     samples: list[Sample] = []
-    notes: list[str] = []
     for seg in iter_records(where):
-        if seg.note:
-            notes.append(seg.note)
+        notes += seg.notes
         dec = Decoder()
-        for rec in seg.records:
+        for number, rec in zip(seg.numbers, seg.records, strict=True):
             if rec.get("k") == "meta":
-                meta = meta or rec
+                if not meta:
+                    meta.update(rec)
                 if (level := rec.get("thin", 1)) != 1:
                     notes.append(f"{seg.path.name}: older detail thinned to 1 sample in {level}")
             elif rec.get("k") == "s":
-                snap = Snapshot.from_dict(dec.snap(rec))
-                samples.append(Sample(snap, tuple(rec.get("events") or ())))
+                try:
+                    samples.append(_sample(dec, rec))
+                except (ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
+                    notes.append(f"{seg.path.name}: record {number} unreadable ({exc}): skipped")
+    return samples
+
+
+def _mark(samples: list[Sample], where: Path) -> None:
+    """The first sample of a run's own record carries a mark (a jump target, a timeline
+    mark) naming the run, so a whole run root shows where each run begins."""
+    first = samples[0]
+    run = first.snap.run.id if first.snap.run else where.parent.name
+    mark = {"time": first.time, "kind": RUN_MARK, "severity": "info",
+            "text": f"run {run}: its record begins"}  # fmt: skip
+    samples[0] = Sample(first.snap, (mark, *first.events))
+
+
+def load(path: Path) -> Recording:
+    """Every readable record under ``path`` (a run dir, a record dir, or a run root: every
+    run's record); samples in time order, each time once; what was skipped is in ``notes``."""
+    dirs = find_record_dirs(path)
+    meta: dict[str, Any] = {}
+    samples: list[Sample] = []
+    notes: list[str] = []
+    for where in dirs:
+        got = _read_dir(where, meta, notes)
+        if got and len(dirs) > 1 and where.name == "record":
+            _mark(got, where)
+        samples += got
     if not samples:
-        raise RecordError(f"the recording in {where} holds no sample")
+        raise RecordError(f"the recording in {dirs[0]} holds no sample")
     samples.sort(key=lambda s: s.time)  # stable: two writers' segments interleave by time
     unique = [s for i, s in enumerate(samples) if i == 0 or s.time != samples[i - 1].time]
-    return Recording(where, meta, unique, notes)
+    return Recording(dirs[0] if len(dirs) == 1 else path, meta, unique, notes[:NOTES_KEPT])
+
+
+NOTES_KEPT = 50  # a recording's notes said; a damaged one could have thousands
 
 
 _OFFSET = re.compile(r"^([+-])((?:\d+(?:\.\d+)?[hms]?)+)$")

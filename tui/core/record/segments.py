@@ -4,7 +4,9 @@ Each record is one JSON line. After it is written the compressor is sync-flushed
 flushed: a killed writer loses nothing written, the compression window still spans records
 (a process table repeats), and a cleanly closed segment ends as a whole gzip file. A reader
 takes a segment up to its last whole record: a file cut mid-stream (a crash, a full disk, a
-copy in progress) yields the records before the cut and a note saying so.
+copy in progress) yields the records before the cut and a note saying so. A record that is not
+a JSON object (or is nested too deep, or is over ``RECORD_MAX``) is skipped with a note, bytes
+after the gzip stream's end are a note, and no segment is read past ``SEGMENT_MAX``.
 """
 
 from __future__ import annotations
@@ -78,60 +80,147 @@ class SegmentWriter:
         self.file.close()
 
 
+# Caps on what one segment may cost to read: a record is a probe line (itself capped at
+# PROBE_LINE_MAX) plus its diagnosis; a segment holds a few hundred records. A file past
+# either is someone else's or damaged: the excess is skipped with a note, never held whole.
+RECORD_MAX = 48 << 20  # bytes of one decompressed record line
+SEGMENT_MAX = 512 << 20  # decompressed bytes read from one segment
+NOTES_MAX = 5  # notes said per segment; the rest are counted
+
+
 @dataclass
 class SegmentRead:
     path: Path
     records: list[dict[str, Any]] = field(default_factory=list)
-    complete: bool = True  # the gzip stream ended properly
-    note: str | None = None  # what was cut, said for the user
+    complete: bool = True  # the gzip stream ended properly, every record read
+    notes: list[str] = field(default_factory=list)  # what was cut or skipped, said for the user
+    skipped: int = 0  # records that could not be read
+    numbers: list[int] = field(default_factory=list)  # each record's line in the segment
+
+    @property
+    def note(self) -> str | None:
+        return "; ".join(self.notes) if self.notes else None
+
+    def skip(self, number: int, why: str) -> None:
+        """Record ``number`` is left out; the first few are said, the rest counted."""
+        self.skipped += 1
+        self.complete = False
+        if self.skipped <= NOTES_MAX:
+            self.notes.append(f"{self.path.name}: record {number} {why}: skipped")
 
 
-def _inflate(path: Path) -> tuple[bytes, bool, str | None]:
-    """The decompressed bytes, whether the stream ended, and the error that stopped it."""
-    z = zlib.decompressobj(GZIP)
-    out: list[bytes] = []
-    error: str | None = None
-    with open(path, "rb") as f:
-        while chunk := f.read(CHUNK):
+def _parse(line: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    """One record line as a JSON object, or why it is not one."""
+    try:
+        rec = json.loads(line)
+    except RecursionError:
+        return None, "is nested too deep to be a record"
+    except ValueError:
+        return None, "is not JSON"
+    if not isinstance(rec, dict):
+        return None, "is not a JSON object"
+    return rec, None
+
+
+class _Lines:
+    """A segment's decompressed lines, inflated a chunk at a time: a line over ``RECORD_MAX``
+    is dropped as it streams (its size said), so memory never holds more than one capped line."""
+
+    def __init__(self, seg: SegmentRead) -> None:
+        self.seg = seg
+        self.z = zlib.decompressobj(GZIP)
+        self.buf = bytearray()
+        self.number = 0  # lines ended so far
+        self.over = 0  # bytes of the line being dropped (0: none)
+        self.total = 0  # decompressed bytes so far
+        self.error: str | None = None
+        self.capped = False  # stopped at SEGMENT_MAX
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        self.total += len(data)
+        start = 0
+        while (nl := data.find(b"\n", start)) >= 0:
+            part = data[start:nl]
+            start = nl + 1
+            self.number += 1
+            if self.over:
+                self.seg.skip(
+                    self.number,
+                    f"is {self.over + len(part):,} bytes, over the cap of {RECORD_MAX:,}",
+                )
+                self.over = 0
+                continue
+            line = bytes(self.buf + part) if self.buf else part
+            self.buf.clear()
+            yield line
+        rest = data[start:]
+        if self.over:
+            self.over += len(rest)
+        elif len(self.buf) + len(rest) > RECORD_MAX:
+            self.over = len(self.buf) + len(rest)
+            self.buf.clear()
+        else:
+            self.buf += rest
+
+    def read(self, f: BinaryIO) -> Iterator[bytes]:
+        """Every whole line of the stream in ``f``, up to its end, a cut or ``SEGMENT_MAX``."""
+        while not self.z.eof:
+            pending = self.z.unconsumed_tail or f.read(CHUNK)
+            if not pending:  # the file ends: what zlib still holds, then the stream's end or not
+                try:
+                    yield from self.feed(self.z.flush())
+                except zlib.error as exc:
+                    self.error = str(exc)
+                return
             try:
-                out.append(z.decompress(chunk))
+                data = self.z.decompress(pending, CHUNK)  # bounded: a zip bomb inflates slowly
             except zlib.error as exc:  # corrupt past here: keep what came before
-                error = str(exc)
-                break
-            if z.eof:
-                break
-    if error is None:
-        try:
-            out.append(z.flush())
-        except zlib.error as exc:
-            error = str(exc)
-    return b"".join(out), z.eof, error
+                self.error = str(exc)
+                return
+            yield from self.feed(data)
+            if self.total > SEGMENT_MAX:
+                self.capped, self.seg.complete = True, False
+                self.seg.notes.append(
+                    f"{self.seg.path.name}: over {SEGMENT_MAX:,} bytes decompressed: "
+                    f"read up to there, the rest skipped"
+                )
+                return
+
+    def trailing(self, f: BinaryIO) -> int:
+        """Bytes after the gzip stream's end (none in a segment as written)."""
+        here = f.tell()
+        return len(self.z.unused_data) + os.fstat(f.fileno()).st_size - here
 
 
 def read_segment(path: Path) -> SegmentRead:
-    """Every whole record of the segment; a note when it ends before its end."""
+    """Every readable record of the segment; a note for each thing skipped or cut."""
     seg = SegmentRead(path)
+    lines = _Lines(seg)
     try:
-        data, ended, error = _inflate(path)
+        with open(path, "rb") as f:
+            for line in lines.read(f):
+                rec, why = _parse(line)
+                if rec is None:
+                    seg.skip(lines.number, why or "unreadable")
+                else:
+                    seg.records.append(rec)
+                    seg.numbers.append(lines.number)
+            garbage = lines.trailing(f) if lines.z.eof else 0
     except OSError as exc:
-        seg.complete, seg.note = False, f"{path.name}: unreadable ({exc.strerror or exc})"
-        return seg
-    lines = data.split(b"\n")
-    tail = lines.pop()  # after the last newline: b"" when the data ends on a whole record
-    for i, line in enumerate(lines):
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            seg.note = f"{path.name}: record {i + 1} unreadable: read up to it"
-            seg.complete = False
-            return seg
-        if isinstance(rec, dict):
-            seg.records.append(rec)
-    if not ended:
         seg.complete = False
-        why = f" ({error})" if error else ""
-        cut = f", {len(tail)} bytes of a cut record dropped" if tail else ""
-        seg.note = (
+        seg.notes.append(f"{path.name}: unreadable ({exc.strerror or exc})")
+        return seg
+    if seg.skipped > NOTES_MAX:
+        seg.notes.append(f"{path.name}: {seg.skipped} records skipped in all")
+    if garbage:
+        seg.complete = False
+        seg.notes.append(f"{path.name}: {garbage:,} bytes after the end of its data ignored")
+    elif not lines.z.eof and not lines.capped:
+        seg.complete = False
+        why = f" ({lines.error})" if lines.error else ""
+        tail = len(lines.buf) + lines.over
+        cut = f", {tail} bytes of a cut record dropped" if tail else ""
+        seg.notes.append(
             f"{path.name} ends mid-stream{why}: read up to its last whole record "
             f"({len(seg.records)} records{cut}); a writer cut off, or one still writing"
         )

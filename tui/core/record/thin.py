@@ -65,7 +65,7 @@ def thin_segment(path: Path, factor: int) -> tuple[Path, int]:
     """Rewrite ``path`` keeping 1 sample in ``factor``: the new file (its name says the level,
     ``seg-...-PID.tN.jsonl.gz``) and its size in bytes."""
     seg = read_segment(path)
-    samples = [r for r in seg.records if r.get("k") == "s"]
+    samples = [r for r in seg.records if r.get("k") == "s" and isinstance(r.get("snap"), dict)]
     meta = next((r for r in seg.records if r.get("k") == "meta"), {"k": "meta"})
     level = thin_level(path) * factor
     tmp = path.with_name(path.name + ".thin")
