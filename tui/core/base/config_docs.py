@@ -64,6 +64,9 @@ KEYS: dict[str, str] = {
     "record.enabled": "false: nothing is recorded.",
     "record.max_mib": "Per run: past it, older segments keep one sample in N.",
     "record.segment_s": "A new segment file every this many seconds.",
+    "thresholds.startup_grace_s": (
+        "A live run's GPUs are not idle this long after its launch before its first step."
+    ),
     "thresholds.near_zero_mib": 'GPU memory at or below this (MiB) is "no memory used".',
     "thresholds.high_util_pct": 'Utilisation at or above this (%) is "busy".',
     "thresholds.activity_util_pct": "Above this (%), or memory used, is activity on a GPU.",

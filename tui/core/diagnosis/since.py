@@ -12,8 +12,8 @@ from dflash_tui.core.diagnosis.ownership import run_alive
 from dflash_tui.core.diagnosis.progress import Progress
 from dflash_tui.core.diagnosis.thresholds import Thresholds
 
-if TYPE_CHECKING:  # the views are diagnose's; it imports this module
-    from dflash_tui.core.diagnosis.diagnose import Label, LogView
+if TYPE_CHECKING:
+    from dflash_tui.core.diagnosis.views import Label, LogView
 
 
 def starting_up(snap: Snapshot, th: Thresholds, progress: Progress | None = None) -> bool:
