@@ -46,7 +46,25 @@ def collect(
             out[i] = host_document(hosts[i], sample.result(), table)
         except TransportError as exc:
             out[i] = unreachable(hosts[i], str(exc)), []
+    slurm = [i for i, h in enumerate(hosts) if h.scheduler == "slurm" and "error" not in out[i][0]]
+    if slurm:
+        import asyncio
+
+        asyncio.run(_scheduled([hosts[i] for i in slurm], [out[i][0] for i in slurm]))
     return [out[i] for i in range(len(hosts))]
+
+
+async def _scheduled(hosts: list[HostConfig], docs: list[dict[str, Any]]) -> None:
+    """Slurm's word on each host's run, put into its document (its job, state, findings)."""
+    from dflash_tui.core.control.slurm.findings import overlay, read
+    from dflash_tui.core.link.connect import make_transport
+
+    for host, doc in zip(hosts, docs, strict=True):
+        transport = make_transport(host)
+        try:
+            overlay(doc, await read(transport, host))
+        finally:
+            await transport.close()
 
 
 async def _gather(hosts: list[HostConfig], table: bool) -> list[Result]:

@@ -26,6 +26,7 @@ from dflash_tui.core.base.config_keymap import Keymap, keymap_from_table
 from dflash_tui.core.base.config_keys import ConfigError, check_keys
 from dflash_tui.core.base.config_record import RecordSettings, record_from_table
 from dflash_tui.core.base.config_restart import restart_from_table
+from dflash_tui.core.base.config_slurm import SlurmConfig, slurm_from_table, validate_scheduler
 from dflash_tui.core.base.config_values import (
     no_newline,
     one_line,
@@ -75,6 +76,8 @@ class HostConfig:
     # [thresholds] (top level, for every host): (name, number) pairs over the diagnosis'
     # defaults (tui/core/diagnosis/thresholds.py thresholds_for)
     thresholds: tuple[tuple[str, float], ...] = ()
+    scheduler: str = "direct"  # direct | slurm: who starts the run (config_slurm.py)
+    slurm: SlurmConfig = field(default_factory=SlurmConfig)  # [slurm]
 
     @property
     def label(self) -> str:
@@ -175,6 +178,8 @@ def _host_from_table(doc: dict[str, Any], host: dict[str, Any], where: str) -> H
     container = typed(host, "container", str, where)
     label = typed(host, "label", str, where)
     job = typed(host, "job", str, where)
+    slurm_t, slurm_at = _own(doc, host, "slurm", where)
+    sched, sched_at = _own(doc, host, "scheduler", where)
     fields: dict[str, Any] = _run(run or {}, run_at)
     if topo_t is not None:
         fields["topology"] = _topology(topo_t, topo_at)
@@ -188,6 +193,8 @@ def _host_from_table(doc: dict[str, Any], host: dict[str, Any], where: str) -> H
         restart=policy,
         keep_runs=keep_runs,
         thresholds=_thresholds(doc.get("thresholds", {})),
+        scheduler=validate_scheduler(sched or "direct", sched_at),
+        slurm=slurm_from_table({} if slurm_t is None else slurm_t, slurm_at),
     )
 
 
@@ -327,6 +334,8 @@ def _changes(flags: dict[str, Any]) -> dict[str, Any]:
         changes["logs"] = tuple(no_newline("--log", p) for p in flags["log"])
     if flags.get("run_root"):
         changes["run_root"] = no_newline("--run-root", flags["run_root"])
+    if flags.get("scheduler"):
+        changes["scheduler"] = validate_scheduler(flags["scheduler"], "--scheduler")
     if flags.get("insecure_accept_new_host_key"):
         changes["insecure_accept_new_host_key"] = True
     if flags.get("keep_runs") is not None:

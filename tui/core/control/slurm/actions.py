@@ -1,0 +1,259 @@
+"""launch, kill, restart and the state of a run under Slurm (``scheduler = "slurm"``).
+
+launch submits the batch script (batch.py) with sbatch and records the job id in the run
+directory; kill is scancel (Slurm's TERM, then KILL after the grace); restart is ``scontrol
+requeue`` when Slurm may requeue the job, else a cancel and a new submission with ``--resume
+auto``. The one-live-run rule holds: a queued or running job of this run root refuses a launch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shlex
+import time
+from dataclasses import dataclass, replace
+
+from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_job import resumed
+from dflash_tui.core.base.text import safe_label
+from dflash_tui.core.base.timings import KILL_GRACE_S
+from dflash_tui.core.control.script import ControlError, ProgressFn, check_root, emit
+from dflash_tui.core.control.slurm import query
+from dflash_tui.core.control.slurm.batch import new_run_id, submit_script
+from dflash_tui.core.control.slurm.query import SlurmJob
+from dflash_tui.core.link.transport import Transport
+
+MAX_RUNS_READ = 64  # the run root's latest directories asked about for the one-live-run rule
+SUBMIT_TIMEOUT_S = 60.0
+_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{4,}")
+
+
+@dataclass(frozen=True)
+class SlurmRun:
+    """The latest run of a run root under Slurm: its directory, job id and exit record."""
+
+    run_id: str
+    dir: str
+    job_id: str | None
+    exit_record: str | None = None
+    launch_error: str | None = None
+
+
+@dataclass(frozen=True)
+class SlurmResult:
+    """What launch, kill or restart did; ``job`` is Slurm's word on the job afterwards."""
+
+    ok: bool
+    message: str
+    state: str = "none"  # ours: queued | running | exited | killed | none
+    run_id: str | None = None
+    dir: str | None = None
+    job_id: str | None = None
+    nodes: tuple[str, ...] = ()
+    slurm_state: str | None = None
+    refused: bool = False
+    action: str | None = None  # restart: requeue | resubmit
+
+
+# Prints, per run directory of ROOT (newest first, at most N): "run ID DIR", then its job id,
+# exit record and launch error, each one line.
+RUNS = """r={root}
+case $r in "~" | "~/"*) r=$HOME${{r#"~"}} ;; '$HOME' | '$HOME/'*) r=$HOME${{r#'$HOME'}} ;;
+  '${{HOME}}' | '${{HOME}}/'*) r=$HOME${{r#'${{HOME}}'}} ;; esac
+[ -d "$r" ] || exit 0
+ls -1 "$r" | grep -E '^[0-9]{{8}}-[0-9]{{6}}-[0-9a-f]{{4,}}$' | sort -r | head -n {most} |
+while IFS= read -r id; do
+  d=$r/$id
+  [ -e "$d/slurm_job" ] || [ -e "$d/job.sbatch" ] || continue
+  echo "run $id $d"
+  for f in slurm_job exit launch_error; do
+    [ -r "$d/$f" ] && printf '%s %s\\n' "$f" "$(head -c 400 "$d/$f" | head -n 1)"
+  done
+done
+"""
+
+
+async def runs(transport: Transport, host: HostConfig, most: int = MAX_RUNS_READ) -> list[SlurmRun]:
+    """The run root's Slurm runs, newest first."""
+    script = RUNS.format(root=shlex.quote(check_root(host.run_root)), most=int(most))
+    res = await transport.run(script, timeout=30)
+    out: list[SlurmRun] = []
+    for line in res.stdout[: query.MAX_OUTPUT].splitlines():
+        key, _, rest = line.partition(" ")
+        if key == "run":
+            rid, _, d = rest.partition(" ")
+            if _ID.fullmatch(rid):
+                out.append(SlurmRun(rid, d, None))
+        elif out and key == "slurm_job" and re.fullmatch(r"\d+(_\d+)?", rest.strip()):
+            out[-1] = replace(out[-1], job_id=rest.strip())
+        elif out and key == "exit":
+            out[-1] = replace(out[-1], exit_record=rest.strip()[:100])
+        elif out and key == "launch_error":
+            out[-1] = replace(out[-1], launch_error=safe_label(rest, 500))
+    return out
+
+
+async def latest(transport: Transport, host: HostConfig) -> tuple[SlurmRun, SlurmJob] | None:
+    """The newest run with its job as Slurm says now (None: no run under Slurm here)."""
+    found = await runs(transport, host, 1)
+    if not found:
+        return None
+    run = found[0]
+    if run.job_id is None:
+        return run, SlurmJob("", "UNKNOWN", reason=run.launch_error, source="none")
+    return run, await query.job(transport, run.job_id, run.exit_record)
+
+
+async def live_job(transport: Transport, host: HostConfig) -> tuple[SlurmRun, SlurmJob] | None:
+    """A queued or running job of this run root, if any (the newest such)."""
+    found = [r for r in await runs(transport, host) if r.job_id]
+    if not found:
+        return None
+    res = await query.slurm(transport, ["squeue", "-h", "--me", "-o", "%i|%T"])
+    live = {}
+    for line in res.stdout.splitlines():
+        jid, _, state = line.partition("|")
+        if state.strip() in query.LIVE:
+            live[jid.strip()] = state.strip()
+    for run in found:
+        if run.job_id in live:
+            return run, await query.job(transport, str(run.job_id))
+    return None
+
+
+def _said(job: SlurmJob) -> str:
+    where = f" on {', '.join(job.nodes)}" if job.nodes else ""
+    why = f" ({job.reason})" if job.reason and job.state in query.QUEUED else ""
+    return f"job {job.job_id} {job.state}{why}{where}"
+
+
+def _result(ok: bool, msg: str, run: SlurmRun, job: SlurmJob, **kw: object) -> SlurmResult:
+    return SlurmResult(
+        ok,
+        msg,
+        state=job.run_state,
+        run_id=run.run_id,
+        dir=run.dir,
+        job_id=job.job_id or None,
+        nodes=job.nodes,
+        slurm_state=job.state,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+async def launch(
+    transport: Transport,
+    host: HostConfig,
+    *,
+    resume: bool = False,
+    progress: ProgressFn | None = None,
+) -> SlurmResult:
+    """Submit ``host.command`` unless a job of this run root is queued or running."""
+    alive = await live_job(transport, host)
+    if alive is not None:
+        run, job = alive
+        msg = f"run {run.run_id} is {_said(job)}: kill or restart it first (nothing was submitted)"
+        return _result(False, msg, run, job, refused=True)
+    t0 = time.monotonic()
+    emit(progress, "launch", "submitting with sbatch", t0, None)
+    run_id = new_run_id()
+    command = resumed(host.command) if resume else host.command
+    res = await transport.run(submit_script(host, run_id, command), timeout=SUBMIT_TIMEOUT_S)
+    lines = res.stdout[: query.MAX_OUTPUT].splitlines()
+    said = dict(ln.split(" ", 1) for ln in lines if " " in ln)
+    if res.rc == 3 or "dir" not in said:
+        why = safe_label((res.stderr or res.stdout).strip()[-500:], 500)
+        raise ControlError(f"cannot make the run directory under {host.run_root}: {why}")
+    run = SlurmRun(run_id, said["dir"], said.get("job"))
+    if run.job_id is None or not re.fullmatch(r"\d+(_\d+)?", run.job_id):
+        why = safe_label(said.get("error", "sbatch gave no job id"), 500)
+        return SlurmResult(False, f"launch failed: {why}", "launch-failed", run_id, run.dir)
+    job = await query.job(transport, run.job_id)
+    return _result(True, f"run {run_id} submitted: {_said(job)}", run, job)
+
+
+async def _wait_ended(
+    transport: Transport, job_id: str, limit: float, poll: float = 0.5
+) -> SlurmJob:
+    """The job once Slurm no longer runs any of it (or as it is at ``limit``)."""
+    t0 = time.monotonic()
+    job = await query.job(transport, job_id)
+    while job.live and time.monotonic() - t0 < limit:
+        await asyncio.sleep(poll)
+        job = await query.job(transport, job_id)
+    return job
+
+
+async def cancel(
+    transport: Transport, job_id: str, grace: float, progress: ProgressFn | None = None
+) -> SlurmJob:
+    """scancel: Slurm sends TERM (and KILL after its KillWait); KILL from us after ``grace``."""
+    t0 = time.monotonic()
+    res = await query.slurm(transport, ["scancel", job_id])
+    if res.rc:
+        raise ControlError(f"scancel {job_id}: {safe_label(res.stderr.strip(), 300)}")
+    emit(progress, "term", f"job {job_id} cancelled: waiting for it to end", t0, grace)
+    job = await _wait_ended(transport, job_id, grace)
+    if job.live:
+        emit(progress, "kill", f"job {job_id} still ends: KILL", t0, grace)
+        await query.slurm(transport, ["scancel", "--signal=KILL", "--full", job_id])
+        job = await _wait_ended(transport, job_id, grace + 30)
+    return job
+
+
+async def kill(
+    transport: Transport,
+    host: HostConfig,
+    *,
+    grace: float = KILL_GRACE_S,
+    progress: ProgressFn | None = None,
+) -> SlurmResult:
+    """Cancel the run root's queued or running job."""
+    alive = await live_job(transport, host)
+    if alive is None:
+        return SlurmResult(False, "no queued or running Slurm job of this run root to kill")
+    run, job = alive
+    ended = await cancel(transport, str(job.job_id), grace, progress)
+    ok = not ended.live
+    word = "ended" if ok else "is still ending"
+    return _result(ok, f"run {run.run_id}: {_said(replace(ended, nodes=job.nodes))} ({word})",
+                   run, replace(ended, nodes=ended.nodes or job.nodes))  # fmt: skip
+
+
+async def requeue(transport: Transport, job_id: str) -> str | None:
+    """``scontrol requeue``; None when done, else Slurm's reason it was not.
+
+    Slurm holds a requeued job back (its BeginTime, two minutes on): a restart asked for now
+    makes it eligible now, as `scontrol update StartTime=now` does by hand."""
+    res = await query.slurm(transport, ["scontrol", "requeue", job_id])
+    if res.rc:
+        return safe_label(res.stderr.strip() or res.stdout.strip(), 300)
+    await query.slurm(transport, ["scontrol", "update", f"JobId={job_id}", "StartTime=now"])
+    return None
+
+
+async def restart(
+    transport: Transport,
+    host: HostConfig,
+    *,
+    grace: float = KILL_GRACE_S,
+    progress: ProgressFn | None = None,
+) -> SlurmResult:
+    """Requeue the latest job where Slurm may; else cancel it and submit with --resume auto."""
+    found = await latest(transport, host)
+    if found is None or not found[1].job_id:
+        return await launch(transport, host, progress=progress)
+    run, job = found
+    why = None
+    if job.requeue is not False and job.state != "UNKNOWN":
+        why = await requeue(transport, job.job_id)
+        if why is None:
+            now = await query.job(transport, job.job_id)
+            return _result(True, f"run {run.run_id}: requeued, {_said(now)}", run, now,
+                           action="requeue")  # fmt: skip
+    if job.live:
+        await cancel(transport, job.job_id, grace, progress)
+    res = await launch(transport, host, resume=True, progress=progress)
+    note = f" (not requeued: {why})" if why else ""
+    return replace(res, message=res.message + note, action="resubmit")
