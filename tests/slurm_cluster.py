@@ -61,6 +61,7 @@ class Cluster:
     name: str = "dflashtest"
     partition: str = "debug"
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    started_in: float | None = None  # seconds the last start took
 
     def __post_init__(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -112,7 +113,7 @@ class Cluster:
             f"ClusterName={self.name}\n"
             f"SlurmctldHost=localhost(127.0.0.1)\nSlurmctldPort={self.ctld_port}\n"
             "SlurmUser=root\nSlurmdUser=root\n"
-            f"AuthType=auth/munge\nCredType=cred/munge\nAuthInfo=socket={self.socket}\n"
+            f"AuthType=auth/munge\nCredType=cred/munge\nAuthInfo=socket={self.socket},cred_expire=5\n"
             f"StateSaveLocation={r}/state\nSlurmdSpoolDir={r}/spool/%n\n"
             f"SlurmctldPidFile={r}/run/slurmctld.pid\nSlurmdPidFile={r}/run/slurmd-%n.pid\n"
             f"SlurmctldLogFile={r}/log/slurmctld.log\nSlurmdLogFile={r}/log/slurmd-%n.log\n"
@@ -179,7 +180,8 @@ class Cluster:
         while self.node_states() != dict.fromkeys(NODES, "idle"):
             self._check_alive(deadline, "slurmctld", *(f"slurmd-{n}" for n in NODES))
             time.sleep(0.2)
-        return time.monotonic() - t0
+        self.started_in = time.monotonic() - t0
+        return self.started_in
 
     def _check_alive(self, deadline: float, *names: str) -> None:
         for name in names:
@@ -212,6 +214,18 @@ class Cluster:
         except subprocess.TimeoutExpired:
             return {}
         return dict(line.split(None, 1) for line in out.splitlines() if " " in line)
+
+    def reset(self) -> None:
+        """Between tests: every job of this (private) cluster cancelled, both nodes resumed."""
+        self.run("scancel", "--user=root")
+        deadline = time.monotonic() + 30
+        while self.run("squeue", "-h", "-o", "%i").stdout.strip():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"jobs outlived scancel: {self.run('squeue').stdout}")
+            time.sleep(0.2)
+        for n, state in self.node_states().items():
+            if state != "idle":
+                self.run("scontrol", "update", f"nodename={n}", "state=resume")
 
     def stop(self) -> None:
         """TERM every daemon this cluster started (by PID), KILL what outlived 10 s."""

@@ -40,6 +40,7 @@ from dflash_tui.core.control import supervisor_files as files
 from dflash_tui.core.control.launch import launch
 from dflash_tui.core.control.policy import AutoRestart, Decision
 from dflash_tui.core.control.script import ControlError, fetch_run
+from dflash_tui.core.control.slurm import supervise as slurm
 from dflash_tui.core.control.supervisor_state import (
     Kept,
     decision_json,
@@ -227,7 +228,10 @@ class Supervisor:
 
     async def cycle(self) -> Decision:
         try:
-            rep = await fetch_run(self.transport, self.host.run_root)
+            if self.host.scheduler == "slurm":  # the run is its job, as Slurm says it
+                rep = await slurm.fetch(self.transport, self.host)
+            else:
+                rep = await fetch_run(self.transport, self.host.run_root)
         except (ControlError, TransportError) as exc:
             self._link_down(f"cannot read the run: {exc}")
             decision = Decision("watch", f"cannot read the run: {exc}")
@@ -264,9 +268,12 @@ class Supervisor:
         assert run is not None
         k.launching = run.id
         await self.beat()  # the intent is on record before the launch
-        res = await launch(
-            self.transport, self.host, start_window=self.opts.start_window, keep=self.opts.keep
-        )
+        if self.host.scheduler == "slurm":  # requeued, or submitted again
+            res = await slurm.relaunch(self.transport, self.host)
+        else:
+            res = await launch(
+                self.transport, self.host, start_window=self.opts.start_window, keep=self.opts.keep
+            )
         k.launching = None
         if res.refused:  # a run is alive after all (another launch won): nothing to restart
             self.log.info("no restart of run %s: %s", run.id, res.message)

@@ -20,13 +20,15 @@ from dflash_tui.core.base.text import safe_label
 from dflash_tui.core.base.timings import KILL_GRACE_S
 from dflash_tui.core.control.script import ControlError, ProgressFn, check_root, emit
 from dflash_tui.core.control.slurm import query
-from dflash_tui.core.control.slurm.batch import new_run_id, submit_script
+from dflash_tui.core.control.slurm.batch import new_run_id, node_command, submit_script
 from dflash_tui.core.control.slurm.query import SlurmJob
 from dflash_tui.core.link.transport import Transport
 
+MAX_COMMAND = 8192  # a run's command as read back (a longer one is not requeued, but resubmitted)
 MAX_RUNS_READ = 64  # the run root's latest directories asked about for the one-live-run rule
 SUBMIT_TIMEOUT_S = 60.0
 _ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{4,}")
+_TIME = re.compile(r"\d+(\.\d+)?")
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,9 @@ class SlurmRun:
     job_id: str | None
     exit_record: str | None = None
     launch_error: str | None = None
+    started_at: float | None = None
+    command: str | None = None  # as given, before the per-node wrapping (batch.node_command)
+    kill_requested: float | None = None  # when our kill cancelled it (not someone else's)
 
 
 @dataclass(frozen=True)
@@ -67,8 +72,8 @@ while IFS= read -r id; do
   d=$r/$id
   [ -e "$d/slurm_job" ] || [ -e "$d/job.sbatch" ] || continue
   echo "run $id $d"
-  for f in slurm_job exit launch_error; do
-    [ -r "$d/$f" ] && printf '%s %s\\n' "$f" "$(head -c 400 "$d/$f" | head -n 1)"
+  for f in slurm_job exit launch_error started_at kill_requested slurm_command; do
+    [ -r "$d/$f" ] && printf '%s %s\\n' "$f" "$(head -c {most_chars} "$d/$f" | head -n 1)"
   done
 done
 """
@@ -76,7 +81,9 @@ done
 
 async def runs(transport: Transport, host: HostConfig, most: int = MAX_RUNS_READ) -> list[SlurmRun]:
     """The run root's Slurm runs, newest first."""
-    script = RUNS.format(root=shlex.quote(check_root(host.run_root)), most=int(most))
+    script = RUNS.format(
+        root=shlex.quote(check_root(host.run_root)), most=int(most), most_chars=MAX_COMMAND
+    )
     res = await transport.run(script, timeout=30)
     out: list[SlurmRun] = []
     for line in res.stdout[: query.MAX_OUTPUT].splitlines():
@@ -91,6 +98,10 @@ async def runs(transport: Transport, host: HostConfig, most: int = MAX_RUNS_READ
             out[-1] = replace(out[-1], exit_record=rest.strip()[:100])
         elif out and key == "launch_error":
             out[-1] = replace(out[-1], launch_error=safe_label(rest, 500))
+        elif out and key == "slurm_command" and len(rest) < MAX_COMMAND:
+            out[-1] = replace(out[-1], command=rest)
+        elif out and key in ("started_at", "kill_requested") and _TIME.fullmatch(rest.strip()):
+            out[-1] = replace(out[-1], **{key: float(rest.strip())})
     return out
 
 
@@ -214,6 +225,10 @@ async def kill(
     if alive is None:
         return SlurmResult(False, "no queued or running Slurm job of this run root to kill")
     run, job = alive
+    # Said in the run directory first: a supervisor restarts a job cancelled by someone else,
+    # not one stopped on request.
+    mark = shlex.quote(f"{run.dir}/kill_requested")
+    await transport.run(f"date +%s >{mark}", timeout=30)
     ended = await cancel(transport, str(job.job_id), grace, progress)
     ok = not ended.live
     word = "ended" if ok else "is still ending"
@@ -224,13 +239,22 @@ async def kill(
 async def requeue(transport: Transport, job_id: str) -> str | None:
     """``scontrol requeue``; None when done, else Slurm's reason it was not.
 
-    Slurm holds a requeued job back (its BeginTime, two minutes on): a restart asked for now
-    makes it eligible now, as `scontrol update StartTime=now` does by hand."""
+    The requeued job waits out the cluster's credential lifetime before it starts again
+    (``cred_expire`` of AuthInfo, 120 s unless set): its nodes refuse the old job's credential
+    until then, so it is not hurried."""
     res = await query.slurm(transport, ["scontrol", "requeue", job_id])
+    return safe_label(res.stderr.strip() or res.stdout.strip(), 300) if res.rc else None
+
+
+async def _resume_command(transport: Transport, run: SlurmRun, job: SlurmJob) -> None:
+    """The requeued job runs its own command again (the run directory's), with ``--resume
+    auto`` now; on as many nodes as the job holds."""
+    assert run.command is not None
+    command = node_command(resumed(run.command), max(len(job.nodes), 1))
+    script = f"printf '%s' {shlex.quote(command)} >{shlex.quote(run.dir + '/command')}"
+    res = await transport.run(script, timeout=30)
     if res.rc:
-        return safe_label(res.stderr.strip() or res.stdout.strip(), 300)
-    await query.slurm(transport, ["scontrol", "update", f"JobId={job_id}", "StartTime=now"])
-    return None
+        raise ControlError(f"cannot rewrite {run.dir}/command: {safe_label(res.stderr, 300)}")
 
 
 async def restart(
@@ -246,7 +270,8 @@ async def restart(
         return await launch(transport, host, progress=progress)
     run, job = found
     why = None
-    if job.requeue is not False and job.state != "UNKNOWN":
+    if job.requeue is not False and job.state != "UNKNOWN" and run.command is not None:
+        await _resume_command(transport, run, job)
         why = await requeue(transport, job.job_id)
         if why is None:
             now = await query.job(transport, job.job_id)

@@ -2,7 +2,8 @@
 
 The run directory has the direct launch's layout (docs/internals.md): ``command``, ``workdir``,
 ``env``, ``run.sh`` (the same wrapper: it records ``pid``, ``started_at`` and the ``exit``
-record) and ``output.log``; beside them ``job.sbatch`` and ``slurm_job`` (the job id). The
+record) and ``output.log``; beside them ``job.sbatch``, ``slurm_job`` (the job id) and
+``slurm_command`` (the command as given, before the per-node wrapping below). The
 batch script runs the wrapper on the job's first node and exits with the command's code, so
 Slurm's FAILED carries the run's exit code. Across several nodes the command runs once per
 node under ``srun``, with the rendezvous of a multi-host job in its environment (MASTER_ADDR is
@@ -35,7 +36,8 @@ BATCH = """#!/bin/sh
 # the command and writes the exit record; this exits with the command's code for Slurm.
 # Its one argument is the run directory.
 d=$1
-rm -f "$d/exit" "$d/launch_error"
+# A start (the first, or a requeued one) clears the last one's end and its kill request.
+rm -f "$d/exit" "$d/launch_error" "$d/kill_requested"
 if [ "${SLURM_NNODES:-1}" -gt 1 ]; then
   first=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
   MASTER_ADDR=$(scontrol -o show node "$first" | sed -n 's/.* NodeAddr=\\([^ ]*\\).*/\\1/p')
@@ -63,6 +65,7 @@ d=$r/{run_id}
 mkdir "$d" || exit 3
 echo "dir $d"
 printf '%s' {command} >"$d/command"
+printf '%s' {given} >"$d/slurm_command"
 printf '%s\\n' {workdir} >"$d/workdir"
 printf '%s' {env} >"$d/env"
 printf '%s\\n' {wrapper} >"$d/run.sh"
@@ -132,6 +135,7 @@ def submit_script(host: HostConfig, run_id: str, command: str) -> str:
         root=shlex.quote(root),
         run_id=shlex.quote(run_id),
         command=shlex.quote(check_text("command", node_command(command, host.slurm.nodes))),
+        given=shlex.quote(command),
         workdir=shlex.quote(workdir),
         env=shlex.quote(env_text(host.env)),
         wrapper=shlex.quote(wrapper_text()),

@@ -1,0 +1,266 @@
+"""Runs under a real Slurm (tests/slurm_cluster.py: munged, slurmctld, two slurmds on this host).
+
+``dflash-tui launch|status|kill|restart --scheduler slurm`` submit, read, cancel and requeue
+real jobs; nothing of Slurm is mocked. The cluster has no slurmdbd, so an ended job is read
+from ``scontrol show job`` (and the exit record once Slurm forgot it).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from slurm_cluster import Cluster
+from supervise_util import alive, cli, record, wait_for
+
+pytestmark = pytest.mark.slow
+SLURM_TOOLS = ("squeue", "sbatch", "sacct", "scontrol", "scancel", "sinfo", "srun", "salloc")
+
+
+@pytest.fixture
+def cluster(slurm: Cluster, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
+    for k, v in slurm.env.items():
+        monkeypatch.setenv(k, v)
+    yield slurm
+    slurm.reset()
+
+
+def flags(root: Path) -> tuple[str, ...]:
+    return ("--scheduler", "slurm", "--run-root", str(root))
+
+
+def status(root: Path, *extra: str) -> dict[str, Any]:
+    res = cli("status", "--json", *flags(root), *extra)
+    return json.loads(res.stdout)
+
+
+def scheduler(root: Path, *extra: str) -> dict[str, Any]:
+    return status(root, *extra)["scheduler"] or {}
+
+
+def launch(root: Path, command: str, *extra: str) -> str:
+    """``launch``; the job id it printed."""
+    res = cli("launch", *flags(root), "--command", command, *extra)
+    assert res.returncode == 0, res.stdout + res.stderr
+    m = re.search(r"submitted: job (\d+) ", res.stdout)
+    assert m, res.stdout
+    return m.group(1)
+
+
+def run_dir(root: Path) -> Path:
+    return sorted(p for p in root.iterdir() if p.is_dir())[-1]
+
+
+def marked(d: Path) -> list[int]:
+    """Live processes that carry the run's marker (DFLASH_RUN_DIR), on this host."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        try:
+            env = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if f"DFLASH_RUN_DIR={d}\0".encode() in env and alive(int(entry.name)):
+            out.append(int(entry.name))
+    return out
+
+
+def test_the_cluster_starts_within_30_s(slurm: Cluster) -> None:
+    assert slurm.started_in is not None and slurm.started_in <= 30
+    assert slurm.node_states() == {"n1": "idle", "n2": "idle"}
+
+
+def test_drained_nodes_hold_the_job_pending_then_it_runs_and_a_kill_cancels_it(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    root = tmp_path / "runs"
+    cluster.run("scontrol", "update", "nodename=n1,n2", "state=drain", "reason=test")
+    job = launch(root, "echo started; sleep 300")
+    doc = status(root)
+    assert doc["run"]["state"] == "queued"
+    sched = doc["scheduler"]
+    assert (sched["kind"], sched["job_id"], sched["state"]) == ("slurm", job, "PENDING")
+    assert sched["reason"] and sched["nodes"] == []
+    codes = [f["code"] for f in doc["findings"]]
+    assert "queued" in codes and codes.count("node-drained") == 2, doc["findings"]
+    queued = next(f for f in doc["findings"] if f["code"] == "queued")
+    assert sched["reason"] in queued["message"]
+    # A second launch is refused while the job waits.
+    again = cli("launch", *flags(root), "--command", "true")
+    assert again.returncode == 1 and f"job {job} PENDING" in again.stdout, again.stdout
+
+    cluster.run("scontrol", "update", "nodename=n1,n2", "state=resume")
+    wait_for(lambda: scheduler(root).get("state") == "RUNNING", 30, "the job runs")
+    doc = status(root)
+    assert doc["run"]["state"] == "running" and doc["scheduler"]["nodes"] == ["n1"]
+    assert 0 < doc["scheduler"]["time_left_s"] <= 30 * 60
+    d = run_dir(root)
+    wait_for(lambda: (d / "pid").exists(), 10, "the wrapper's pid file")
+    pid, _, ticks = (int(x) for x in (d / "pid").read_text().split())
+    assert alive(pid, ticks) and marked(d)
+
+    res = cli("kill", *flags(root), "--grace", "5")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"job {job} CANCELLED on n1" in res.stdout
+    assert scheduler(root)["state"] == "CANCELLED"
+    assert status(root)["run"]["state"] == "killed"
+    assert not alive(pid, ticks) and marked(d) == []
+    assert "started" in (d / "output.log").read_text()
+
+
+def test_restart_requeues_the_same_job(cluster: Cluster, tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    job = launch(root, "echo run; sleep 300; :")  # `:` takes the --resume auto of a restart
+    wait_for(lambda: scheduler(root).get("state") == "RUNNING", 30, "the job runs")
+    res = cli("restart", "--json", *flags(root))
+    out = json.loads(res.stdout)
+    assert out["ok"] and out["action"] == "requeue" and out["job_id"] == job, out
+    # Requeued, it is held back by nothing: it runs again, same id, with --resume auto.
+    log = run_dir(root) / "output.log"
+    wait_for(lambda: log.read_text().count("run\n") == 2, 30, "the job runs again")
+    assert scheduler(root)["state"] == "RUNNING"
+    assert (run_dir(root) / "command").read_text().endswith("--resume auto")
+    assert len(list(root.iterdir())) == 1
+
+
+def test_a_command_that_exits_3_reads_failed_3(cluster: Cluster, tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    job = launch(root, "echo bye; exit 3")
+    wait_for(lambda: scheduler(root).get("state") == "FAILED", 30, "the job fails")
+    doc = status(root)
+    assert doc["scheduler"]["exit_code"] == 3 and doc["scheduler"]["job_id"] == job
+    assert (doc["run"]["state"], doc["run"]["exit_code"]) == ("exited", 3)
+    assert (run_dir(root) / "exit").read_text().split()[0] == "3"
+
+
+def test_a_job_past_its_time_reads_timeout(cluster: Cluster, tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    cfg = tmp_path / "slurm.toml"
+    cfg.write_text('[slurm]\ntime = "1"\n')
+    launch(root, "sleep 600", "--config", str(cfg))
+    # Slurm's minimum limit is a minute; slurmctld looks at limits every 30 s or so.
+    wait_for(lambda: scheduler(root).get("state") == "TIMEOUT", 130, "TIMEOUT")
+    doc = status(root)
+    ended = next(f for f in doc["findings"] if f["code"] == "scheduler-ended-job")
+    assert "TIMEOUT" in ended["message"] and "restart" in ended["message"]
+
+
+def test_status_says_when_slurm_cannot_be_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "runs"
+    (root / "20260101-000000-0001").mkdir(parents=True)
+    (root / "20260101-000000-0001" / "slurm_job").write_text("7\n")
+    # This machine's commands but Slurm's: a login node without slurm-client.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for d in ("/usr/local/bin", "/usr/bin", "/bin"):
+        for tool in Path(d).iterdir():
+            link = bin_dir / tool.name
+            if not link.exists() and not tool.name.startswith(SLURM_TOOLS):
+                link.symlink_to(tool)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    res = cli("status", "--json", *flags(root))
+    doc = json.loads(res.stdout)
+    found = [f for f in doc["findings"] if f["code"] == "scheduler-unavailable"]
+    assert found and "squeue is not on PATH" in found[0]["message"], doc["findings"]
+    assert doc["run"]["state"] == "unknown"
+
+
+def test_the_batch_script_and_sbatch_args_come_from_the_slurm_table(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    root = tmp_path / "runs"
+    cfg = tmp_path / "slurm.toml"
+    cfg.write_text(
+        '[slurm]\npartition = "debug"\ngpus_per_node = 2\njob_name = "it; rm -rf x"\n'
+        'sbatch_args = ["--comment", "a b; $(touch pwned)"]\n'
+    )
+    res = cli("launch", *flags(root), "--config", str(cfg), "--command", "sleep 300")
+    assert res.returncode == 2 and "job_name must be a Slurm name" in res.stderr
+    cfg.write_text(cfg.read_text().replace("it; rm -rf x", "dflash-test"))
+    job = launch(root, "sleep 300", "--config", str(cfg))
+    out = cluster.run("scontrol", "-o", "show", "job", job).stdout
+    assert "JobName=dflash-test" in out and "Partition=debug" in out
+    assert "gres:gpu:2" in out and "Comment=a b; $(touch pwned)" in out.replace("\\", "")
+    assert not (tmp_path / "pwned").exists() and not Path("pwned").exists()
+
+
+def test_unknown_slurm_keys_are_errors(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('scheduler = "slurm"\n[slurm]\npartiton = "gpu"\n')
+    res = cli("config", "--config", str(cfg))
+    assert res.returncode == 2 and "partiton" in res.stderr and "partition" in res.stderr
+
+
+def test_supervise_requeues_a_killed_job_and_stops_a_crash_loop_at_fatal(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    root = tmp_path / "runs"
+    cfg = tmp_path / "sup.toml"
+    cfg.write_text("[restart]\nauto = true\nretries = 2\nbackoff_s = 1\nmax_backoff_s = 1\n")
+    job = launch(root, "sleep 300; :")
+    wait_for(lambda: scheduler(root).get("state") == "RUNNING", 30, "the job runs")
+    sup = cli("supervise", "--detach", "--config", str(cfg), *flags(root),
+              "--interval", "1", "--command", "sleep 300; :")  # fmt: skip
+    assert sup.returncode == 0, sup.stderr
+    try:
+        cluster.run("scancel", "--signal=KILL", job)
+        t0 = time.monotonic()
+        wait_for(lambda: scheduler(root).get("state") not in ("RUNNING", None), 20, "the kill")
+        wait_for(lambda: scheduler(root).get("state") == "RUNNING", 20, "the job is back")
+        back = time.monotonic() - t0
+        # backoff 1 s + one interval of 1 s, and Slurm's own start of the requeued job
+        assert back < 1 + 1 + 8, back
+        assert scheduler(root)["job_id"] == job
+    finally:
+        cli("supervise", "--stop", "--run-root", str(root))
+    # A crash loop: every start exits 3; two restarts, then FATAL.
+    crash = tmp_path / "crash"
+    cli("kill", *flags(crash))
+    launch(crash, "exit 3")
+    sup = cli("supervise", "--detach", "--config", str(cfg), *flags(crash),
+              "--interval", "1", "--command", "exit 3")  # fmt: skip
+    assert sup.returncode == 0, sup.stderr
+    try:
+        wait_for(lambda: (record(crash).get("last_decision") or {}).get("action") == "fatal",
+                 60, "FATAL")  # fmt: skip
+        assert "gave up after 2 restarts" in record(crash)["last_decision"]["message"]
+        assert run_dir(crash).joinpath("output.log").exists()
+    finally:
+        cli("supervise", "--stop", "--run-root", str(crash))
+
+
+def test_two_nodes_run_the_tiny_pipeline_as_one_torchrun_job(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    pytest.importorskip("torch")
+    from dflash_train.events import read_events
+
+    root = tmp_path / "runs"
+    cfg = tmp_path / "two.toml"
+    cfg.write_text("[slurm]\nnodes = 2\n")
+    command = (
+        f"{sys.executable} -m dflash_train.train --preset tiny --device cpu --steps 6 "
+        "--checksum-every 3 --target-workers 1 --drafter-workers 1 --threads 1 "
+        "--eval-batches 0 --gen-samples 24 --dist-timeout 60"
+    )
+    launch(root, command, "--config", str(cfg))
+    wait_for(lambda: scheduler(root).get("state") in ("COMPLETED", "FAILED"), 180, "the job ends")
+    d = run_dir(root)
+    log = (d / "output.log").read_text()
+    assert scheduler(root)["state"] == "COMPLETED", log[-3000:]
+    assert scheduler(root)["nodes"] == ["n1", "n2"]
+    events = read_events(d / "events.jsonl")
+    dist = next(e for e in events if e["event"] == "distributed")
+    assert dist["world"] == 2 and dist["backend"] == "gloo"
+    assert [e["event"] for e in events].count("started") == 1  # one stream: rank 0's
+    sums = {e["step"]: e["ranks"] for e in events if e["event"] == "replica_checksum"}
+    assert sorted(sums) == [0, 3, 6]
+    for rows in sums.values():
+        assert len(rows) == 2 and len({v for r in rows for v in r}) == 1, rows
