@@ -227,6 +227,7 @@ class Supervisor:
     # -- one decision cycle --
 
     async def cycle(self) -> Decision:
+        rep: RunReport
         try:
             if self.host.scheduler == "slurm":  # the run is its job, as Slurm says it
                 rep = await slurm.fetch(self.transport, self.host)

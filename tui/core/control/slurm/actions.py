@@ -100,8 +100,10 @@ async def runs(transport: Transport, host: HostConfig, most: int = MAX_RUNS_READ
             out[-1] = replace(out[-1], launch_error=safe_label(rest, 500))
         elif out and key == "slurm_command" and len(rest) < MAX_COMMAND:
             out[-1] = replace(out[-1], command=rest)
-        elif out and key in ("started_at", "kill_requested") and _TIME.fullmatch(rest.strip()):
-            out[-1] = replace(out[-1], **{key: float(rest.strip())})
+        elif out and key == "started_at" and _TIME.fullmatch(rest.strip()):
+            out[-1] = replace(out[-1], started_at=float(rest.strip()))
+        elif out and key == "kill_requested" and _TIME.fullmatch(rest.strip()):
+            out[-1] = replace(out[-1], kill_requested=float(rest.strip()))
     return out
 
 
