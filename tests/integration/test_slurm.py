@@ -96,13 +96,18 @@ def test_drained_nodes_hold_the_job_pending_then_it_runs_and_a_kill_cancels_it(
 
     cluster.run("scontrol", "update", "nodename=n1,n2", "state=resume")
     wait_for(lambda: scheduler(root).get("state") == "RUNNING", 30, "the job runs")
-    doc = status(root)
-    assert doc["run"]["state"] == "running" and doc["scheduler"]["nodes"] == ["n1"]
-    assert 0 < doc["scheduler"]["time_left_s"] <= 30 * 60
     d = run_dir(root)
     wait_for(lambda: (d / "pid").exists(), 10, "the wrapper's pid file")
     pid, _, ticks = (int(x) for x in (d / "pid").read_text().split())
     assert alive(pid, ticks) and marked(d)
+    doc = status(root)
+    assert doc["run"]["state"] == "running" and doc["scheduler"]["nodes"] == ["n1"]
+    assert 0 < doc["scheduler"]["time_left_s"] <= 30 * 60
+    # The node, sampled by the probe in a step inside the job (srun --overlap): it sees the
+    # job's processes (the probe's own step is a process tree of that node).
+    (node,) = doc["nodes"]
+    assert node["host"] == "n1" and "error" not in node, node
+    assert node["run"]["id"] == d.name and node["run"]["state"] == "running"
 
     res = cli("kill", *flags(root), "--grace", "5")
     assert res.returncode == 0, res.stdout + res.stderr
@@ -256,6 +261,8 @@ def test_two_nodes_run_the_tiny_pipeline_as_one_torchrun_job(
     log = (d / "output.log").read_text()
     assert scheduler(root)["state"] == "COMPLETED", log[-3000:]
     assert scheduler(root)["nodes"] == ["n1", "n2"]
+    assert "srun --nodes=2" in (d / "command").read_text()  # one torchrun agent a node
+    assert "-m torch.distributed.run --nnodes" in (d / "command").read_text()
     events = read_events(d / "events.jsonl")
     dist = next(e for e in events if e["event"] == "distributed")
     assert dist["world"] == 2 and dist["backend"] == "gloo"

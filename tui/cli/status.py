@@ -62,9 +62,36 @@ async def _scheduled(hosts: list[HostConfig], docs: list[dict[str, Any]]) -> Non
     for host, doc in zip(hosts, docs, strict=True):
         transport = make_transport(host)
         try:
-            overlay(doc, await read(transport, host))
+            view = await read(transport, host)
         finally:
             await transport.close()
+        overlay(doc, view)
+        if view.job is not None and view.job.run_state == "running":
+            doc["nodes"] = await _nodes(host, view.job.job_id, view.job.nodes)
+
+
+async def _nodes(host: HostConfig, job_id: str, nodes: Sequence[str]) -> list[dict[str, Any]]:
+    """Each node of a running job sampled by the probe inside the allocation: its document."""
+    import asyncio
+    from dataclasses import replace
+
+    from dflash_tui.cli.status_doc import host_document, unreachable
+    from dflash_tui.core.link.feed import sample_once
+    from dflash_tui.core.link.slurm_node import node_transport
+
+    async def one(node: str) -> dict[str, Any]:
+        as_host = replace(host, name=node, address=None, scheduler="direct")
+        try:
+            transport = node_transport(host, job_id, node)
+            try:
+                snap = await sample_once(transport, host)
+            finally:
+                await transport.close()
+        except TransportError as exc:
+            return unreachable(as_host, str(exc))
+        return host_document(as_host, snap, False)[0]
+
+    return list(await asyncio.gather(*(one(n) for n in nodes[:64])))
 
 
 async def _gather(hosts: list[HostConfig], table: bool) -> list[Result]:
