@@ -48,7 +48,9 @@ if [ "${SLURM_NNODES:-1}" -gt 1 ]; then
 fi
 DFLASH_SLURM_JOB=$SLURM_JOB_ID
 export DFLASH_SLURM_JOB
-sh "$d/run.sh" "$d"
+# Its own session, as the direct launch starts it: the run's process group is the wrapper's,
+# which the probe on each node reads the run's processes by (Slurm tracks them all the same).
+setsid sh "$d/run.sh" "$d"
 rc=
 [ -r "$d/exit" ] && read -r rc _ <"$d/exit"
 case $rc in '' | *[!0-9]*) rc=1 ;; esac
