@@ -52,6 +52,8 @@ HOST: Schema = {
     "topology": TOPOLOGY,
     "run": RUN,
     "restart": RESTART,
+    "scheduler": None,  # direct | slurm (config_slurm.py)
+    "slurm": SLURM,
 }
 # [alerts] values (per-code tables among them) are checked by alert_config.py.
 ALERTS: Schema = {
