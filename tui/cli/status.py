@@ -143,6 +143,11 @@ def run_status(cfg: Config, args: argparse.Namespace) -> int:
         if line:  # run ids and labels are the hosts' and the config's: made safe
             console.print(terminal_safe(line), markup=False, highlight=False)
         for doc, parts in results:
+            if doc.get("scheduler"):  # the job as Slurm says it (docs/slurm.md)
+                from dflash_tui.core.control.slurm.findings import lines
+
+                for text in lines(doc):
+                    console.print(terminal_safe(text), markup=False, highlight=False)
             if not parts:
                 # The error names the host and quotes its or the container runtime's words.
                 console.print(terminal_safe(str(doc.get("error"))), markup=False)

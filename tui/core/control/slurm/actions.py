@@ -221,12 +221,17 @@ async def kill(
     *,
     grace: float = KILL_GRACE_S,
     progress: ProgressFn | None = None,
+    job_id: str | None = None,
 ) -> SlurmResult:
-    """Cancel the run root's queued or running job."""
+    """Cancel the run root's queued or running job; with ``job_id`` (what a confirmation
+    named), only that job: another one found live is refused, never cancelled instead."""
     alive = await live_job(transport, host)
     if alive is None:
         return SlurmResult(False, "no queued or running Slurm job of this run root to kill")
     run, job = alive
+    if job_id is not None and job.job_id != job_id:
+        msg = f"job {job_id} is not the run root's live job (job {job.job_id} is): nothing done"
+        return _result(False, msg, run, job, refused=True)
     # Said in the run directory first: a supervisor restarts a job cancelled by someone else,
     # not one stopped on request.
     mark = shlex.quote(f"{run.dir}/kill_requested")

@@ -17,7 +17,7 @@ from dflash_tui.core.control.script import ControlError
 from dflash_tui.core.control.slurm import query
 from dflash_tui.core.control.slurm.actions import SlurmRun, latest
 from dflash_tui.core.control.slurm.query import SlurmJob, SlurmUnavailable
-from dflash_tui.core.diagnosis.finding import Finding
+from dflash_tui.core.diagnosis.finding import Finding, duration
 from dflash_tui.core.link.transport import Transport, TransportError
 
 # The run findings the login node's own reading would give: there the job's processes are
@@ -120,3 +120,26 @@ def overlay(doc: dict[str, Any], view: SchedulerView) -> None:
         run["state"] = "unknown"
     kept = [f for f in doc.get("findings", []) if f.get("code") not in REPLACED]
     doc["findings"] = [f.to_json() for f in findings(view)] + kept
+
+
+SLURM_CODES = frozenset(
+    {"queued", "node-down", "node-drained", "scheduler-ended-job", "scheduler-unavailable"}
+)
+
+
+def lines(doc: dict[str, Any]) -> list[str]:
+    """The job and Slurm's findings in plain lines, for ``status``'s table (made safe by the
+    caller, as everything it prints)."""
+    s = doc.get("scheduler") or {}
+    if s.get("kind") != "slurm":
+        return []
+    out = []
+    if s.get("job_id"):
+        why = f" ({s['reason']})" if s.get("reason") else ""
+        on = f" on {', '.join(s['nodes'])}" if s.get("nodes") else ""
+        left = f", {duration(s['time_left_s'])} left" if s.get("time_left_s") else ""
+        code = f", exit code {s['exit_code']}" if s.get("exit_code") is not None else ""
+        out.append(f"Slurm job {s['job_id']} {s['state']}{why}{on}{left}{code}")
+    out += [f"{f['severity']}: {f['message']}" for f in doc.get("findings", [])
+            if f.get("code") in SLURM_CODES]  # fmt: skip
+    return out
