@@ -86,7 +86,8 @@ def test_drained_nodes_hold_the_job_pending_then_it_runs_and_a_kill_cancels_it(
     cluster: Cluster, tmp_path: Path
 ) -> None:
     root = tmp_path / "runs"
-    cluster.run("scontrol", "update", "nodename=n1,n2", "state=drain", "reason=test")
+    # The admins' reason is Slurm's text: an escape in it never reaches the terminal raw.
+    cluster.run("scontrol", "update", "nodename=n1,n2", "state=drain", "reason=fan\x1b]0;x\x07")
     job = launch(root, "echo started; sleep 300")
     doc = status(root)
     assert doc["run"]["state"] == "queued"
@@ -97,9 +98,12 @@ def test_drained_nodes_hold_the_job_pending_then_it_runs_and_a_kill_cancels_it(
     assert "queued" in codes and codes.count("node-drained") == 2, doc["findings"]
     queued = next(f for f in doc["findings"] if f["code"] == "queued")
     assert sched["reason"] in queued["message"]
+    drained = next(f for f in doc["findings"] if f["code"] == "node-drained")
+    assert "is drained (fan" in drained["message"] and "\x1b" not in drained["message"]
     # A second launch is refused while the job waits.
     table = cli("status", *flags(root)).stdout
     assert f"Slurm job {job} PENDING (" in table and "info: job " in table, table
+    assert "drained (fan" in table and "\x1b" not in table and "\x07" not in table
     again = cli("launch", *flags(root), "--command", "true")
     assert again.returncode == 1 and f"job {job} PENDING" in again.stdout, again.stdout
 

@@ -135,8 +135,10 @@ def test_states_map_to_ours_and_findings_name_the_next_step() -> None:
         (f,) = findings(SchedulerView(job=SlurmJob("4", state, nodes=("n1",))))
         assert f.code == "scheduler-ended-job" and state in f.message and f.action == "restart"
     held = SchedulerView(job=SlurmJob("4", "RUNNING", nodes=("n1", "n2")),
-                         nodes={"n1": "drained", "n2": "down*"})  # fmt: skip
-    assert [f.code for f in findings(held)] == ["node-drained", "node-down"]
+                         nodes={"n1": ("drained", "bad fan"), "n2": ("down*", None)})  # fmt: skip
+    drained, down = findings(held)
+    assert (drained.code, down.code) == ("node-drained", "node-down")
+    assert "node n1 that job 4 holds is drained (bad fan)" in drained.message
     (gone,) = findings(SchedulerView(error="squeue is not on PATH on local"))
     assert gone.code == "scheduler-unavailable" and "squeue is not on PATH" in gone.message
 

@@ -45,7 +45,8 @@ class SchedulerView:
 
     run: SlurmRun | None = None
     job: SlurmJob | None = None
-    nodes: dict[str, str] = field(default_factory=dict)  # node -> sinfo state
+    # node -> its sinfo state and the admins' reason
+    nodes: dict[str, tuple[str, str | None]] = field(default_factory=dict)
     error: str | None = None
 
 
@@ -67,8 +68,10 @@ def _node_findings(view: SchedulerView) -> list[Finding]:
     assert job is not None
     holds = "holds" if job.nodes else "may run on"
     out = []
-    for node, state in view.nodes.items():
+    for node, (state, reason) in view.nodes.items():
         base = state.rstrip("*~#!%$@^-")
+        if reason:
+            state = f"{state} ({reason})"
         if any(base.startswith(d) for d in _DRAINED):
             out.append(Finding("node-drained", "warning" if not job.nodes else "error", (),
                 f"node {node} that job {job.job_id} {holds} is {state}: Slurm starts nothing "

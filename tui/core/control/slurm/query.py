@@ -217,19 +217,24 @@ async def job(transport: Transport, job_id: str, exit_record: str | None = None)
     return from_record(job_id, exit_record)
 
 
-async def node_states(transport: Transport, j: SlurmJob) -> dict[str, str]:
-    """The state of each node the job holds, or of its partition's while it waits, as sinfo
-    says it (idle, allocated, drained, down, ...), lowercase."""
+async def node_states(transport: Transport, j: SlurmJob) -> dict[str, tuple[str, str | None]]:
+    """Each node the job holds, or its partition's while it waits: its state as sinfo says it
+    (idle, allocated, drained, down, ...; lowercase) and the reason an admin gave, if any."""
     if j.nodes:
         where = ["-n", ",".join(j.nodes)]
     elif j.partition and j.live:
         where = ["-p", j.partition]
     else:
         return {}
-    res = await slurm(transport, ["sinfo", "-h", "-N", *where, "-o", "%N|%T"])
-    out: dict[str, str] = {}
+    res = await slurm(transport, ["sinfo", "-h", "-N", *where, "-o", "%N|%T|%E"])
+    out: dict[str, tuple[str, str | None]] = {}
     for line in res.stdout.splitlines()[:MAX_NODES]:
-        name, _, state = line.partition("|")
+        name, _, rest = line.partition("|")
+        state, _, reason = rest.partition("|")
         if name.strip():
-            out[safe_label(name.strip(), 100)] = safe_label(state.strip().lower(), 40)
+            why = reason.strip() if reason.strip() not in ("", "none") else None
+            out[safe_label(name.strip(), 100)] = (
+                safe_label(state.strip().lower(), 40),
+                safe_label(why, 200) if why else None,
+            )
     return out
