@@ -166,12 +166,16 @@ class Cluster:
             self._check_alive(deadline, "munged")
             time.sleep(0.05)
 
+    def write_config(self) -> None:
+        """The key, devices and config files (``start`` writes them too)."""
+        self._write_munge()
+        self._write_conf()
+
     def start(self, timeout: float = 30.0) -> float:
         """Start every daemon and wait until both nodes are idle; the seconds it took."""
         t0 = time.monotonic()
         deadline = t0 + timeout
-        self._write_munge()
-        self._write_conf()
+        self.write_config()
         self._start_munge(deadline)
         conf = str(self.conf)
         self._spawn("slurmctld", [_which("slurmctld"), "-D", "-i", "-f", conf])

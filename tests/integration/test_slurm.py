@@ -219,6 +219,27 @@ def test_status_says_when_slurm_cannot_be_asked(
     assert doc["run"]["state"] == "unknown"
 
 
+def test_status_says_when_slurmctld_does_not_answer(
+    slurm: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A cluster's config whose slurmctld was never started (its port is free).
+    down = Cluster(tmp_path / "down")
+    down.write_config()
+    monkeypatch.setenv("SLURM_CONF", str(down.conf))
+    root = tmp_path / "runs"
+    (root / "20260101-000000-0001").mkdir(parents=True)
+    (root / "20260101-000000-0001" / "slurm_job").write_text("7\n")
+    t0 = time.monotonic()
+    res = cli("status", "--json", *flags(root))
+    doc = json.loads(res.stdout)
+    (found,) = [f for f in doc["findings"] if f["code"] == "scheduler-unavailable"]
+    assert "slurmctld does not answer squeue" in found["message"], found
+    assert doc["run"]["state"] == "unknown" and res.returncode == 0
+    assert time.monotonic() - t0 < 60
+    launched = cli("launch", *flags(root), "--command", "true")
+    assert launched.returncode == 1 and "slurmctld does not answer" in launched.stderr
+
+
 def test_the_batch_script_and_sbatch_args_come_from_the_slurm_table(
     cluster: Cluster, tmp_path: Path
 ) -> None:
