@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
+import signal
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -107,8 +110,21 @@ def test_drained_nodes_hold_the_job_pending_then_it_runs_and_a_kill_cancels_it(
     again = cli("launch", *flags(root), "--command", "true")
     assert again.returncode == 1 and f"job {job} PENDING" in again.stdout, again.stdout
 
-    cluster.run("scontrol", "update", "nodename=n1,n2", "state=resume")
-    wait_for(lambda: scheduler(root).get("state") == "RUNNING", 30, "the job runs")
+    # status --watch says the same, and that it runs once the nodes are back.
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "dflash_tui.cli.main", "status", "--watch", *flags(root),
+         "--interval", "1"], stdout=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        time.sleep(3)
+        cluster.run("scontrol", "update", "nodename=n1,n2", "state=resume")
+        wait_for(lambda: scheduler(root).get("state") == "RUNNING", 30, "the job runs")
+        time.sleep(2)
+    finally:
+        os.killpg(watch.pid, signal.SIGINT)
+        said = watch.communicate(timeout=30)[0]
+    assert f"finding INFO queued: job {job} is queued" in said, said
+    assert "run queued" in said and "run running" in said and "finding gone queued" in said
     d = run_dir(root)
     wait_for(lambda: (d / "pid").exists(), 10, "the wrapper's pid file")
     pid, _, ticks = (int(x) for x in (d / "pid").read_text().split())
@@ -320,6 +336,12 @@ def test_two_nodes_run_the_tiny_pipeline_as_one_torchrun_job(
         "--eval-batches 0 --gen-samples 24 --dist-timeout 60"
     )
     launch(root, command, "--config", str(cfg))
+    wait_for(lambda: scheduler(root).get("state") != "PENDING", 30, "the job starts")
+    # While it runs (torch's import alone takes seconds), both nodes are sampled inside it.
+    running = status(root)
+    assert running["scheduler"]["state"] == "RUNNING", running["scheduler"]
+    assert [n["host"] for n in running["nodes"]] == ["n1", "n2"], running.get("nodes")
+    assert all("error" not in n for n in running["nodes"]), running["nodes"]
     wait_for(lambda: scheduler(root).get("state") in ("COMPLETED", "FAILED"), 180, "the job ends")
     d = run_dir(root)
     log = (d / "output.log").read_text()

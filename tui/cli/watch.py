@@ -121,6 +121,10 @@ async def _watch_host(cfg: Config, host: HostConfig, progress_every: float) -> N
         async for ev in feed_for(transport, host, cfg.interval).events():
             if isinstance(ev, Snapshot):
                 doc = status_doc(host, tracker, ev)[0]
+                if host.scheduler == "slurm":  # the run is its job, as Slurm says it
+                    from dflash_tui.core.control.slurm.findings import overlay, read
+
+                    overlay(doc, await read(transport, host))
             elif isinstance(ev, Disconnected):
                 doc = unreachable(host, ev.error)
             else:
