@@ -275,6 +275,20 @@ def test_the_batch_script_and_sbatch_args_come_from_the_slurm_table(
     assert not (tmp_path / "pwned").exists() and not Path("pwned").exists()
 
 
+def test_a_submission_sbatch_refuses_is_a_failed_launch_with_its_words(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    root = tmp_path / "runs"
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text('[slurm]\npartition = "nope"\n')
+    res = cli("launch", *flags(root), "--config", str(cfg), "--command", "true")
+    assert res.returncode == 1 and "launch failed: sbatch: " in res.stdout, res.stdout
+    assert "invalid partition" in res.stdout.lower()
+    doc = status(root)
+    assert doc["run"]["state"] == "launch-failed" and doc["scheduler"]["job_id"] is None
+    assert "launch-failed" in [f["code"] for f in doc["findings"]]
+
+
 def test_unknown_slurm_keys_are_errors(tmp_path: Path) -> None:
     cfg = tmp_path / "c.toml"
     cfg.write_text('scheduler = "slurm"\n[slurm]\npartiton = "gpu"\n')

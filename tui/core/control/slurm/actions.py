@@ -141,7 +141,15 @@ def _said(job: SlurmJob) -> str:
     return f"job {job.job_id} {job.state}{why}{where}"
 
 
-def _result(ok: bool, msg: str, run: SlurmRun, job: SlurmJob, **kw: object) -> SlurmResult:
+def _result(
+    ok: bool,
+    msg: str,
+    run: SlurmRun,
+    job: SlurmJob,
+    *,
+    refused: bool = False,
+    action: str | None = None,
+) -> SlurmResult:
     return SlurmResult(
         ok,
         msg,
@@ -151,7 +159,8 @@ def _result(ok: bool, msg: str, run: SlurmRun, job: SlurmJob, **kw: object) -> S
         job_id=job.job_id or None,
         nodes=job.nodes,
         slurm_state=job.state,
-        **kw,  # type: ignore[arg-type]
+        refused=refused,
+        action=action,
     )
 
 

@@ -66,13 +66,17 @@ mkdir -p "$r" || exit 3
 d=$r/{run_id}
 mkdir "$d" || exit 3
 echo "dir $d"
-printf '%s' {command} >"$d/command"
-printf '%s' {given} >"$d/slurm_command"
-printf '%s\\n' {workdir} >"$d/workdir"
-printf '%s' {env} >"$d/env"
-printf '%s\\n' {wrapper} >"$d/run.sh"
-printf '%s' {batch} >"$d/job.sbatch"
-: >>"$d/output.log"
+wd={workdir}
+[ -n "$wd" ] || wd=$(pwd)
+# A run directory is whole or it is not there (as a direct launch makes it).
+if ! {{ : >>"$d/output.log" && printf '%s' {command} >"$d/command" &&
+  printf '%s' {given} >"$d/slurm_command" && printf '%s\\n' "$wd" >"$d/workdir" &&
+  printf '%s' {env} >"$d/env" && printf '%s\\n' {wrapper} >"$d/run.sh" &&
+  printf '%s' {batch} >"$d/job.sbatch"; }}; then
+  rm -rf "$d"
+  echo "cannot write the run directory $d" >&2
+  exit 3
+fi
 if out=$(sbatch --parsable --output="$d/output.log" --open-mode=append {args} \\
   "$d/job.sbatch" "$d" 2>&1); then
   job=${{out%%;*}}

@@ -121,7 +121,9 @@ def overlay(doc: dict[str, Any], view: SchedulerView) -> None:
             run["exit_code"] = job.exit_code
     elif view.error is not None:
         run["state"] = "unknown"
-    kept = [f for f in doc.get("findings", []) if f.get("code") not in REPLACED]
+    # Without a job (sbatch refused it) the run directory's own word stands: launch-failed.
+    replaced = REPLACED if job is not None and job.job_id else frozenset()
+    kept = [f for f in doc.get("findings", []) if f.get("code") not in replaced]
     doc["findings"] = [f.to_json() for f in findings(view)] + kept
 
 
