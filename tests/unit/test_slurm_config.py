@@ -155,3 +155,12 @@ def test_overlay_puts_slurm_s_word_over_the_login_node_s_reading() -> None:
                                 "reason": None, "nodes": ["n1"], "time_left_s": None,
                                 "exit_code": 3}  # fmt: skip
     assert [f["code"] for f in doc["findings"]] == ["disk-low"]
+
+
+def test_the_supervisor_alerts_on_no_login_node_reading_of_the_run() -> None:
+    from dflash_tui.core.control.slurm.supervise import trusted
+    from dflash_tui.core.diagnosis.finding import Finding
+
+    seen = [Finding(code, "error", (), code) for code in ("launch-failed", "run-exited",
+                                                          "disk-low", "no-progress")]  # fmt: skip
+    assert [f.code for f in trusted(seen)] == ["disk-low"]
