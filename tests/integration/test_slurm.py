@@ -191,6 +191,22 @@ def test_over_ssh_the_login_node_submits_reads_and_cancels(
         server.stop()
 
 
+def test_of_two_launches_at_once_one_submits(cluster: Cluster, tmp_path: Path) -> None:
+    host = HostConfig(run_root=str(tmp_path / "runs"), scheduler="slurm", command="sleep 300")
+
+    async def both() -> list[actions.SlurmResult]:
+        return list(await asyncio.gather(*(actions.launch(LocalTransport(), host) for _ in "ab")))
+
+    results = asyncio.run(both())
+    assert sorted(r.ok for r in results) == [False, True], [r.message for r in results]
+    refused = next(r for r in results if not r.ok)
+    assert refused.refused and "nothing was submitted" in refused.message
+    assert cluster.run("squeue", "-h", "-o", "%i").stdout.split() == [
+        next(r.job_id for r in results if r.ok)
+    ]
+    assert not (tmp_path / "runs" / ".slurm-launch").exists()  # given back
+
+
 def test_a_command_that_exits_3_reads_failed_3(cluster: Cluster, tmp_path: Path) -> None:
     root = tmp_path / "runs"
     job = launch(root, "echo bye; exit 3")

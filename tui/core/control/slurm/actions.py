@@ -20,7 +20,8 @@ from dflash_tui.core.base.text import safe_label
 from dflash_tui.core.base.timings import KILL_GRACE_S
 from dflash_tui.core.control.script import ControlError, ProgressFn, check_root, emit
 from dflash_tui.core.control.slurm import query
-from dflash_tui.core.control.slurm.batch import new_run_id, node_command, submit_script
+from dflash_tui.core.control.slurm.batch import ROOT_SH, new_run_id, node_command, submit_script
+from dflash_tui.core.control.slurm.lock import launch_lock
 from dflash_tui.core.control.slurm.query import SlurmJob
 from dflash_tui.core.link.transport import Transport
 
@@ -63,10 +64,9 @@ class SlurmResult:
 
 # Prints, per run directory of ROOT (newest first, at most N): "run ID DIR", then its job id,
 # exit record and launch error, each one line.
-RUNS = """r={root}
-case $r in "~" | "~/"*) r=$HOME${{r#"~"}} ;; '$HOME' | '$HOME/'*) r=$HOME${{r#'$HOME'}} ;;
-  '${{HOME}}' | '${{HOME}}/'*) r=$HOME${{r#'${{HOME}}'}} ;; esac
-[ -d "$r" ] || exit 0
+RUNS = (
+    ROOT_SH
+    + """[ -d "$r" ] || exit 0
 ls -1 "$r" | grep -E '^[0-9]{{8}}-[0-9]{{6}}-[0-9a-f]{{4,}}$' | sort -r | head -n {most} |
 while IFS= read -r id; do
   d=$r/$id
@@ -77,6 +77,7 @@ while IFS= read -r id; do
   done
 done
 """
+)
 
 
 async def runs(transport: Transport, host: HostConfig, most: int = MAX_RUNS_READ) -> list[SlurmRun]:
@@ -171,17 +172,19 @@ async def launch(
     resume: bool = False,
     progress: ProgressFn | None = None,
 ) -> SlurmResult:
-    """Submit ``host.command`` unless a job of this run root is queued or running."""
-    alive = await live_job(transport, host)
-    if alive is not None:
-        run, job = alive
-        msg = f"run {run.run_id} is {_said(job)}: kill or restart it first (nothing was submitted)"
-        return _result(False, msg, run, job, refused=True)
-    t0 = time.monotonic()
-    emit(progress, "launch", "submitting with sbatch", t0, None)
-    run_id = new_run_id()
-    command = resumed(host.command) if resume else host.command
-    res = await transport.run(submit_script(host, run_id, command), timeout=SUBMIT_TIMEOUT_S)
+    """Submit ``host.command`` unless a job of this run root is queued or running (asked
+    and submitted under the run root's launch lock: of two launches at once, one submits)."""
+    async with launch_lock(transport, host.run_root):
+        alive = await live_job(transport, host)
+        if alive is not None:
+            run, job = alive
+            msg = f"run {run.run_id} is {_said(job)}: kill or restart it first"
+            msg += " (nothing was submitted)"
+            return _result(False, msg, run, job, refused=True)
+        emit(progress, "launch", "submitting with sbatch", time.monotonic(), None)
+        run_id = new_run_id()
+        command = resumed(host.command) if resume else host.command
+        res = await transport.run(submit_script(host, run_id, command), timeout=SUBMIT_TIMEOUT_S)
     lines = res.stdout[: query.MAX_OUTPUT].splitlines()
     said = dict(ln.split(" ", 1) for ln in lines if " " in ln)
     if res.rc == 3 or "dir" not in said:

@@ -59,10 +59,15 @@ exit "$rc"
 
 # Make the run directory, submit, say the job id. Arguments: ROOT ID; the files' contents and
 # sbatch's argv come quoted in the text.
-SUBMIT = """r={root}
+# The run root as control.sh reads it (`~`, `$HOME` and `${HOME}` at its start), into $r.
+ROOT_SH = """r={root}
 case $r in "~" | "~/"*) r=$HOME${{r#"~"}} ;; '$HOME' | '$HOME/'*) r=$HOME${{r#'$HOME'}} ;;
   '${{HOME}}' | '${{HOME}}/'*) r=$HOME${{r#'${{HOME}}'}} ;; esac
-mkdir -p "$r" || exit 3
+"""
+
+SUBMIT = (
+    ROOT_SH
+    + """mkdir -p "$r" || exit 3
 d=$r/{run_id}
 mkdir "$d" || exit 3
 echo "dir $d"
@@ -87,6 +92,7 @@ else
   printf 'error sbatch: %s\\n' "$out" | head -c 2000
 fi
 """
+)
 
 
 def wrapper_text() -> str:
