@@ -207,6 +207,24 @@ def test_of_two_launches_at_once_one_submits(cluster: Cluster, tmp_path: Path) -
     assert not (tmp_path / "runs" / ".slurm-launch").exists()  # given back
 
 
+def test_restart_of_a_job_slurm_forgot_submits_it_again_resumed(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    root = tmp_path / "runs"
+    old = root / "20260101-000000-0001"
+    old.mkdir(parents=True)
+    (old / "slurm_job").write_text("999999\n")  # long gone: no Slurm command knows it
+    (old / "slurm_command").write_text("echo again; sleep 300; :")
+    (old / "exit").write_text("1 1767225600.0\n")
+    assert scheduler(root)["state"] == "FAILED"  # from the exit record
+    res = cli("restart", "--json", *flags(root), "--command", "echo again; sleep 300; :")
+    out = json.loads(res.stdout)
+    assert out["ok"] and out["action"] == "resubmit" and out["run_id"] != old.name, out
+    assert (root / out["run_id"] / "slurm_command").read_text().endswith("; : --resume auto")
+    wait_for(lambda: scheduler(root).get("state") == "RUNNING", 30, "the new job runs")
+    assert not (old / "command").exists()  # the forgotten run was left as it was
+
+
 def test_a_command_that_exits_3_reads_failed_3(cluster: Cluster, tmp_path: Path) -> None:
     root = tmp_path / "runs"
     job = launch(root, "echo bye; exit 3")

@@ -289,7 +289,8 @@ async def restart(
         return await launch(transport, host, progress=progress)
     run, job = found
     why = None
-    if job.requeue is not False and job.state != "UNKNOWN" and run.command is not None:
+    known = job.source in ("squeue", "sacct", "scontrol")  # Slurm still has the job
+    if known and job.requeue is not False and run.command is not None:
         await _resume_command(transport, run, job)
         why = await requeue(transport, job.job_id)
         if why is None:
