@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -104,6 +105,8 @@ def test_drained_nodes_hold_the_job_pending_then_it_runs_and_a_kill_cancels_it(
     drained = next(f for f in doc["findings"] if f["code"] == "node-drained")
     assert "is drained (fan" in drained["message"] and "\x1b" not in drained["message"]
     # A second launch is refused while the job waits.
+    metrics = cli("status", "--openmetrics", *flags(root)).stdout
+    assert 'dflash_run_state{host="local",state="queued"} 1.0' in metrics, metrics[:2000]
     table = cli("status", *flags(root)).stdout
     assert f"Slurm job {job} PENDING (" in table and "info: job " in table, table
     assert "drained (fan" in table and "\x1b" not in table and "\x07" not in table
@@ -145,6 +148,31 @@ def test_drained_nodes_hold_the_job_pending_then_it_runs_and_a_kill_cancels_it(
     assert status(root)["run"]["state"] == "killed"
     assert not alive(pid, ticks) and marked(d) == []
     assert "started" in (d / "output.log").read_text()
+
+
+def test_the_metrics_exporter_says_queued(cluster: Cluster, tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    cluster.run("scontrol", "update", "nodename=n1,n2", "state=drain", "reason=test")
+    launch(root, "sleep 300")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dflash_tui.cli.main", "metrics", *flags(root),
+         "--interval", "0.5", "--listen", "127.0.0.1:0"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        url = re.search(r"http://127\.0\.0\.1:\d+/metrics", proc.stdout.readline())
+        assert url
+
+        def queued() -> bool:
+            with urllib.request.urlopen(url.group(), timeout=10) as resp:
+                text = resp.read().decode()
+            return 'dflash_run_state{host="local",state="queued"} 1.0' in text
+
+        wait_for(queued, 20, "the exporter says queued")
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)
 
 
 def test_restart_requeues_the_same_job(cluster: Cluster, tmp_path: Path) -> None:

@@ -122,9 +122,9 @@ async def _watch_host(cfg: Config, host: HostConfig, progress_every: float) -> N
             if isinstance(ev, Snapshot):
                 doc = status_doc(host, tracker, ev)[0]
                 if host.scheduler == "slurm":  # the run is its job, as Slurm says it
-                    from dflash_tui.core.control.slurm.findings import overlay, read
+                    from dflash_tui.core.control.slurm.findings import scheduled
 
-                    overlay(doc, await read(transport, host))
+                    await scheduled(doc, transport, host)
             elif isinstance(ev, Disconnected):
                 doc = unreachable(host, ev.error)
             else:

@@ -106,6 +106,12 @@ def findings(view: SchedulerView) -> list[Finding]:
     return out + _node_findings(view)
 
 
+async def scheduled(doc: dict[str, Any], transport: Transport, host: HostConfig) -> None:
+    """A status document of a host under Slurm, with Slurm's word put in (status --watch and
+    the metrics exporter call this on each sample's document)."""
+    overlay(doc, await read(transport, host))
+
+
 def overlay(doc: dict[str, Any], view: SchedulerView) -> None:
     """Put Slurm's word into a host's status document (``scheduler``, run state, findings)."""
     job = view.job
