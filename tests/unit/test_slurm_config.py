@@ -146,7 +146,7 @@ def test_states_map_to_ours_and_findings_name_the_next_step() -> None:
 def test_overlay_puts_slurm_s_word_over_the_login_node_s_reading() -> None:
     doc = {"run": {"state": "launch-failed", "id": "x"},
            "findings": [{"code": "launch-failed"}, {"code": "disk-low"}]}  # fmt: skip
-    from dflash_tui.core.control.slurm.actions import SlurmRun
+    from dflash_tui.core.control.slurm.runs import SlurmRun
 
     run = SlurmRun("20260101-000000-0001", "/r/20260101-000000-0001", "9")
     overlay(doc, SchedulerView(run, SlurmJob("9", "FAILED", nodes=("n1",), exit_code=3)))

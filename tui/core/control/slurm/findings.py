@@ -15,8 +15,8 @@ from typing import Any
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.control.script import ControlError
 from dflash_tui.core.control.slurm import query
-from dflash_tui.core.control.slurm.actions import SlurmRun, latest
 from dflash_tui.core.control.slurm.query import SlurmJob, SlurmUnavailable
+from dflash_tui.core.control.slurm.runs import SlurmRun, latest
 from dflash_tui.core.diagnosis.finding import Finding, duration
 from dflash_tui.core.link.transport import Transport, TransportError
 

@@ -20,7 +20,7 @@ from dflash_tui.core.base.rundir import RunReport
 from dflash_tui.core.base.snapshot import RunRecord
 from dflash_tui.core.base.timings import START_WINDOW_S
 from dflash_tui.core.control.launch import LaunchResult
-from dflash_tui.core.control.slurm import actions
+from dflash_tui.core.control.slurm import actions, runs
 from dflash_tui.core.control.slurm.findings import REPLACED
 from dflash_tui.core.diagnosis.finding import Finding
 from dflash_tui.core.link.transport import Transport
@@ -39,7 +39,7 @@ class SlurmReport(RunReport):
 async def fetch(transport: Transport, host: HostConfig) -> SlurmReport:
     """The latest run under Slurm (ControlError when Slurm cannot be asked)."""
     now = time.time()
-    found = await actions.latest(transport, host)
+    found = await runs.latest(transport, host)
     if found is None:
         return SlurmReport(now=now)
     run, job = found
