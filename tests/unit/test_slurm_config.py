@@ -164,3 +164,13 @@ def test_the_supervisor_alerts_on_no_login_node_reading_of_the_run() -> None:
     seen = [Finding(code, "error", (), code) for code in ("launch-failed", "run-exited",
                                                           "disk-low", "no-progress")]  # fmt: skip
     assert [f.code for f in trusted(seen)] == ["disk-low"]
+
+
+def test_a_kill_confirmation_names_the_job_and_its_nodes() -> None:
+    from dflash_tui.core.control.slurm.actions import kill_confirm
+    from dflash_tui.core.control.slurm.runs import SlurmRun
+
+    run = SlurmRun("20260101-000000-0001", "/r/20260101-000000-0001", "12")
+    text = kill_confirm(run, SlurmJob("12", "RUNNING", nodes=("gpu1", "gpu2")))
+    assert text == ("cancel run 20260101-000000-0001: scancel Slurm job 12 (RUNNING) on gpu1, gpu2")
+    assert "queued: no node yet" in kill_confirm(run, SlurmJob("12", "PENDING"))

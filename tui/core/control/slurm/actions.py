@@ -51,6 +51,13 @@ def _said(job: SlurmJob) -> str:
     return f"job {job.job_id} {job.state}{why}{where}"
 
 
+def kill_confirm(run: SlurmRun, job: SlurmJob) -> str:
+    """What a confirmation of ``kill`` says it will do: the run, the job id and its nodes
+    (``live_job`` gives both; ``kill(job_id=...)`` then acts on that job or refuses)."""
+    on = f" on {', '.join(job.nodes)}" if job.nodes else " (queued: no node yet)"
+    return f"cancel run {run.run_id}: scancel Slurm job {job.job_id} ({job.state}){on}"
+
+
 def _result(
     ok: bool,
     msg: str,
