@@ -174,3 +174,13 @@ def test_a_kill_confirmation_names_the_job_and_its_nodes() -> None:
     text = kill_confirm(run, SlurmJob("12", "RUNNING", nodes=("gpu1", "gpu2")))
     assert text == ("cancel run 20260101-000000-0001: scancel Slurm job 12 (RUNNING) on gpu1, gpu2")
     assert "queued: no node yet" in kill_confirm(run, SlurmJob("12", "PENDING"))
+
+
+def test_config_shows_what_sbatch_is_given(tmp_path: Path) -> None:
+    from dflash_tui.cli.config_cmd import summary
+
+    cfg = load_file(write(tmp_path, 'scheduler = "slurm"\n[slurm]\npartition = "gpu"\n'))
+    lines = summary(cfg)
+    assert any("scheduler slurm: sbatch --job-name=dflash" in ln and "--partition=gpu" in ln
+               for ln in lines), lines  # fmt: skip
+    assert not any("scheduler" in ln for ln in summary(load_file(write(tmp_path, ""))))
