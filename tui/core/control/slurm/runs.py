@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.text import safe_label
-from dflash_tui.core.control.script import check_root
+from dflash_tui.core.control.script import ControlError, check_root
 from dflash_tui.core.control.slurm import query
 from dflash_tui.core.control.slurm.batch import ROOT_SH
 from dflash_tui.core.control.slurm.query import SlurmJob
@@ -100,6 +100,9 @@ async def live_job(transport: Transport, host: HostConfig) -> tuple[SlurmRun, Sl
     if not found:
         return None
     res = await query.slurm(transport, ["squeue", "-h", "--me", "-o", "%i|%T"])
+    if res.rc:  # unknown, never "none alive": a launch must not pass on a failed question
+        why = safe_label(res.stderr.strip() or res.stdout.strip(), 300)
+        raise ControlError(f"squeue cannot list this user's jobs on {transport.label}: {why}")
     live = {}
     for line in res.stdout.splitlines():
         jid, _, state = line.partition("|")
