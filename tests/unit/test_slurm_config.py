@@ -71,6 +71,7 @@ node_access = "ssh"
         ('[slurm]\nsbatch_args = "--exclusive"', "list of strings"),
         ('[slurm]\nsbatch_args = ["a\\nb"]', "newline"),
         ('[slurm]\nnode_access = "rsh"', "node_access must be one of srun, ssh"),
+        ('scheduler = "slurm"\n[[hosts]]\naddress = "a"\njob = "j"', "under Slurm one host"),
     ],
 )
 def test_bad_values_are_errors_naming_the_key(tmp_path: Path, body: str, words: str) -> None:

@@ -180,6 +180,11 @@ def _host_from_table(doc: dict[str, Any], host: dict[str, Any], where: str) -> H
     job = typed(host, "job", str, where)
     slurm_t, slurm_at = _own(doc, host, "slurm", where)
     sched, sched_at = _own(doc, host, "scheduler", where)
+    if job and (sched or "direct") == "slurm":
+        raise ConfigError(
+            f"{where}: job = {job!r} joins hosts dflash-tui starts itself; under Slurm one host "
+            "(the login node) runs the job on [slurm] nodes = N of its own"
+        )
     fields: dict[str, Any] = _run(run or {}, run_at)
     if topo_t is not None:
         fields["topology"] = _topology(topo_t, topo_at)
