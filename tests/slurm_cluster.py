@@ -12,6 +12,7 @@ There is no slurmdbd: ``sacct`` has no accounting storage, as on many small clus
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -231,8 +232,26 @@ class Cluster:
             if state != "idle":
                 self.run("scontrol", "update", f"nodename={n}", "state=resume")
 
+    def _ours(self) -> list[int]:
+        """Live processes this cluster started through its daemons (a slurmstepd outlives its
+        slurmd): found by the SLURM_CONF in their environment, never by name."""
+        mark = f"SLURM_CONF={self.conf}\0".encode()
+        out = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit() and int(entry.name) != os.getpid():
+                try:
+                    if mark in (entry / "environ").read_bytes():
+                        out.append(int(entry.name))
+                except OSError:
+                    continue
+        return out
+
     def stop(self) -> None:
-        """TERM every daemon this cluster started (by PID), KILL what outlived 10 s."""
+        """Cancel every job, TERM every daemon this cluster started (by PID), KILL what
+        outlived 10 s, then whatever of its jobs is left (slurmstepd and its children)."""
+        if self.procs.get("slurmctld") and self.procs["slurmctld"].poll() is None:
+            with contextlib.suppress(subprocess.TimeoutExpired, RuntimeError):
+                self.reset()  # the jobs end while their slurmds are there to end them
         for proc in reversed(list(self.procs.values())):
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
@@ -244,3 +263,6 @@ class Cluster:
                 proc.kill()
                 proc.wait(timeout=5)
         self.procs.clear()
+        for pid in self._ours():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
