@@ -1,5 +1,6 @@
 """Shared fixtures. ``fake_smi``: the stand-in nvidia-smi (tests/fakes/) first on PATH;
-``tmux``: a private tmux server (tests/tmux_util.py)."""
+``tmux``: a private tmux server (tests/tmux_util.py); ``slurm``: a local Slurm cluster
+(tests/slurm_cluster.py), one for the session."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ if str(TESTS) not in sys.path:  # `from fakes.scenario import ...` in any test
     sys.path.insert(0, str(TESTS))
 
 from fakes.scenario import ENV_VARS, FAKES, NVML_FAKE_DIR, FakeSmi  # noqa: E402
+from slurm_cluster import Cluster, slurm_unavailable  # noqa: E402
 from tmux_util import Tmux  # noqa: E402
 
 
@@ -65,3 +67,18 @@ def _no_user_config(
     """No test (nor a dflash-tui it starts) reads this user's own ~/.config/dflash-tui: the
     default config file and user themes come from an empty folder unless a test says so."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.getbasetemp() / "no-xdg-config"))
+
+
+@pytest.fixture(scope="session")
+def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """A real Slurm cluster on this machine (tests/slurm_cluster.py): munged, slurmctld and two
+    slurmds (n1, n2, 8 gpu GRES each), started once; fails under CI when Slurm is missing."""
+    why = slurm_unavailable()
+    if why is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run the Slurm tests: {why}", pytrace=False)
+        pytest.skip(why)
+    cluster = Cluster(tmp_path_factory.mktemp("slurm"))
+    cluster.started_in = cluster.start()
+    yield cluster
+    cluster.stop()

@@ -46,8 +46,8 @@ def write(tmp_path: Path, text: str, name: str = "c.toml") -> Path:
         ("[[hosts]]\n[hosts.restart]\nretry = 1", "'hosts[0].restart.retry' (did you mean"),
         (
             "zzz = 2",
-            "unknown key 'zzz' (known: host, hosts, topology, run, restart, alerts, record, "
-            "thresholds, keys, jobs)",
+            "unknown key 'zzz' (known: host, hosts, topology, run, restart, scheduler, slurm, "
+            "alerts, record, thresholds, keys, jobs)",
         ),
     ],
 )
@@ -117,6 +117,7 @@ def test_the_shipped_example_parses_and_sets_every_key() -> None:
         "trainer-b",
         "node-0",
         "node-1",
+        "cluster",
     ]
     b = cfg.hosts[2]
     assert b.topology.spec() == "0-1:2" and b.run_root == "/srv/dflash/runs"

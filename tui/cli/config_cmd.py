@@ -4,10 +4,12 @@ the flags; ``--example`` prints the commented example (docs/config.example.toml)
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from importlib import resources
 
 from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.control.slurm.batch import sbatch_args
 
 EXAMPLE = "config.example.toml"  # package data of dflash_tui.cli; docs/ links to it
 
@@ -39,6 +41,9 @@ def _host_lines(h: HostConfig) -> list[str]:
     lines += [f"  env       {k}={v}" for k, v in h.env]
     if h.compile_cache:
         lines.append(f"  compile cache {h.compile_cache}")
+    if h.scheduler == "slurm":
+        lines.append(f"  scheduler slurm: sbatch {shlex.join(sbatch_args(h))}")
+        lines.append(f"            nodes read through {h.slurm.node_access}")
     return lines
 
 

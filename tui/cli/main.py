@@ -80,6 +80,13 @@ def _common(
         help="pct:ID | docker:NAME | 'template with {cmd}' (default: none)",
     )
     p.add_argument(
+        "--scheduler",
+        choices=("direct", "slurm"),
+        default=d,
+        help="who starts the run: direct (this tool, default) or slurm (sbatch on the host; "
+        "see docs/slurm.md)",
+    )
+    p.add_argument(
         "--topology",
         default=d,
         help=f"target:drafter GPUs (default {Topology().spec()})",

@@ -39,7 +39,12 @@ class Latest:
             async for ev in feed_for(transport, host, interval).events():
                 if isinstance(ev, Snapshot):
                     try:
-                        self.docs[host.label] = status_doc(host, tracker, ev)[0]
+                        doc = status_doc(host, tracker, ev)[0]
+                        if host.scheduler == "slurm":  # the run is its job, as Slurm says it
+                            from dflash_tui.core.control.slurm.findings import scheduled
+
+                            await scheduled(doc, transport, host)
+                        self.docs[host.label] = doc
                     except Exception as exc:  # a bug in diagnosis must not end the exporter
                         print(f"dflash-tui metrics: diagnosis failed: {exc!r}", file=sys.stderr)
                 elif isinstance(ev, Disconnected):

@@ -130,6 +130,21 @@ def _human(result: Result) -> list[str]:
     return lines
 
 
+async def _slurm(host: HostConfig, args: argparse.Namespace, **kw: Any) -> Any:
+    """launch | kill | restart through Slurm (tui/core/control/slurm/actions.py)."""
+    from dflash_tui.core.control.slurm import actions
+
+    transport = make_transport(host)
+    try:
+        if args.subcommand == "kill":
+            return await actions.kill(transport, host, grace=args.grace, **kw)
+        if args.subcommand == "restart" or getattr(args, "restart", False):
+            return await actions.restart(transport, host, grace=args.grace, **kw)
+        return await actions.launch(transport, host, **kw)
+    finally:
+        await transport.close()
+
+
 def run_control(cfg: Config, args: argparse.Namespace) -> int:
     if cfg.job is not None:
         return run_job_control(cfg, cfg.job, args)
@@ -138,9 +153,11 @@ def run_control(cfg: Config, args: argparse.Namespace) -> int:
         return 1
     host = cfg.host
     kw: dict[str, Any] = {"progress": _StderrProgress()}
-    if args.subcommand != "kill" and getattr(args, "keep_runs", None):
+    if args.subcommand != "kill" and getattr(args, "keep_runs", None) and host.scheduler != "slurm":
         kw["keep"] = args.keep_runs
     action = _kill if args.subcommand == "kill" else _launch
+    if host.scheduler == "slurm":
+        action = _slurm
     try:
         result = asyncio.run(action(host, args, **kw))
     except (ControlError, TransportError) as exc:

@@ -46,7 +46,52 @@ def collect(
             out[i] = host_document(hosts[i], sample.result(), table)
         except TransportError as exc:
             out[i] = unreachable(hosts[i], str(exc)), []
+    slurm = [i for i, h in enumerate(hosts) if h.scheduler == "slurm" and "error" not in out[i][0]]
+    if slurm:
+        import asyncio
+
+        asyncio.run(_scheduled([hosts[i] for i in slurm], [out[i][0] for i in slurm]))
     return [out[i] for i in range(len(hosts))]
+
+
+async def _scheduled(hosts: list[HostConfig], docs: list[dict[str, Any]]) -> None:
+    """Slurm's word on each host's run, put into its document (its job, state, findings)."""
+    from dflash_tui.core.control.slurm.findings import overlay, read
+    from dflash_tui.core.link.connect import make_transport
+
+    for host, doc in zip(hosts, docs, strict=True):
+        transport = make_transport(host)
+        try:
+            view = await read(transport, host)
+        finally:
+            await transport.close()
+        overlay(doc, view)
+        if view.job is not None and view.job.run_state == "running":
+            doc["nodes"] = await _nodes(host, view.job.job_id, view.job.nodes)
+
+
+async def _nodes(host: HostConfig, job_id: str, nodes: Sequence[str]) -> list[dict[str, Any]]:
+    """Each node of a running job sampled by the probe inside the allocation: its document."""
+    import asyncio
+    from dataclasses import replace
+
+    from dflash_tui.cli.status_doc import host_document, unreachable
+    from dflash_tui.core.link.feed import sample_once
+    from dflash_tui.core.link.slurm_node import node_transport
+
+    async def one(node: str) -> dict[str, Any]:
+        as_host = replace(host, name=node, address=None, scheduler="direct")
+        try:
+            transport = node_transport(host, job_id, node)
+            try:
+                snap = await sample_once(transport, host)
+            finally:
+                await transport.close()
+        except TransportError as exc:
+            return unreachable(as_host, str(exc))
+        return host_document(as_host, snap, False)[0]
+
+    return list(await asyncio.gather(*(one(n) for n in nodes[:64])))
 
 
 async def _gather(hosts: list[HostConfig], table: bool) -> list[Result]:
@@ -98,6 +143,11 @@ def run_status(cfg: Config, args: argparse.Namespace) -> int:
         if line:  # run ids and labels are the hosts' and the config's: made safe
             console.print(terminal_safe(line), markup=False, highlight=False)
         for doc, parts in results:
+            if doc.get("scheduler"):  # the job as Slurm says it (docs/slurm.md)
+                from dflash_tui.core.control.slurm.findings import lines
+
+                for text in lines(doc):
+                    console.print(terminal_safe(text), markup=False, highlight=False)
             if not parts:
                 # The error names the host and quotes its or the container runtime's words.
                 console.print(terminal_safe(str(doc.get("error"))), markup=False)

@@ -63,6 +63,7 @@ def unreachable(host: HostConfig, error: str) -> dict[str, Any]:
             {"code": "host-unreachable", "severity": "error", "gpus": [], "message": error}
         ],
         "supervisor": None,
+        "scheduler": None,
         "progress": None,
     }
 

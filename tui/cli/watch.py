@@ -27,6 +27,7 @@ from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.link.connect import make_transport
 from dflash_tui.core.link.feed import Disconnected, Feed
 from dflash_tui.core.link.local_feed import feed_for
+from dflash_tui.core.link.transport import Transport
 
 PROGRESS_EVERY_S = 30.0
 
@@ -109,14 +110,22 @@ def print_lines(label: str, lines: list[str], several: bool, write: Callable[[st
         write(terminal_safe(f"{stamp}{where} {line}".replace("\n", " ")) + "\n")
 
 
-async def host_documents(host: HostConfig, feed: Feed) -> AsyncIterator[dict[str, Any]]:
+async def host_documents(
+    host: HostConfig, transport: Transport, feed: Feed
+) -> AsyncIterator[dict[str, Any]]:
     """The host's status document at every sample of its live feed, and an unreachable
     host's document whenever the feed loses it (the feed reconnects by itself). ``status
-    --watch`` and ``wait`` read the same stream."""
+    --watch`` and ``wait`` read the same stream. Under Slurm the run is its job, as Slurm says
+    it, through the same transport (the login node)."""
     tracker = Tracker(host.topology, thresholds_for(host))
     async for ev in feed.events():
         if isinstance(ev, Snapshot):
-            yield status_doc(host, tracker, ev)[0]
+            doc = status_doc(host, tracker, ev)[0]
+            if host.scheduler == "slurm":
+                from dflash_tui.core.control.slurm.findings import scheduled
+
+                await scheduled(doc, transport, host)
+            yield doc
         elif isinstance(ev, Disconnected):
             yield unreachable(host, ev.error)
 
@@ -130,7 +139,7 @@ async def _watch_host(cfg: Config, host: HostConfig, progress_every: float) -> N
         sys.stdout.flush()
 
     try:
-        async for doc in host_documents(host, feed_for(transport, host, cfg.interval)):
+        async for doc in host_documents(host, transport, feed_for(transport, host, cfg.interval)):
             print_lines(host.label, watch.lines(doc, time.monotonic()), several, write)
     finally:
         await transport.close()

@@ -37,4 +37,10 @@ FINDING_CODES = (
     "gpu-xid",
     "gpu-lost",
     "worker-stalled",
+    # A run under Slurm (tui/core/control/slurm/findings.py)
+    "queued",
+    "node-down",
+    "node-drained",
+    "scheduler-ended-job",
+    "scheduler-unavailable",
 )

@@ -26,6 +26,7 @@ from dflash_tui.core.base.config_keymap import Keymap, keymap_from_table
 from dflash_tui.core.base.config_keys import ConfigError, check_keys
 from dflash_tui.core.base.config_record import RecordSettings, record_from_table
 from dflash_tui.core.base.config_restart import restart_from_table
+from dflash_tui.core.base.config_slurm import slurm_from_table, validate_scheduler
 from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.base.config_values import (
     no_newline,
@@ -105,6 +106,13 @@ def _host_from_table(doc: dict[str, Any], host: dict[str, Any], where: str) -> H
     container = typed(host, "container", str, where)
     label = typed(host, "label", str, where)
     job = typed(host, "job", str, where)
+    slurm_t, slurm_at = _own(doc, host, "slurm", where)
+    sched, sched_at = _own(doc, host, "scheduler", where)
+    if job and (sched or "direct") == "slurm":
+        raise ConfigError(
+            f"{where}: job = {job!r} joins hosts dflash-tui starts itself; under Slurm one host "
+            "(the login node) runs the job on [slurm] nodes = N of its own"
+        )
     fields: dict[str, Any] = _run(run or {}, run_at)
     if topo_t is not None:
         fields["topology"] = _topology(topo_t, topo_at)
@@ -118,6 +126,8 @@ def _host_from_table(doc: dict[str, Any], host: dict[str, Any], where: str) -> H
         restart=policy,
         keep_runs=keep_runs,
         thresholds=_thresholds(doc.get("thresholds", {})),
+        scheduler=validate_scheduler(sched or "direct", sched_at),
+        slurm=slurm_from_table({} if slurm_t is None else slurm_t, slurm_at),
     )
 
 
@@ -257,6 +267,8 @@ def _changes(flags: dict[str, Any]) -> dict[str, Any]:
         changes["logs"] = tuple(no_newline("--log", p) for p in flags["log"])
     if flags.get("run_root"):
         changes["run_root"] = no_newline("--run-root", flags["run_root"])
+    if flags.get("scheduler"):
+        changes["scheduler"] = validate_scheduler(flags["scheduler"], "--scheduler")
     if flags.get("insecure_accept_new_host_key"):
         changes["insecure_accept_new_host_key"] = True
     if flags.get("keep_runs") is not None:

@@ -23,6 +23,10 @@ TABLES: dict[str, str] = {
     "thresholds": "The diagnosis' settings; each a number.",
     "keys": "The app's keys: binding id = key (a key name like x, X, ctrl+r, f5, or one "
     'character), or several ("ctrl+r,f5"). A key another binding keeps is refused at start.',
+    "scheduler": 'Who starts the run, for every host without its own: "direct" (default) or '
+    '"slurm" (docs/slurm.md).',
+    "slurm": "How a run is submitted to Slurm when `scheduler = \"slurm\"` (docs/slurm.md); "
+    "each value reaches sbatch as an argument of its own.",
     "jobs": "[jobs.NAME]: the rendezvous of the [[hosts]] entries that share `job = NAME` "
     "(one run across hosts, torchrun --nnodes).",
 }
@@ -34,9 +38,22 @@ KEYS: dict[str, str] = {
     "as a word of its own.",
     "host.label": "Its name on screen and for --host (default: the address, or local).",
     "host.job": "[[hosts]] only: entries sharing this name are one run across hosts.",
+    "host.scheduler": '"direct" (default: started here or over SSH) or "slurm" (submitted '
+    "with sbatch from this host, the login node).",
+    "host.slurm": "The host's own [slurm], replacing the top-level one as a whole.",
     "host.topology": "The host's own [topology], replacing the top-level one as a whole.",
     "host.run": "The host's own [run], replacing the top-level one as a whole.",
     "host.restart": "The host's own [restart], replacing the top-level one as a whole.",
+    "slurm.partition": "The partition (sbatch --partition); omitted: the cluster's default.",
+    "slurm.nodes": "Nodes to allocate (sbatch --nodes); default 1.",
+    "slurm.gpus_per_node": "GPUs per node (sbatch --gres=gpu:N); default 8.",
+    "slurm.account": "The account to charge (sbatch --account).",
+    "slurm.qos": "The quality of service (sbatch --qos).",
+    "slurm.time": "The time limit in Slurm's format (sbatch --time), e.g. 2-00:00:00.",
+    "slurm.job_name": 'The job\'s name (sbatch --job-name); default "dflash".',
+    "slurm.sbatch_args": "More sbatch arguments, a list of strings, each passed as one argument.",
+    "slurm.node_access": '"srun" (default: the probe starts inside the allocation with srun '
+    '--overlap) or "ssh" (each node over SSH).',
     "topology.target": "GPU indices of the frozen target's workers.",
     "topology.drafter": "GPU indices of the drafter replicas.",
     "run.command": "The run command, started by a shell in its own process group.",

@@ -33,6 +33,17 @@ RUN: Schema = {
 }
 RESTART: Schema = dict.fromkeys(RESTART_KEYS)
 # A host's own tables replace the top-level ones as a whole.
+SLURM: Schema = {
+    "partition": None,
+    "nodes": None,
+    "gpus_per_node": None,
+    "account": None,
+    "qos": None,
+    "time": None,
+    "job_name": None,
+    "sbatch_args": None,
+    "node_access": None,
+}
 HOST: Schema = {
     "address": None,
     "container": None,
@@ -41,6 +52,8 @@ HOST: Schema = {
     "topology": TOPOLOGY,
     "run": RUN,
     "restart": RESTART,
+    "scheduler": None,  # direct | slurm (config_slurm.py)
+    "slurm": SLURM,
 }
 # [alerts] values (per-code tables among them) are checked by alert_config.py.
 ALERTS: Schema = {
@@ -117,6 +130,8 @@ TOP: Schema = {
     "topology": TOPOLOGY,
     "run": RUN,
     "restart": RESTART,
+    "scheduler": None,
+    "slurm": SLURM,
     "alerts": ALERTS,
     "record": RECORD,
     "thresholds": THRESHOLDS,

@@ -13,6 +13,7 @@ from dflash_train.topology import Topology
 from dflash_tui.core.base.alert_config import AlertSettings
 from dflash_tui.core.base.config_keymap import Keymap
 from dflash_tui.core.base.config_record import RecordSettings
+from dflash_tui.core.base.config_slurm import SlurmConfig
 from dflash_tui.core.base.timings import RestartPolicy
 
 # A path on the machine of the job (often another one), expanded by that machine's shell: the
@@ -64,6 +65,8 @@ class HostConfig:
     # [thresholds] (top level, for every host): (name, number) pairs over the diagnosis'
     # defaults (tui/core/diagnosis/thresholds.py thresholds_for)
     thresholds: tuple[tuple[str, float], ...] = ()
+    scheduler: str = "direct"  # direct | slurm: who starts the run (config_slurm.py)
+    slurm: SlurmConfig = field(default_factory=SlurmConfig)  # [slurm]
 
     @property
     def label(self) -> str:

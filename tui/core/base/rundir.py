@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from dflash_tui.core.base.snapshot import Proc, RunRecord
 from dflash_tui.core.base.timings import LAUNCH_SETUP_S, START_WINDOW_S
 
-RUN_STATES = ("none", "starting", "running", "exited", "killed", "launch-failed")
+# `queued`: a run under Slurm whose job waits for its nodes (tui/core/control/slurm/).
+RUN_STATES = ("none", "queued", "starting", "running", "exited", "killed", "launch-failed")
 ALIVE_STATES = ("starting", "running")
 
 

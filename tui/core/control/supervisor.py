@@ -36,6 +36,7 @@ from dflash_tui.core.control import supervisor_files as files
 from dflash_tui.core.control.launch import launch
 from dflash_tui.core.control.policy import AutoRestart, Decision
 from dflash_tui.core.control.script import ControlError, fetch_run
+from dflash_tui.core.control.slurm import supervise as slurm
 from dflash_tui.core.control.supervisor_loop import LockLost, SupervisorLoop
 from dflash_tui.core.control.supervisor_state import (
     Kept,
@@ -192,8 +193,12 @@ class Supervisor(SupervisorLoop):
     # -- one decision cycle --
 
     async def cycle(self) -> Decision:
+        rep: RunReport
         try:
-            rep = await fetch_run(self.transport, self.host.run_root)
+            if self.host.scheduler == "slurm":  # the run is its job, as Slurm says it
+                rep = await slurm.fetch(self.transport, self.host)
+            else:
+                rep = await fetch_run(self.transport, self.host.run_root)
         except (ControlError, TransportError) as exc:
             self._link_down(f"cannot read the run: {exc}")
             decision = Decision("watch", f"cannot read the run: {exc}")
@@ -233,9 +238,12 @@ class Supervisor(SupervisorLoop):
         assert run is not None
         k.launching = run.id
         await self.beat()  # the intent is on record before the launch
-        res = await launch(
-            self.transport, self.host, start_window=self.opts.start_window, keep=self.opts.keep
-        )
+        if self.host.scheduler == "slurm":  # requeued, or submitted again
+            res = await slurm.relaunch(self.transport, self.host)
+        else:
+            res = await launch(
+                self.transport, self.host, start_window=self.opts.start_window, keep=self.opts.keep
+            )
         k.launching = None
         if res.refused:  # a run is alive after all (another launch won): nothing to restart
             self.log.info("no restart of run %s: %s", run.id, res.message)
@@ -312,7 +320,8 @@ class Supervisor(SupervisorLoop):
         self.samples += 1
         self.recorder.add(snap, diag)
         self.finding_watch.holding = self.findings
-        for said in self.finding_watch.observe(diag.findings):
+        found = slurm.trusted(diag.findings) if self.host.scheduler == "slurm" else diag.findings
+        for said in self.finding_watch.observe(found):
             self.alert(said.code, said.severity, said.message)
         self.findings = self.finding_watch.holding
 

@@ -115,6 +115,7 @@ def to_json(
         ],
         "findings": [f.to_json() for f in diag.findings],
         "supervisor": sup.to_status(diag.time) if sup is not None else None,
+        "scheduler": None,  # a run under Slurm: its job (tui/core/control/slurm/findings.py)
         "progress": progress_json(diag, progress, log_mtime),
         "machine": machine_json(diag),
     }

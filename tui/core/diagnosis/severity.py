@@ -30,6 +30,7 @@ assert tuple(_LABEL) == GPU_LABELS, "a label without a severity, or out of order
 RUN_STATE = {
     "none": "info",
     "unknown": "info",
+    "queued": "info",  # a Slurm job waiting for its nodes
     "starting": "warning",
     "running": "ok",
     "exited": "info",

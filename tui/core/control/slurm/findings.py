@@ -1,0 +1,156 @@
+"""What a run under Slurm adds to a host's status: the job as Slurm says it (the ``scheduler``
+key of the status document), our run state from it, and the findings only Slurm can give.
+
+Findings: ``queued`` (Slurm's reason and expected start), ``node-down`` / ``node-drained`` for
+a node the job holds or, while it waits, one of its partition's, ``scheduler-ended-job`` for a
+job Slurm ended (NODE_FAIL, PREEMPTED, OUT_OF_MEMORY, TIMEOUT), ``scheduler-unavailable`` when
+Slurm cannot be asked. Every string in them came through ``safe_label`` (query.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.control.script import ControlError
+from dflash_tui.core.control.slurm import query
+from dflash_tui.core.control.slurm.query import SlurmJob, SlurmUnavailable
+from dflash_tui.core.control.slurm.runs import SlurmRun, latest
+from dflash_tui.core.diagnosis.finding import Finding, duration
+from dflash_tui.core.link.transport import Transport, TransportError
+
+# The run findings the login node's own reading would give: there the job's processes are
+# never seen, so its run directory reads as ended; Slurm's word replaces them.
+REPLACED = frozenset({"launch-failed", "run-exited", "log-missing", "no-progress"})
+NEXT_STEP = {
+    "NODE_FAIL": "a node of the job failed: restart it (it is requeued or submitted again, "
+    "resuming from the last checkpoint), and tell the cluster's admins",
+    "PREEMPTED": "a job of higher priority took its nodes: restart it (it resumes from the "
+    "last checkpoint), or ask for a partition or QOS that is not preempted",
+    "OUT_OF_MEMORY": "a process of the job went past its memory limit: lower the batch size, or "
+    "ask for more memory with sbatch_args (--mem), then restart it",
+    "TIMEOUT": "it ran past its time limit: restart it to resume from the last checkpoint, or "
+    "ask for a longer `time` in [slurm]",
+    "BOOT_FAIL": "a node failed to boot: restart it, and tell the cluster's admins",
+    "DEADLINE": "it reached its deadline: submit it again with a later one",
+}
+_DOWN = ("down", "fail", "not_responding", "no_respond", "unknown")
+_DRAINED = ("drain", "drained", "draining")
+
+
+@dataclass(frozen=True)
+class SchedulerView:
+    """One reading of the run root's latest Slurm run; ``error`` when Slurm cannot be asked."""
+
+    run: SlurmRun | None = None
+    job: SlurmJob | None = None
+    # node -> its sinfo state and the admins' reason
+    nodes: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    error: str | None = None
+
+
+async def read(transport: Transport, host: HostConfig) -> SchedulerView:
+    """The latest run's job and the states of its nodes; never raises for Slurm's failures."""
+    try:
+        found = await latest(transport, host)
+        if found is None:
+            return SchedulerView()
+        run, job = found
+        nodes = await query.node_states(transport, job) if job.job_id else {}
+        return SchedulerView(run, job, nodes)
+    except (SlurmUnavailable, ControlError, TransportError) as exc:
+        return SchedulerView(error=str(exc))
+
+
+def _node_findings(view: SchedulerView) -> list[Finding]:
+    job = view.job
+    assert job is not None
+    holds = "holds" if job.nodes else "may run on"
+    out = []
+    for node, (state, reason) in view.nodes.items():
+        base = state.rstrip("*~#!%$@^-")
+        if reason:
+            state = f"{state} ({reason})"
+        if any(base.startswith(d) for d in _DRAINED):
+            out.append(Finding("node-drained", "warning" if not job.nodes else "error", (),
+                f"node {node} that job {job.job_id} {holds} is {state}: Slurm starts nothing "
+                "new on it; the cluster's admins resume it (scontrol update state=resume)",
+            ))  # fmt: skip
+        elif any(base.startswith(d) for d in _DOWN):
+            out.append(Finding("node-down", "error", (),
+                f"node {node} that job {job.job_id} {holds} is {state}: a job on it fails "
+                "(NODE_FAIL); the cluster's admins bring it back",
+            ))  # fmt: skip
+    return out
+
+
+def findings(view: SchedulerView) -> list[Finding]:
+    """The findings of one reading (pure)."""
+    if view.error is not None:
+        return [Finding("scheduler-unavailable", "error", (),
+            f"Slurm cannot be asked about the run: {view.error}; its state is unknown until "
+            "it answers", None)]  # fmt: skip
+    job = view.job
+    if job is None or not job.job_id:
+        return []
+    out: list[Finding] = []
+    if job.state in query.QUEUED:
+        why = f" ({job.reason})" if job.reason else ""
+        when = f"; Slurm expects it to start at {job.start}" if job.start else ""
+        text = f"job {job.job_id} is queued{why}{when}: it starts when Slurm gives it its nodes"
+        out.append(Finding("queued", "info", (), text))
+    if job.state in NEXT_STEP:
+        text = f"Slurm ended job {job.job_id}: {job.state}; {NEXT_STEP[job.state]}"
+        out.append(Finding("scheduler-ended-job", "error", (), text, "restart"))
+    return out + _node_findings(view)
+
+
+async def scheduled(doc: dict[str, Any], transport: Transport, host: HostConfig) -> None:
+    """A status document of a host under Slurm, with Slurm's word put in (status --watch and
+    the metrics exporter call this on each sample's document)."""
+    overlay(doc, await read(transport, host))
+
+
+def overlay(doc: dict[str, Any], view: SchedulerView) -> None:
+    """Put Slurm's word into a host's status document (``scheduler``, run state, findings)."""
+    job = view.job
+    # No job to name (none submitted yet, or Slurm does not answer): the shape, all unknown.
+    doc["scheduler"] = (job or SlurmJob("", "")).to_json()
+    if job is None or not job.job_id:
+        doc["scheduler"].update(job_id=None, state=None)
+    run = doc.setdefault("run", {})
+    if view.run is not None and job is not None:
+        run["id"] = view.run.run_id
+        if job.state != "UNKNOWN":
+            run["state"] = job.run_state
+            run["exit_code"] = job.exit_code
+    elif view.error is not None:
+        run["state"] = "unknown"
+    # Without a job (sbatch refused it) the run directory's own word stands: launch-failed.
+    replaced = REPLACED if job is not None and job.job_id else frozenset()
+    kept = [f for f in doc.get("findings", []) if f.get("code") not in replaced]
+    doc["findings"] = [f.to_json() for f in findings(view)] + kept
+
+
+SLURM_CODES = frozenset(
+    {"queued", "node-down", "node-drained", "scheduler-ended-job", "scheduler-unavailable"}
+)
+
+
+def lines(doc: dict[str, Any]) -> list[str]:
+    """The job and Slurm's findings in plain lines, for ``status``'s table (made safe by the
+    caller, as everything it prints)."""
+    s = doc.get("scheduler") or {}
+    if s.get("kind") != "slurm":
+        return []
+    out = []
+    if s.get("job_id"):
+        why = f" ({s['reason']})" if s.get("reason") else ""
+        on = f" on {', '.join(s['nodes'])}" if s.get("nodes") else ""
+        left = f", {duration(s['time_left_s'])} left" if s.get("time_left_s") else ""
+        code = f", exit code {s['exit_code']}" if s.get("exit_code") is not None else ""
+        out.append(f"Slurm job {s['job_id']} {s['state']}{why}{on}{left}{code}")
+    out += [f"{f['severity']}: {f['message']}" for f in doc.get("findings", [])
+            if f.get("code") in SLURM_CODES]  # fmt: skip
+    return out
