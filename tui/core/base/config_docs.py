@@ -25,7 +25,7 @@ TABLES: dict[str, str] = {
     'character), or several ("ctrl+r,f5"). A key another binding keeps is refused at start.',
     "scheduler": 'Who starts the run, for every host without its own: "direct" (default) or '
     '"slurm" (docs/slurm.md).',
-    "slurm": "How a run is submitted to Slurm when `scheduler = \"slurm\"` (docs/slurm.md); "
+    "slurm": 'How a run is submitted to Slurm when `scheduler = "slurm"` (docs/slurm.md); '
     "each value reaches sbatch as an argument of its own.",
     "jobs": "[jobs.NAME]: the rendezvous of the [[hosts]] entries that share `job = NAME` "
     "(one run across hosts, torchrun --nnodes).",
