@@ -33,7 +33,7 @@ async def root(tmp_path: Path) -> AsyncIterator[Path]:
     h = HostConfig(run_root=str(tmp_path / "runs"))
     transport = make_transport(h)  # whatever a test left alive goes, through control
     try:
-        await control_kill.kill(transport, h, grace=2.0, check_gpu=False)
+        await control_kill.kill_latest(transport, h, grace=2.0, check_gpu=False)
     finally:
         await transport.close()
 

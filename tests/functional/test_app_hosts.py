@@ -278,7 +278,7 @@ async def local_hosts(tmp_path: Path) -> AsyncIterator[tuple[HostConfig, HostCon
     for h in hosts:  # whatever a test left alive goes, through control
         transport = make_transport(h)
         try:
-            await control_kill.kill(transport, h, grace=2.0, check_gpu=False)
+            await control_kill.kill_latest(transport, h, grace=2.0, check_gpu=False)
         finally:
             await transport.close()
 

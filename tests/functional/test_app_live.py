@@ -44,7 +44,7 @@ async def host(tmp_path: Path) -> AsyncIterator[HostConfig]:
     yield h
     transport = make_transport(h)  # whatever a test left alive goes, through control
     try:
-        await control_kill.kill(transport, h, grace=2.0, check_gpu=False)
+        await control_kill.kill_latest(transport, h, grace=2.0, check_gpu=False)
     finally:
         await transport.close()
 
@@ -220,6 +220,6 @@ async def test_kill_grace_shows_progress_and_can_be_cancelled(tmp_path: Path) ->
     finally:
         transport = make_transport(h)
         try:
-            await control_kill.kill(transport, h, grace=1.0, check_gpu=False)
+            await control_kill.kill_latest(transport, h, grace=1.0, check_gpu=False)
         finally:
             await transport.close()

@@ -34,7 +34,7 @@ async def host(tmp_path: Path) -> AsyncIterator[HostConfig]:
     yield h
     transport = make_transport(h)
     try:
-        await control_kill.kill(transport, h, grace=2.0, check_gpu=False)
+        await control_kill.kill_latest(transport, h, grace=2.0, check_gpu=False)
     finally:
         await transport.close()
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from rich.text import Text
@@ -19,11 +19,19 @@ from dflash_tui.app.host_pane import HostPane
 from dflash_tui.app.hosts import HostState
 from dflash_tui.app.messages import ControlDone, ControlStep
 from dflash_tui.app.ports import AppPort
+from dflash_tui.app.requests import (
+    ControlRequest,
+    KillRequest,
+    LaunchRequest,
+    RestartRequest,
+    kill_request,
+    kill_text,
+    restart_text,
+)
 from dflash_tui.app.screens import ConfirmScreen
 from dflash_tui.app.signals import ProcessSignals
 from dflash_tui.app.waits import WaitBar
-from dflash_tui.core.base.rundir import group_members
-from dflash_tui.core.base.snapshot import Proc, Snapshot
+from dflash_tui.core.base.snapshot import Proc
 from dflash_tui.core.base.text import safe_label
 from dflash_tui.core.diagnosis.diagnose import Diagnosis
 
@@ -66,20 +74,18 @@ class ControlActions:
                 severity="warning",
             )
             return
+        req = LaunchRequest(state.key)
         busy = busy_gpus_text(state.diagnosis)
         if busy is None:
-            self._start(state, "launch", state.bridge.launch, f"launching on {state.key} …")
+            self.send(req)
             return
         where = f" on {state.key}" if len(self.app.host_states) > 1 else ""
-        self.confirm(
-            state,
-            ConfirmScreen(f"Launch{where} beside processes that are not ours?", busy, "Launch"),
-            "launch",
-            state.bridge.launch,
-            f"launching on {state.key} …",
-        )
+        title = f"Launch{where} beside processes that are not ours?"
+        self.ask(req, ConfirmScreen(title, busy, "Launch"))
 
     def kill(self) -> None:
+        """The run of the sample shown when ``k`` is pressed is the one named and signalled;
+        the host is asked what the kill would signal, then the dialog shows the request."""
         state = self.app.current
         live = state.live_run()
         if live is None:
@@ -87,10 +93,10 @@ class ControlActions:
             return
         snap, diag = live
         assert diag.run is not None
-        rid = diag.run.id  # the run named in the dialog is the one signalled, never a newer one
+        rid, grace = diag.run.id, state.bridge.grace
         ask = getattr(state.bridge, "kill_targets", None)
         if ask is None:  # a stand-in control (tests, replays): what the sample shows
-            self._confirm_kill(state, run_kill_text(snap, diag, state.bridge.grace))
+            self._confirm_kill(kill_request(state.key, snap, diag, grace))
             return
 
         async def ask_then_confirm() -> None:
@@ -100,45 +106,49 @@ class ControlActions:
             except ControlError as exc:
                 targets, note = None, f"the host was not asked ({exc}): processes that left "
                 note += "the group are not listed, though control signals them too"
-            self._confirm_kill(state, run_kill_text(snap, diag, state.bridge.grace, targets, note))
+            self._confirm_kill(kill_request(state.key, snap, diag, grace, targets, note))
 
         self.app.notify(f"asking {state.key} which processes the kill would signal …", timeout=2)
         self.app.run_worker(
             ask_then_confirm(), name="kill targets", group="kill-targets", exclusive=True
         )
 
-    def _confirm_kill(self, state: HostState, body: Text) -> None:
-        diag = state.diagnosis
-        rid = diag.run.id if diag is not None and diag.run is not None else None
-        self.confirm(
-            state,
-            ConfirmScreen(f"Kill run {rid} on {state.key}?", body, "Kill"),
-            "kill",
-            functools.partial(state.bridge.kill, run_id=rid),
-            f"killing on {state.key}: SIGTERM …",
+    def _confirm_kill(self, req: KillRequest) -> None:
+        self.ask(
+            req, ConfirmScreen(f"Kill run {req.run_id} on {req.host}?", kill_text(req), "Kill")
         )
 
     def restart(self) -> None:
         state = self.app.current
         diag, live = state.diagnosis, state.live_run()
-        body = Text()
-        if live is not None:
-            body = run_kill_text(*live, state.bridge.grace)
-            body.append("\nThen wait until its GPU memory is released, and launch again:\n")
-        else:
-            body.append("No live run: this launches a new one:\n")
-        body.append(f"  {safe_label(state.cfg.command, 300)}\n", style="bold")
-        body.append("A new run id and log file are created; the old log is kept.")
+        kill = kill_request(state.key, *live, state.bridge.grace) if live is not None else None
         rid = diag.run.id if diag and diag.run else None
+        req = RestartRequest(state.key, rid, kill, state.cfg.command)
         what = f"run {rid}" if rid else "(launch) the run"
         where = f" on {state.key}" if len(self.app.host_states) > 1 else ""  # one host: no name
-        self.confirm(
-            state,
-            ConfirmScreen(f"Restart {what}{where}?", body, "Restart"),
-            "restart",
-            functools.partial(state.bridge.restart, run_id=rid),
-            f"restarting on {state.key} …",
-        )
+        self.ask(req, ConfirmScreen(f"Restart {what}{where}?", restart_text(req), "Restart"))
+
+    def ask(self, req: ControlRequest, screen: ConfirmScreen) -> None:
+        """Show ``screen`` (which names ``req``); on yes, send exactly ``req``."""
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.send(req)
+
+        self.app.push_screen(screen, answered)
+
+    def send(self, req: ControlRequest) -> None:
+        """Run control on ``req``'s host, as ``req`` says and nothing else."""
+        state = self.app.state_of(req.host)
+        bridge = state.bridge
+        if isinstance(req, KillRequest):
+            job: Job = functools.partial(bridge.kill, run_id=req.run_id)
+            self._start(state, "kill", job, f"killing on {req.host}: SIGTERM …")
+        elif isinstance(req, RestartRequest):
+            job = functools.partial(bridge.restart, run_id=req.run_id)
+            self._start(state, "restart", job, f"restarting on {req.host} …")
+        else:
+            self._start(state, "launch", bridge.launch, f"launching on {req.host} …")
 
     def kill_process(self) -> None:
         """K: the process menu, then a confirm naming the PIDs and the signal (signals.py)."""
@@ -238,45 +248,6 @@ class ControlActions:
         bar = self.app.wait_bar()
         if bar is not None:
             draw(bar)
-
-
-def run_kill_text(
-    snap: Snapshot,
-    diag: Diagnosis,
-    grace: float,
-    targets: Sequence[Proc] | None = None,
-    note: str | None = None,
-) -> Text:
-    """What a kill of the run will signal: its group, each member, and the GPUs they hold.
-
-    ``targets`` is control.sh's own list (the group and the processes that left it, by the
-    run's marker); without it the sample's group members are shown, with ``note`` saying why.
-    """
-    run = diag.run
-    assert run is not None
-    members = list(targets) if targets is not None else group_members(run, snap.procs)
-    pids = {p.pid for p in members}
-    gpus = sorted(
-        v.index
-        for v in diag.gpus
-        if any((p.container_pid or p.pid) in pids or p.owner == "run" for p in v.processes)
-    )
-    t = Text()
-    t.append(f"SIGTERM to process group {run.pgid} (run {run.id}), then SIGKILL after ")
-    t.append(f"{grace:.0f}s if it is still alive.\n", style="bold")
-    t.append("The group is checked against the run's recorded start time first.\n\n")
-    t.append(f"PIDs ({len(members)}):\n", style="bold")
-    for p in members[:12]:
-        left = "  (left the group: signalled by PID)" if p.pgid != run.pgid else ""
-        t.append(f"  {p.pid:>7}  {p.state}  {safe_label(p.cmd, 60)}{left}\n")  # one line each
-    if len(members) > 12:
-        t.append(f"  … and {len(members) - 12} more\n")
-    t.append("GPUs held: ", style="bold")
-    t.append(", ".join(f"GPU {g}" for g in gpus) if gpus else "none", style="bold")
-    t.append("\n")
-    if note:
-        t.append(f"Note: {note}\n", style="italic")
-    return t
 
 
 def busy_gpus_text(diag: Diagnosis | None) -> Text | None:

@@ -112,8 +112,8 @@ class Bridge:
         )
         return _outcome(res.ok, res.message, res.log_tail)
 
-    async def kill(self, step: StepFn, run_id: str | None = None) -> str:
-        """Kill ``run_id`` (the run the confirm dialog named), never a newer one."""
+    async def kill(self, step: StepFn, run_id: str) -> str:
+        """Kill ``run_id`` (the run the confirm dialog named), never another one."""
         from dflash_tui.core.control import kill as control_kill
 
         if self.job is not None:  # a job's members stop together (their ranks would hang)
@@ -137,7 +137,8 @@ class Bridge:
             raise ControlError(f"{self.host.label} unreachable: {exc}") from None
         return rep.members
 
-    async def restart(self, step: StepFn, run_id: str | None = None) -> str:
+    async def restart(self, step: StepFn, run_id: str | None) -> str:
+        """Restart ``run_id`` (None: the host had no run; a launch while it still has none)."""
         from dflash_tui.core.control import restart as control_restart
 
         if self.job is not None:
