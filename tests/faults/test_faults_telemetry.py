@@ -15,7 +15,7 @@ from fakes.scenario import FakeSmi, gpu
 from support import until
 
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.gpus.grid import GpuGrid
+from dflash_tui.app.host.gpus.grid import GpuGrid
 from dflash_tui.core.base.config import Config, HostConfig
 
 WILD = ("99999999999999991611392", "1e+23", "-1000", "100000", "-5")

@@ -125,8 +125,8 @@ async def test_an_unreachable_host_is_told_even_beside_a_live_supervisor(tmp_pat
     import logging
     import time
 
-    from dflash_tui.app.alerts import HostAlerts
-    from dflash_tui.app.hosts import make_hosts
+    from dflash_tui.app.host.alerts import HostAlerts
+    from dflash_tui.app.host.state import make_hosts
     from dflash_tui.app.messages import SampleReady
     from dflash_tui.core.alerts.events import Said
     from dflash_tui.core.base.snapshot import Snapshot

@@ -12,10 +12,10 @@ from support import until
 from textual.pilot import Pilot
 
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.autorestart import AUTO_GROUP
-from dflash_tui.app.findings.panel import TimelineList
-from dflash_tui.app.header import RunHeader
-from dflash_tui.app.screens import ConfirmScreen
+from dflash_tui.app.control.autorestart import AUTO_GROUP
+from dflash_tui.app.control.confirm import ConfirmScreen
+from dflash_tui.app.host.findings.panel import TimelineList
+from dflash_tui.app.host.header import RunHeader
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.timings import RestartPolicy
 from dflash_tui.core.control import kill as control_kill

@@ -6,7 +6,7 @@ from __future__ import annotations
 import gc
 
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.source import ScriptedSource
+from dflash_tui.app.host.source import ScriptedSource
 from dflash_tui.core.base.config import Config
 from dflash_tui.core.base.snapshot import Snapshot
 

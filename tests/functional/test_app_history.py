@@ -1,4 +1,4 @@
-"""The History tab (tui/app/history/): `e` reaches it, its keys work (and show) only while it
+"""The History tab (tui/app/host/history/): `e` reaches it, its keys work (and show) only while it
 is shown, `z` and `<`/`>` change the plotted span, and the plots draw the whole run's steps,
 which reach it from a real run's event stream through the real probe."""
 
@@ -14,10 +14,10 @@ from textual.widgets import Static
 
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.history.plot import HistoryPlot
-from dflash_tui.app.history.view import HistoryView
-from dflash_tui.app.screens import HelpScreen
-from dflash_tui.app.source import ScriptedSource
+from dflash_tui.app.host.history.plot import HistoryPlot
+from dflash_tui.app.host.history.view import HistoryView
+from dflash_tui.app.host.source import ScriptedSource
+from dflash_tui.app.screens.help import HelpScreen
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.control import kill as control_kill
 from dflash_tui.core.link.connect import make_transport

@@ -19,7 +19,7 @@ from loopback_sshd import ALIAS, LoopbackSshd, sshd_unavailable
 from support import until
 
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.overview import HostOverview
+from dflash_tui.app.screens.overview import HostOverview
 from dflash_tui.core.base.config import Config, HostConfig
 
 pytestmark = [pytest.mark.ssh, pytest.mark.slow]

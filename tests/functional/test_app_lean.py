@@ -15,7 +15,7 @@ asyncio_without_tls()
 import asyncio, asyncio.base_events, asyncio.sslproto
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.source import ScriptedSource
+from dflash_tui.app.host.source import ScriptedSource
 from dflash_tui.core.base.config import Config
 
 out = {}
@@ -47,7 +47,7 @@ def test_the_app_loads_neither_tls_nor_plotext_nor_urllib_until_used() -> None:
     assert res.returncode == 0, res.stderr[-3000:]
     out = json.loads(res.stdout.splitlines()[-1])
     before, after = set(out["before"]), set(out["after"])
-    assert "dflash_tui.app.host_pane" in before  # the list is the running app's
+    assert "dflash_tui.app.host.pane" in before  # the list is the running app's
     for name in ("ssl", "_ssl", "plotext", "textual_plotext", "http.client", "urllib.request"):
         assert name not in before, name
     assert out["loop_tls"] == [False, False] and out["ssl_later"]

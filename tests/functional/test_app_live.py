@@ -20,12 +20,12 @@ from support import live_group, open_kill_process_dialog, until
 from textual.pilot import Pilot
 
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.gpus.grid import GpuGrid
-from dflash_tui.app.header import RunHeader
-from dflash_tui.app.logs.tail import LogTail
-from dflash_tui.app.procs.tree import ProcTree
-from dflash_tui.app.screens import ConfirmScreen
-from dflash_tui.app.waits import WaitBar
+from dflash_tui.app.control.confirm import ConfirmScreen
+from dflash_tui.app.host.gpus.grid import GpuGrid
+from dflash_tui.app.host.header import RunHeader
+from dflash_tui.app.host.logs.tail import LogTail
+from dflash_tui.app.host.procs.tree import ProcTree
+from dflash_tui.app.widgets.waits import WaitBar
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.rundir import group_members
 from dflash_tui.core.control import kill as control_kill

@@ -11,8 +11,8 @@ import pytest
 from support import until
 
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.progress_strip import MetricsStrip
-from dflash_tui.app.source import ScriptedSource
+from dflash_tui.app.host.metrics import MetricsStrip
+from dflash_tui.app.host.source import ScriptedSource
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.control import kill as control_kill

@@ -1,5 +1,5 @@
 """Messages that arrive while the app exits, or for a host's pane that is gone, draw nothing and
-raise nothing (tui/app/host_pane.py's guard): the feed workers, the link tick and a cancelled
+raise nothing (tui/app/host/pane.py's guard): the feed workers, the link tick and a cancelled
 control action can all still report while Textual closes the screens."""
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from textual.screen import Screen
 from dflash_tui.app import app as app_module
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.host_pane import HostPane
-from dflash_tui.app.layout import MainScreen
+from dflash_tui.app.host.pane import HostPane
+from dflash_tui.app.host.source import ScriptedSource
 from dflash_tui.app.messages import ControlDone, LinkDown, SampleReady
-from dflash_tui.app.overview import HostOverview
-from dflash_tui.app.source import ScriptedSource
+from dflash_tui.app.screens.main import MainScreen
+from dflash_tui.app.screens.overview import HostOverview
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.link.feed import FeedEvent

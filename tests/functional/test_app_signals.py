@@ -16,8 +16,8 @@ from support import open_kill_process_dialog, pick_signal, until
 from textual.widgets import Static
 
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.screens import ConfirmScreen
-from dflash_tui.app.signals import SignalMenu
+from dflash_tui.app.control.confirm import ConfirmScreen
+from dflash_tui.app.control.signals import SignalMenu
 from dflash_tui.core.base.config import Config, HostConfig
 
 SIZE = (120, 40)

@@ -15,13 +15,14 @@ from textual.pilot import Pilot
 
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.gpus.grid import GpuGrid
-from dflash_tui.app.logs.area import LogArea
-from dflash_tui.app.logs.lines import MAX_LINES
-from dflash_tui.app.logs.tail import LogTail
-from dflash_tui.app.procs.tree import ProcTree
-from dflash_tui.app.screens import ConfirmScreen, HelpScreen
-from dflash_tui.app.source import ScriptedSource
+from dflash_tui.app.control.confirm import ConfirmScreen
+from dflash_tui.app.host.gpus.grid import GpuGrid
+from dflash_tui.app.host.logs.area import LogArea
+from dflash_tui.app.host.logs.lines import MAX_LINES
+from dflash_tui.app.host.logs.tail import LogTail
+from dflash_tui.app.host.procs.tree import ProcTree
+from dflash_tui.app.host.source import ScriptedSource
+from dflash_tui.app.screens.help import HelpScreen
 from dflash_tui.core.base.config import Config
 from dflash_tui.core.base.snapshot import Snapshot
 

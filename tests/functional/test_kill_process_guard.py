@@ -22,7 +22,7 @@ import pytest
 from support import busybox_bin, open_kill_process_dialog, until
 
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.screens import ConfirmScreen
+from dflash_tui.app.control.confirm import ConfirmScreen
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.control.pid import kill_process
 from dflash_tui.core.control.script import SCRIPT_PATH

@@ -1,12 +1,7 @@
-"""The dflash-tui app: one exclusive worker per host turns that host's feed events into typed
-messages (tui/app/feeds.py); each host's pane (tui/app/host_pane.py) draws what those messages
-carry; keys call run control (tui/app/actions.py) and auto-restart (tui/app/autorestart.py) on
-the host shown in detail. With several hosts an overview lists them all and ``[``, ``]``,
-``1``-``9`` switch the detailed view (tui/app/hosts.py).
-
-The feeds, the control actions and the auto-restarts are parts the app holds, each through a
-protocol of what it needs (tui/app/ports.py); the app routes Textual's messages, actions and
-worker events to them.
+"""The dflash-tui App: it composes the hosts (tui/app/host/), binds the keys to the parts that
+act on them (the view keys to the pane of the host shown, the run keys to its control,
+tui/app/control/) and switches screens. With several hosts an overview lists them all and
+``[``, ``]``, ``1``-``9`` switch the host shown in detail.
 """
 
 from __future__ import annotations
@@ -22,24 +17,25 @@ from textual.screen import Screen
 from textual.worker import Worker
 
 from dflash_tui.app import heap
-from dflash_tui.app.actions import ControlActions
-from dflash_tui.app.alerts import AppAlerts
-from dflash_tui.app.autorestart import AutoRestarts
+from dflash_tui.app.control.actions import ControlActions
+from dflash_tui.app.control.autorestart import AutoRestarts
+from dflash_tui.app.control.bridge import Bridge
 from dflash_tui.app.driver import quiet_driver
-from dflash_tui.app.feeds import HostFeeds
-from dflash_tui.app.history.view import HISTORY_ACTIONS
-from dflash_tui.app.host_pane import HostPane
-from dflash_tui.app.hosts import HostState, job_views, make_hosts, summarize
-from dflash_tui.app.keymap import help_keys
-from dflash_tui.app.layout import DESTRUCTIVE, HOST_ACTIONS, KEYS, MainScreen
-from dflash_tui.app.log_keys import LogKeys
+from dflash_tui.app.host.alerts import AppAlerts
+from dflash_tui.app.host.feeds import HostFeeds
+from dflash_tui.app.host.log_keys import LogKeys
+from dflash_tui.app.host.pane import HostPane
+from dflash_tui.app.host.source import EventSource
+from dflash_tui.app.host.state import HostState, job_views, make_hosts, summarize
+from dflash_tui.app.host.view_keys import ViewKeys
+from dflash_tui.app.keys.keymap import help_keys
+from dflash_tui.app.keys.table import DESTRUCTIVE, HISTORY_ACTIONS, HOST_ACTIONS, KEYS
 from dflash_tui.app.messages import ControlDone, ControlStep, LinkDown, SampleMalformed, SampleReady
-from dflash_tui.app.overview import HostOverview
-from dflash_tui.app.screens import HelpScreen
-from dflash_tui.app.source import EventSource
-from dflash_tui.app.themes import BUNDLED, DEFAULT_THEME, discover
-from dflash_tui.app.view_keys import ViewKeys
-from dflash_tui.app.waits import WaitBar
+from dflash_tui.app.screens.help import HelpScreen
+from dflash_tui.app.screens.main import MainScreen
+from dflash_tui.app.screens.overview import HostOverview
+from dflash_tui.app.widgets.themes import BUNDLED, DEFAULT_THEME, discover
+from dflash_tui.app.widgets.waits import WaitBar
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.invocation import quit_commands
 from dflash_tui.core.base.rundir import ALIVE_STATES
@@ -68,7 +64,7 @@ class DflashApp(ViewKeys, App[None]):
         super().__init__()
         self.cfg = cfg
         self.read_only = cfg.read_only
-        self.host_states = make_hosts(cfg, sources or [source], control)
+        self.host_states = make_hosts(cfg, sources or [source], control, Bridge)
         self.selected = 0  # the host shown in detail; keys act on it
         self.samples = 0  # samples drawn, all hosts together (tests wait on this)
         self.theme_errors: list[str] = []
@@ -76,10 +72,10 @@ class DflashApp(ViewKeys, App[None]):
         self.theme_names: list[str] = []
         self.feeds = HostFeeds(self)
         self.actions = ControlActions(self)
-        self.log_keys = LogKeys(self)  # tui/app/log_keys.py
-        self.alerts = AppAlerts(self, cfg.alerts)  # tui/app/alerts.py
+        self.log_keys = LogKeys(self)  # tui/app/host/log_keys.py
+        self.alerts = AppAlerts(self, cfg.alerts)  # tui/app/host/alerts.py
         self.auto_restarts = AutoRestarts(self, self.alerts.decision)
-        self.user_keys = dict(cfg.keys)  # [keys]: binding id -> keys (tui/app/keymap.py)
+        self.user_keys = dict(cfg.keys)  # [keys]: binding id -> keys (tui/app/keys/keymap.py)
         self.set_keymap(self.user_keys)
         self._register_themes()
 
@@ -135,7 +131,7 @@ class DflashApp(ViewKeys, App[None]):
         self.theme = names[(i + 1) % len(names)]
         self.notify(f"theme: {self.theme}", timeout=2)
 
-    # -- screen and data flow (tui/app/feeds.py) --
+    # -- screen and data flow (tui/app/host/feeds.py) --
 
     def get_driver_class(self) -> type[Driver]:
         return quiet_driver(super().get_driver_class())  # tui/app/driver.py
@@ -158,7 +154,7 @@ class DflashApp(ViewKeys, App[None]):
         await self.alerts.stop()
 
     def write_terminal(self, data: str) -> None:
-        """Raw bytes to the terminal (the opt-in bell / OSC 9 / OSC 777 of tui/app/alerts.py)."""
+        """Raw bytes to the terminal (the opt-in bell / OSC 9 / OSC 777 of the app's alerts)."""
         if not self.is_headless and self._driver is not None:
             self._driver.write(data)
 
@@ -181,7 +177,7 @@ class DflashApp(ViewKeys, App[None]):
     def on_sample_malformed(self, msg: SampleMalformed) -> None:
         self.feeds.sample_malformed(msg)
 
-    # -- keys that change the world (tui/app/actions.py, tui/app/autorestart.py) --
+    # -- keys that change the world (tui/app/control/actions.py, tui/app/control/autorestart.py) --
 
     def action_launch(self) -> None:
         self.actions.launch()
@@ -312,7 +308,7 @@ class DflashApp(ViewKeys, App[None]):
 
     def draw_safely(self, what: str, draw: Callable[[], None]) -> None:
         """One broken panel must not end the supervision: report it once, keep the rest
-        (every pane and themed widget draws through this, tui/app/widgets.py)."""
+        (every pane and themed widget draws through this, tui/app/widgets/themed.py)."""
         try:
             draw()
         except Exception as exc:

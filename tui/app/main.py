@@ -50,7 +50,7 @@ def terminal_problem(
 
 
 def run_app(cfg: Config, args: argparse.Namespace | None = None) -> int:
-    from dflash_tui.app.keymap import keymap_problems
+    from dflash_tui.app.keys.keymap import keymap_problems
 
     clashes = keymap_problems(cfg.keys)  # a config error: before anything is drawn
     if clashes:

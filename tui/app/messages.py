@@ -1,5 +1,5 @@
 """Typed messages from the feed workers and the control actions to the screen. Each carries
-the key of the host it is about (tui/app/hosts.py), so every host is drawn in its own view."""
+the key of the host it is about (tui/app/host/state.py), so every host is drawn in its own view."""
 
 from __future__ import annotations
 

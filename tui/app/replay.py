@@ -21,14 +21,14 @@ from textual.timer import Timer
 from textual.widgets import Input
 
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.feeds import HostFeeds
-from dflash_tui.app.findings.panel import TimelineList
-from dflash_tui.app.gpus.grid import GpuGrid
-from dflash_tui.app.history.view import HistoryView
-from dflash_tui.app.layout import MainScreen
-from dflash_tui.app.logs.area import LogArea
+from dflash_tui.app.host.feeds import HostFeeds
+from dflash_tui.app.host.findings.panel import TimelineList
+from dflash_tui.app.host.gpus.grid import GpuGrid
+from dflash_tui.app.host.history.view import HistoryView
+from dflash_tui.app.host.logs.area import LogArea
 from dflash_tui.app.messages import SampleReady
-from dflash_tui.app.timebar import TimeBar
+from dflash_tui.app.screens.main import MainScreen
+from dflash_tui.app.screens.timebar import TimeBar
 from dflash_tui.core.base.config import Config
 from dflash_tui.core.base.snapshot import LogState, Snapshot
 from dflash_tui.core.base.text import terminal_safe

@@ -1,0 +1,275 @@
+"""Keys that change the world: launch, kill, restart, kill one process. Each goes through run
+control (tui/core/control/launch.py via tui/app/control/bridge.py) in a cancellable worker; the
+confirm dialogs name the host and exactly which PIDs and GPUs will be signalled. Every key
+acts on the host shown in detail only; one action runs at a time."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from rich.text import Text
+from textual.screen import ModalScreen
+from textual.worker import Worker, WorkerState
+
+from dflash_tui.app.control.bridge import ControlError, StepFn
+from dflash_tui.app.control.confirm import ConfirmScreen
+from dflash_tui.app.control.requests import (
+    ControlRequest,
+    KillRequest,
+    LaunchRequest,
+    RestartRequest,
+    kill_request,
+    kill_text,
+    restart_text,
+)
+from dflash_tui.app.control.signals import ProcessSignals
+from dflash_tui.app.host.pane import HostPane
+from dflash_tui.app.host.state import HostState
+from dflash_tui.app.messages import ControlDone, ControlStep
+from dflash_tui.app.ports import AppPort
+from dflash_tui.app.widgets.waits import WaitBar
+from dflash_tui.core.base.snapshot import Proc
+from dflash_tui.core.base.text import safe_label
+from dflash_tui.core.diagnosis.diagnose import Diagnosis
+
+Job = Callable[[StepFn], Awaitable[str]]
+
+
+class ControlApp(AppPort, Protocol):
+    """What the control actions need from the app besides ``AppPort``."""
+
+    def detail(self) -> HostPane:
+        """The pane of the host shown in detail."""
+        ...
+
+    def wait_bar(self) -> WaitBar | None:
+        """The wait bar; None once the app is shutting down."""
+        ...
+
+    def push_screen(self, screen: ModalScreen[Any], callback: Callable[[Any], None]) -> object: ...
+
+
+class ControlActions:
+    """Every action acts on the host shown in detail (``app.current``), and names it."""
+
+    def __init__(self, app: ControlApp) -> None:
+        self.app = app
+        self.steps: list[str] = []  # the latest progress texts (tests read them)
+        self._host: HostState | None = None  # the host of the running action
+        self.signals = ProcessSignals(self)  # K: the process menu (tui/app/control/signals.py)
+
+    # -- the actions --
+
+    def launch(self) -> None:
+        state = self.app.current
+        live = state.live_run()
+        if live is not None:
+            run = live[1].run
+            assert run is not None
+            self.app.notify(
+                f"run {run.id} is alive on {state.key} (PGID {run.pgid}): r restarts it",
+                severity="warning",
+            )
+            return
+        req = LaunchRequest(state.key)
+        busy = busy_gpus_text(state.diagnosis)
+        if busy is None:
+            self.send(req)
+            return
+        where = f" on {state.key}" if len(self.app.host_states) > 1 else ""
+        title = f"Launch{where} beside processes that are not ours?"
+        self.ask(req, ConfirmScreen(title, busy, "Launch"))
+
+    def kill(self) -> None:
+        """The run of the sample shown when ``k`` is pressed is the one named and signalled;
+        the host is asked what the kill would signal, then the dialog shows the request."""
+        state = self.app.current
+        live = state.live_run()
+        if live is None:
+            self.app.notify(f"no live run to kill on {state.key}", severity="warning")
+            return
+        snap, diag = live
+        assert diag.run is not None
+        rid, grace = diag.run.id, state.bridge.grace
+        ask = getattr(state.bridge, "kill_targets", None)
+        if ask is None:  # a stand-in control (tests, replays): what the sample shows
+            self._confirm_kill(kill_request(state.key, snap, diag, grace))
+            return
+
+        async def ask_then_confirm() -> None:
+            try:
+                targets: tuple[Proc, ...] | None = await ask(rid)
+                note = None
+            except ControlError as exc:
+                targets, note = None, f"the host was not asked ({exc}): processes that left "
+                note += "the group are not listed, though control signals them too"
+            self._confirm_kill(kill_request(state.key, snap, diag, grace, targets, note))
+
+        self.app.notify(f"asking {state.key} which processes the kill would signal …", timeout=2)
+        self.app.run_worker(
+            ask_then_confirm(), name="kill targets", group="kill-targets", exclusive=True
+        )
+
+    def _confirm_kill(self, req: KillRequest) -> None:
+        self.ask(
+            req, ConfirmScreen(f"Kill run {req.run_id} on {req.host}?", kill_text(req), "Kill")
+        )
+
+    def restart(self) -> None:
+        state = self.app.current
+        diag, live = state.diagnosis, state.live_run()
+        kill = kill_request(state.key, *live, state.bridge.grace) if live is not None else None
+        rid = diag.run.id if diag and diag.run else None
+        req = RestartRequest(state.key, rid, kill, state.cfg.command)
+        what = f"run {rid}" if rid else "(launch) the run"
+        where = f" on {state.key}" if len(self.app.host_states) > 1 else ""  # one host: no name
+        self.ask(req, ConfirmScreen(f"Restart {what}{where}?", restart_text(req), "Restart"))
+
+    def ask(self, req: ControlRequest, screen: ConfirmScreen) -> None:
+        """Show ``screen`` (which names ``req``); on yes, send exactly ``req``."""
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.send(req)
+
+        self.app.push_screen(screen, answered)
+
+    def send(self, req: ControlRequest) -> None:
+        """Run control on ``req``'s host, as ``req`` says and nothing else."""
+        state = self.app.state_of(req.host)
+        bridge = state.bridge
+        if isinstance(req, KillRequest):
+            job: Job = functools.partial(bridge.kill, run_id=req.run_id)
+            self._start(state, "kill", job, f"killing on {req.host}: SIGTERM …")
+        elif isinstance(req, RestartRequest):
+            job = functools.partial(bridge.restart, run_id=req.run_id)
+            self._start(state, "restart", job, f"restarting on {req.host} …")
+        else:
+            self._start(state, "launch", bridge.launch, f"launching on {req.host} …")
+
+    def kill_process(self) -> None:
+        """K: the process menu, then a confirm naming the PIDs and the signal (signals.py)."""
+        self.signals.start()
+
+    def confirm(
+        self, state: HostState, screen: ConfirmScreen, name: str, job: Job, first: str
+    ) -> None:
+        """Show ``screen``; on yes, start ``job`` as control action ``name``."""
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._start(state, name, job, first)
+
+        self.app.push_screen(screen, answered)
+
+    def cancel_wait(self) -> None:
+        """Ask control to stop waiting (it reports what it already did); force after 5 s."""
+        if not self.waits_active() or self._host is None:
+            return
+        cancel = getattr(self._host.bridge, "request_cancel", None)
+        if cancel is not None:
+            cancel()
+            self._wait_bar(lambda bar: bar.step("cancelling …"))
+        self.app.set_timer(5.0 if cancel else 0.0, self._force_cancel)
+
+    def _force_cancel(self) -> None:
+        for w in self.app.workers:
+            if w.group == "control" and w.is_running:
+                w.cancel()
+
+    def waits_active(self) -> bool:
+        """One control action at a time, whichever host it acts on."""
+        return any(w.group == "control" and w.is_running for w in self.app.workers)
+
+    # -- plumbing --
+
+    def _start(self, state: HostState, name: str, job: Job, first: str) -> None:
+        if self.app.read_only:  # bindings are hidden too; this is the second lock
+            self.app.notify("read-only mode: nothing is launched or killed", severity="error")
+            return
+        if self.waits_active():
+            self.app.notify("another action is still running (esc cancels it)", severity="warning")
+            return
+        self._host = state
+        self._wait_bar(lambda bar: bar.start(first))
+        self.app.run_worker(
+            self._control_job(state.key, name, job),
+            name=name,
+            group="control",
+            exit_on_error=False,
+        )
+
+    async def _control_job(self, host: str, name: str, job: Job) -> None:
+        post = self.app.post_message
+
+        def step(text: str, done: float | None = None, total: float | None = None) -> None:
+            post(ControlStep(host, text, done, total))
+
+        try:
+            text = await job(step)
+        except ControlError as exc:
+            post(ControlDone(host, name, False, str(exc)))
+            return
+        except asyncio.CancelledError:
+            post(ControlDone(host, name, False, f"{name} cancelled; nothing more is sent"))
+            raise
+        post(ControlDone(host, name, True, text))
+
+    def step(self, msg: ControlStep) -> None:
+        self.steps.append(msg.text)
+        del self.steps[:-50]
+        text = f"{msg.host}: {msg.text}" if len(self.app.host_states) > 1 else msg.text
+        self._wait_bar(lambda bar: bar.step(text, msg.done, msg.total))
+
+    def done(self, msg: ControlDone) -> None:
+        self._wait_bar(WaitBar.stop)
+        self.app.notify(
+            safe_label(msg.text, 600),
+            title=self.app.host_title(self.app.state_of(msg.host), msg.action),
+            severity="information" if msg.ok else "error",
+            timeout=6 if msg.ok else 12,
+        )
+        self.app.refresh_bindings()
+
+    def worker_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group != "control":
+            return
+        if event.state == WorkerState.ERROR:  # a bug, not a ControlError: say so, keep going
+            self._wait_bar(WaitBar.stop)
+            self.app.notify(f"{event.worker.name} failed: {event.worker.error!r}", severity="error")
+        self.app.refresh_bindings()
+
+    def _wait_bar(self, draw: Callable[[WaitBar], None]) -> None:
+        """Draw on the wait bar, unless the app is shutting down (a cancelled action still
+        reports that it ended)."""
+        bar = self.app.wait_bar()
+        if bar is not None:
+            draw(bar)
+
+
+def busy_gpus_text(diag: Diagnosis | None) -> Text | None:
+    """The launch dialog's body when GPUs of the topology are held by processes that are not
+    the run's (orphans, other jobs, PIDs this view cannot place); None when there are none."""
+    if diag is None:
+        return None
+    rows = [
+        (v.index, p)
+        for v in diag.gpus
+        if v.role != "unassigned"
+        for p in v.processes
+        if p.owner != "run"
+    ]
+    if not rows:
+        return None
+    t = Text()
+    t.append("GPUs the run needs are already held by processes that are not ours:\n", "bold")
+    for index, p in rows[:10]:
+        mem = f"{p.used_mib} MiB" if p.used_mib is not None else "memory unknown"
+        t.append(f"  GPU {index}: PID {p.pid} {safe_label(p.name, 40)} ({p.owner}, {mem})\n")
+    if len(rows) > 10:
+        t.append(f"  … and {len(rows) - 10} more\n")
+    t.append("\nThe new run may run out of memory or share these GPUs with them. Launch anyway?")
+    return t
