@@ -139,7 +139,7 @@ async def test_a_live_runs_steps_reach_the_history_each_once_in_order(host: Host
         losses = [y for _, y in history.loss.points()]
         assert losses == [k + 1.5 for k in range(len(losses))]  # from step 1, none twice
         assert [y for _, y in history.tok_s.points()][:3] == [1001.0, 1002.0, 1003.0]
-        assert history.steps_path == f"{app.last.diagnosis.run.dir}/events.jsonl"  # type: ignore[union-attr]
+        assert history.steps_path == f"{app.current.last.diagnosis.run.dir}/events.jsonl"  # type: ignore[union-attr]
 
 
 async def test_plots_that_cannot_be_made_are_said_so_in_the_tab(

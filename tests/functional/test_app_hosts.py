@@ -101,7 +101,7 @@ async def test_switching_shows_each_host_and_keeps_its_state() -> None:
         tail_b = app.screen.query_one("#host-1").query_one(LogTail)
         received, events_b = tail_b.store.received, len(app.host_states[1].timeline.events)
         await pilot.press("right_square_bracket")
-        assert app.selected == 1 and shown(app) == 1 and app.host.address == B
+        assert app.selected == 1 and shown(app) == 1 and app.current.cfg.address == B
         assert all(codes == ("ok",) for codes in labels(app, 1).values())
         header = pane_text(app, 1, RunHeader)
         assert "gpu-b" in header and "RUNNING" in header
@@ -110,7 +110,7 @@ async def test_switching_shows_each_host_and_keeps_its_state() -> None:
         assert shown(app) == 0 and "gpu-a" in pane_text(app, 0, RunHeader)
         assert {i for i, c in labels(app, 0).items() if c == ("idle",)} == {0, 1, 4, 5, 6}
         await pilot.press("2")
-        assert shown(app) == 1 and app.last is app.host_states[1].last
+        assert shown(app) == 1 and app.current.last is app.host_states[1].last
         await pilot.press("1")
         assert shown(app) == 0
         await pilot.click(HostOverview, offset=(6, 1))  # a click on B's row
@@ -309,7 +309,7 @@ async def test_launch_and_kill_act_on_the_shown_host_only(
         assert len(run_dirs(hb)) == 1 and run_dirs(ha) == []
         assert a.diagnosis is not None and a.diagnosis.run_state == "none"
         assert "RUNNING" in row(app, 1) and "NONE" in row(app, 0)
-        await until(pilot, lambda: not app.waits_active())  # the launch action has ended
+        await until(pilot, lambda: not app.control.waits_active())  # the launch action has ended
         await pilot.press("k")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         assert app.screen.title_text.endswith("on local#2?")  # type: ignore[attr-defined]

@@ -96,7 +96,7 @@ async def test_the_app_launches_and_kills_a_job_on_both_hosts(
             assert [len(runs(r)) for r in roots] == [1, 1]
             await until(pilot, lambda: "RUNNING" in overview.row_text(2), timeout=10)
             assert overview.row_text(2).startswith("  job pair  RUNNING  2 nodes: a running")
-            await until(pilot, lambda: not app.waits_active(), timeout=30)
+            await until(pilot, lambda: not app.control.waits_active(), timeout=30)
             await pilot.press("k")
             await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
             await pilot.press("y")

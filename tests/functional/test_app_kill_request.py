@@ -70,13 +70,19 @@ async def test_y_signals_the_run_the_dialog_named_though_another_run_was_sampled
     source = ScriptedSource([sample_a])
     app = DflashApp(Config(hosts=(host,), interval=0.5), source=source)
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: app.last is not None and app.last.diagnosis.run is not None)
+        await until(
+            pilot,
+            lambda: app.current.last is not None and app.current.last.diagnosis.run is not None,
+        )
         assert app.current.live_run() is not None  # A is alive: k acts on it
         await pilot.press("k")
         source.push(late_b)  # while the host is asked what the kill would signal
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await until(pilot, lambda: app.samples >= 2)  # B's sample is drawn before y
-        assert app.last.diagnosis.run is not None and app.last.diagnosis.run.id == b.run_id
+        assert (
+            app.current.last.diagnosis.run is not None
+            and app.current.last.diagnosis.run.id == b.run_id
+        )
         screen = app.screen
         assert isinstance(screen, ConfirmScreen)
         assert f"Kill run {a.run_id}" in screen.title_text
@@ -86,4 +92,4 @@ async def test_y_signals_the_run_the_dialog_named_though_another_run_was_sampled
         assert a.pgid in named and len(named) >= 3  # the shell, its child and the stray
         await pilot.press("y")
         await until(pilot, lambda: not any(alive(p) for p in named), timeout=30)
-        await until(pilot, lambda: not app.waits_active())
+        await until(pilot, lambda: not app.control.waits_active())

@@ -98,7 +98,7 @@ async def test_a_failed_launch_line_is_on_screen(typo_host: HostConfig) -> None:
         await pilot.press("l")
 
         def failed() -> bool:
-            last = app.last
+            last = app.current.last
             return last is not None and last.diagnosis.run_state == "launch-failed"
 
         await until(pilot, failed)

@@ -69,7 +69,7 @@ async def test_follow_holds_whatever_is_toggled(host: HostConfig) -> None:
         await until(pilot, lambda: app.samples >= 1)
         await pilot.press("l")
         await until(pilot, lambda: any(t.store.received > 300 for t in app.screen.query(LogTail)))
-        await until(pilot, lambda: not app.waits_active())
+        await until(pilot, lambda: not app.control.waits_active())
         tail = app.screen.query_one(LogTail)
         await following(pilot, tail, "the launch")
         await pilot.press("a")  # all lines

@@ -57,8 +57,8 @@ async def test_live_run_with_nan_and_inf_shows_them_and_survives_theme_change(
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.samples >= 1)
         await pilot.press("l")
-        await until(pilot, lambda: app.tracker.progress.last_step == 3)
-        await until(pilot, lambda: not app.waits_active())
+        await until(pilot, lambda: app.current.tracker.progress.last_step == 3)
+        await until(pilot, lambda: not app.control.waits_active())
         await pilot.pause(0.2)
         shown = strip_text(app)
         assert "step 3" in shown and "loss nan" in shown and "tok/s inf" in shown

@@ -114,7 +114,7 @@ async def test_a_long_dialog_body_scrolls_inside_and_keeps_the_buttons() -> None
         assert_buttons_on_screen(dialog)
         await pilot.press("n")
         await until(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
-        assert not app.waits_active()
+        assert not app.control.waits_active()
 
 
 async def test_a_wrapped_title_still_leaves_room_for_the_buttons() -> None:

@@ -63,11 +63,14 @@ async def test_the_dialog_names_the_stray_and_the_kill_ends_every_named_pid(
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: app.samples >= 1)
         await pilot.press("l")
-        await until(pilot, lambda: (tmp_path / "stray").exists() and not app.waits_active())
+        await until(pilot, lambda: (tmp_path / "stray").exists() and not app.control.waits_active())
         await until(
-            pilot, lambda: app.last is not None and app.last.diagnosis.run_state == "running"
+            pilot,
+            lambda: (
+                app.current.last is not None and app.current.last.diagnosis.run_state == "running"
+            ),
         )
-        run = app.last.diagnosis.run  # type: ignore[union-attr]
+        run = app.current.last.diagnosis.run  # type: ignore[union-attr]
         assert run is not None and run.pgid is not None
         stray = int((tmp_path / "stray").read_text())
         before = group_of(run.pgid)

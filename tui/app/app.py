@@ -7,14 +7,13 @@ tui/app/control/) and switches screens. With several hosts an overview lists the
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from functools import partial
 
 from textual.app import App, SystemCommand
 from textual.driver import Driver
 from textual.markup import escape
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
-from textual.worker import Worker
 
 from dflash_tui.app import heap
 from dflash_tui.app.control.actions import ControlActions
@@ -30,18 +29,15 @@ from dflash_tui.app.host.state import HostState, job_views, make_hosts, summariz
 from dflash_tui.app.host.view_keys import ViewKeys
 from dflash_tui.app.keys.keymap import help_keys
 from dflash_tui.app.keys.table import DESTRUCTIVE, HISTORY_ACTIONS, HOST_ACTIONS, KEYS
-from dflash_tui.app.messages import ControlDone, ControlStep, LinkDown, SampleMalformed, SampleReady
 from dflash_tui.app.screens.help import HelpScreen
 from dflash_tui.app.screens.main import MainScreen
 from dflash_tui.app.screens.overview import HostOverview
 from dflash_tui.app.widgets.themes import BUNDLED, DEFAULT_THEME, discover
 from dflash_tui.app.widgets.waits import WaitBar
-from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.config import Config
 from dflash_tui.core.base.invocation import quit_commands
 from dflash_tui.core.base.rundir import ALIVE_STATES
 from dflash_tui.core.base.text import safe_label, terminal_safe
-from dflash_tui.core.diagnosis.timeline import Timeline
-from dflash_tui.core.diagnosis.tracker import Tracker
 
 QUIT_NOTE = "q quits the app only: the run keeps running, and dflash-tui re-attaches to it."
 
@@ -70,11 +66,11 @@ class DflashApp(ViewKeys, App[None]):
         self.theme_errors: list[str] = []
         self.draw_errors: set[str] = set()
         self.theme_names: list[str] = []
-        self.feeds = HostFeeds(self)
-        self.actions = ControlActions(self)
+        self.feeds = HostFeeds(self)  # each host's samples, to its pane
         self.log_keys = LogKeys(self)  # tui/app/host/log_keys.py
         self.alerts = AppAlerts(self, cfg.alerts)  # tui/app/host/alerts.py
         self.auto_restarts = AutoRestarts(self, self.alerts.decision)
+        self.control = ControlActions(self, self.auto_restarts)  # the run keys, per host
         self.user_keys = dict(cfg.keys)  # [keys]: binding id -> keys (tui/app/keys/keymap.py)
         self.set_keymap(self.user_keys)
         self._register_themes()
@@ -158,83 +154,16 @@ class DflashApp(ViewKeys, App[None]):
         if not self.is_headless and self._driver is not None:
             self._driver.write(data)
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if not self.screen_stack:  # shutting down: a cancelled worker has nothing to draw on
-            return
-        self.feeds.worker_changed(event)
-        self.actions.worker_changed(event)
-        self.auto_restarts.worker_changed(event)
-
-    def action_refresh(self) -> None:
-        self.feeds.refresh_now()
-
-    def on_sample_ready(self, msg: SampleReady) -> None:
-        self.feeds.sample_ready(msg)
-
-    def on_link_down(self, msg: LinkDown) -> None:
-        self.feeds.link_down(msg)
-
-    def on_sample_malformed(self, msg: SampleMalformed) -> None:
-        self.feeds.sample_malformed(msg)
-
-    # -- keys that change the world (tui/app/control/actions.py, tui/app/control/autorestart.py) --
-
-    def action_launch(self) -> None:
-        self.actions.launch()
-
-    def action_kill(self) -> None:
-        self.actions.kill()
-
-    def action_restart(self) -> None:
-        self.actions.restart()
-
-    def action_kill_process(self) -> None:
-        self.actions.kill_process()
-
-    def action_cancel_wait(self) -> None:
-        self.actions.cancel_wait()
-
-    def action_auto_restart(self) -> None:
-        self.auto_restarts.toggle()
-
-    def waits_active(self) -> bool:
-        return self.actions.waits_active()
-
-    @property
-    def control_steps(self) -> list[str]:
-        return self.actions.steps
-
-    def on_control_step(self, msg: ControlStep) -> None:
-        self.actions.step(msg)
-
-    def on_control_done(self, msg: ControlDone) -> None:
-        self.actions.done(msg)
+    def action_control(self, key: str) -> None:
+        """A run key (launch, kill, restart, kill_process, auto_restart, cancel_wait): one
+        request, built and sent by the host's control (tui/app/control/actions.py)."""
+        self.control.key(key)
 
     # -- the host shown in detail (keys and control act on it) --
 
     @property
     def current(self) -> HostState:
         return self.host_states[self.selected]
-
-    @property
-    def host(self) -> HostConfig:
-        return self.current.cfg
-
-    @property
-    def bridge(self) -> Any:
-        return self.current.bridge
-
-    @property
-    def tracker(self) -> Tracker:
-        return self.current.tracker
-
-    @property
-    def timeline(self) -> Timeline:
-        return self.current.timeline
-
-    @property
-    def last(self) -> SampleReady | None:
-        return self.current.last
 
     def detail(self) -> HostPane:
         """The pane of the host shown (keys come only while it is there)."""
@@ -332,11 +261,12 @@ class DflashApp(ViewKeys, App[None]):
             return len(self.host_states) > 1  # hidden everywhere with one host
         if action in HISTORY_ACTIONS:
             return self.history_shown()
-        if action in DESTRUCTIVE:
+        key = parameters[0] if action == "control" and parameters else action
+        if key in DESTRUCTIVE:
             if self.read_only:
                 return False  # hidden from the footer, the help and the palette
-            if self.waits_active() and action != "auto_restart":  # A stays usable mid-kill
-                return None  # shown greyed out while another action runs
+            if self.control.busy(self.current) and key != "auto_restart":  # A works mid-kill
+                return None  # shown greyed out while another action runs on this host
         return True
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
@@ -345,7 +275,12 @@ class DflashApp(ViewKeys, App[None]):
             if action in ("focus_next", "quit") or (self.read_only and action in DESTRUCTIVE):
                 continue
             title = action.replace("_", " ").capitalize()
-            yield SystemCommand(escape(title), escape(helptext), getattr(self, f"action_{action}"))
+            run: Callable[[], object] = (
+                partial(self.control.key, action)
+                if action in DESTRUCTIVE
+                else getattr(self, f"action_{action}")
+            )
+            yield SystemCommand(escape(title), escape(helptext), run)
         yield from self._host_commands()
 
     def _host_commands(self) -> Iterable[SystemCommand]:

@@ -26,7 +26,7 @@ from dflash_tui.app.host.findings.panel import TimelineList
 from dflash_tui.app.host.gpus.grid import GpuGrid
 from dflash_tui.app.host.history.view import HistoryView
 from dflash_tui.app.host.logs.area import LogArea
-from dflash_tui.app.messages import SampleReady
+from dflash_tui.app.host.sample import SampleReady
 from dflash_tui.app.screens.main import MainScreen
 from dflash_tui.app.screens.timebar import TimeBar
 from dflash_tui.core.base.config import Config
@@ -207,7 +207,7 @@ class ReplayApp(DflashApp):
         tracker = self.cursor.tracker
         msg = SampleReady(state.key, snap, diag, tracker.progress, tuple(tracker.metrics)[-200:],
                           events)  # fmt: skip
-        self.feeds.sample_ready(msg)
+        self.feeds.sample_ready(state, msg)
         self._bar()
 
     def _logs_so_far(self, snap: Snapshot) -> list[LogState]:

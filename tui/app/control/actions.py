@@ -1,7 +1,11 @@
-"""Keys that change the world: launch, kill, restart, kill one process. Each goes through run
-control (tui/core/control/launch.py via tui/app/control/bridge.py) in a cancellable worker; the
-confirm dialogs name the host and exactly which PIDs and GPUs will be signalled. Every key
-acts on the host shown in detail only; one action runs at a time."""
+"""Keys that change the world: launch, kill, restart, kill one process. Each key builds one
+value (tui/app/control/requests.py), its confirm dialog names the host and exactly which PIDs
+and GPUs will be signalled, and yes sends that value through run control
+(tui/app/control/bridge.py) in a cancellable worker of that host.
+
+Control is per host: each key acts on the host shown in detail; one action runs at a time on a
+host, never waiting for another host's action or link; an action for a host whose link is down
+is refused at once, saying so (its transport would only hang on the connect)."""
 
 from __future__ import annotations
 
@@ -12,8 +16,8 @@ from typing import Any, Protocol
 
 from rich.text import Text
 from textual.screen import ModalScreen
-from textual.worker import Worker, WorkerState
 
+from dflash_tui.app.control.autorestart import AutoRestarts
 from dflash_tui.app.control.bridge import ControlError, StepFn
 from dflash_tui.app.control.confirm import ConfirmScreen
 from dflash_tui.app.control.requests import (
@@ -28,7 +32,6 @@ from dflash_tui.app.control.requests import (
 from dflash_tui.app.control.signals import ProcessSignals
 from dflash_tui.app.host.pane import HostPane
 from dflash_tui.app.host.state import HostState
-from dflash_tui.app.messages import ControlDone, ControlStep
 from dflash_tui.app.ports import AppPort
 from dflash_tui.app.widgets.waits import WaitBar
 from dflash_tui.core.base.snapshot import Proc
@@ -52,14 +55,44 @@ class ControlApp(AppPort, Protocol):
     def push_screen(self, screen: ModalScreen[Any], callback: Callable[[Any], None]) -> object: ...
 
 
+CONTROL_GROUP = "control:"  # a host's control worker: control:<index>
+KEYS = ("launch", "kill", "restart", "kill_process", "auto_restart", "cancel_wait")
+
+
+def control_group(state: HostState) -> str:
+    return f"{CONTROL_GROUP}{state.index}"
+
+
 class ControlActions:
     """Every action acts on the host shown in detail (``app.current``), and names it."""
 
-    def __init__(self, app: ControlApp) -> None:
+    def __init__(self, app: ControlApp, auto: AutoRestarts) -> None:
         self.app = app
+        self.auto = auto  # A: the app's auto-restart (tui/app/control/autorestart.py)
         self.steps: list[str] = []  # the latest progress texts (tests read them)
-        self._host: HostState | None = None  # the host of the running action
+        self.running: dict[str, str] = {}  # host key -> the action running there
         self.signals = ProcessSignals(self)  # K: the process menu (tui/app/control/signals.py)
+
+    def key(self, name: str) -> None:
+        """A run key (``KEYS``) pressed on the host shown."""
+        if name == "auto_restart":
+            self.auto.toggle()
+        elif name == "cancel_wait":
+            self.cancel_wait()
+        elif name in KEYS and self.reachable(self.app.current, name.replace("_", " ")):
+            getattr(self, name)()
+
+    def reachable(self, state: HostState, what: str) -> bool:
+        """Whether ``state``'s link is up or coming; else it says so at once."""
+        if state.link != "down":
+            return True
+        self.app.notify(
+            f"host {state.key} is unreachable: {what} not sent ({state.link_error})",
+            title=self.app.host_title(state, what),
+            severity="error",
+            timeout=8,
+        )
+        return False
 
     # -- the actions --
 
@@ -110,7 +143,10 @@ class ControlActions:
 
         self.app.notify(f"asking {state.key} which processes the kill would signal …", timeout=2)
         self.app.run_worker(
-            ask_then_confirm(), name="kill targets", group="kill-targets", exclusive=True
+            ask_then_confirm(),
+            name=f"kill targets {state.key}",
+            group=f"kill-targets:{state.index}",
+            exclusive=True,
         )
 
     def _confirm_kill(self, req: KillRequest) -> None:
@@ -166,23 +202,31 @@ class ControlActions:
         self.app.push_screen(screen, answered)
 
     def cancel_wait(self) -> None:
-        """Ask control to stop waiting (it reports what it already did); force after 5 s."""
-        if not self.waits_active() or self._host is None:
-            return
-        cancel = getattr(self._host.bridge, "request_cancel", None)
+        """Ask control to stop waiting on the host shown (or the one host with an action): it
+        reports what it already did; the worker is cancelled after 5 s."""
+        state = self.app.current
+        if state.key not in self.running:
+            if len(self.running) != 1:
+                return
+            state = self.app.state_of(next(iter(self.running)))
+        cancel = getattr(state.bridge, "request_cancel", None)
         if cancel is not None:
             cancel()
-            self._wait_bar(lambda bar: bar.step("cancelling …"))
-        self.app.set_timer(5.0 if cancel else 0.0, self._force_cancel)
+            self._wait_bar(lambda bar: bar.step(self._said(state.key, "cancelling …")))
+        self.app.set_timer(5.0 if cancel else 0.0, lambda: self._force_cancel(state))
 
-    def _force_cancel(self) -> None:
+    def _force_cancel(self, state: HostState) -> None:
         for w in self.app.workers:
-            if w.group == "control" and w.is_running:
+            if w.group == control_group(state) and w.is_running:
                 w.cancel()
 
+    def busy(self, state: HostState) -> bool:
+        """One control action at a time on a host."""
+        return state.key in self.running
+
     def waits_active(self) -> bool:
-        """One control action at a time, whichever host it acts on."""
-        return any(w.group == "control" and w.is_running for w in self.app.workers)
+        """Whether any host has a control action running."""
+        return bool(self.running)
 
     # -- plumbing --
 
@@ -190,56 +234,66 @@ class ControlActions:
         if self.app.read_only:  # bindings are hidden too; this is the second lock
             self.app.notify("read-only mode: nothing is launched or killed", severity="error")
             return
-        if self.waits_active():
-            self.app.notify("another action is still running (esc cancels it)", severity="warning")
+        if not self.reachable(state, name):
             return
-        self._host = state
-        self._wait_bar(lambda bar: bar.start(first))
+        if self.busy(state):
+            self.app.notify(
+                f"{self.running[state.key]} is still running on {state.key} (esc cancels it)",
+                severity="warning",
+            )
+            return
+        self.running[state.key] = name
+        self._wait_bar(lambda bar: bar.start(self._said(state.key, first)))
+        self.app.refresh_bindings()
         self.app.run_worker(
             self._control_job(state.key, name, job),
-            name=name,
-            group="control",
+            name=f"{name} {state.key}",
+            group=control_group(state),
             exit_on_error=False,
         )
 
     async def _control_job(self, host: str, name: str, job: Job) -> None:
-        post = self.app.post_message
-
         def step(text: str, done: float | None = None, total: float | None = None) -> None:
-            post(ControlStep(host, text, done, total))
+            self.step(host, text, done, total)
 
         try:
             text = await job(step)
         except ControlError as exc:
-            post(ControlDone(host, name, False, str(exc)))
+            self.done(host, name, False, str(exc))
             return
         except asyncio.CancelledError:
-            post(ControlDone(host, name, False, f"{name} cancelled; nothing more is sent"))
+            self.done(host, name, False, f"{name} cancelled; nothing more is sent")
             raise
-        post(ControlDone(host, name, True, text))
-
-    def step(self, msg: ControlStep) -> None:
-        self.steps.append(msg.text)
-        del self.steps[:-50]
-        text = f"{msg.host}: {msg.text}" if len(self.app.host_states) > 1 else msg.text
-        self._wait_bar(lambda bar: bar.step(text, msg.done, msg.total))
-
-    def done(self, msg: ControlDone) -> None:
-        self._wait_bar(WaitBar.stop)
-        self.app.notify(
-            safe_label(msg.text, 600),
-            title=self.app.host_title(self.app.state_of(msg.host), msg.action),
-            severity="information" if msg.ok else "error",
-            timeout=6 if msg.ok else 12,
-        )
-        self.app.refresh_bindings()
-
-    def worker_changed(self, event: Worker.StateChanged) -> None:
-        if event.worker.group != "control":
+        except Exception as exc:  # a bug, not a ControlError: say so, keep going
+            self.done(host, name, False, f"{name} failed: {exc!r}")
             return
-        if event.state == WorkerState.ERROR:  # a bug, not a ControlError: say so, keep going
+        self.done(host, name, True, text)
+
+    def _said(self, host: str, text: str) -> str:
+        return f"{host}: {text}" if len(self.app.host_states) > 1 else text
+
+    def step(
+        self, host: str, text: str, done: float | None = None, total: float | None = None
+    ) -> None:
+        """Progress of the action on ``host`` (control's ActionProgress, one line)."""
+        self.steps.append(text)
+        del self.steps[:-50]
+        self._wait_bar(lambda bar: bar.step(self._said(host, text), done, total))
+
+    def done(self, host: str, action: str, ok: bool, text: str) -> None:
+        """The action on ``host`` ended: ``ok`` False when it failed or was cancelled."""
+        self.running.pop(host, None)
+        if self.running:  # another host's action goes on: the bar names it
+            other, what = next(iter(self.running.items()))
+            self._wait_bar(lambda bar: bar.step(self._said(other, f"{what} …")))
+        else:
             self._wait_bar(WaitBar.stop)
-            self.app.notify(f"{event.worker.name} failed: {event.worker.error!r}", severity="error")
+        self.app.notify(
+            safe_label(text, 600),
+            title=self.app.host_title(self.app.state_of(host), action),
+            severity="information" if ok else "error",
+            timeout=6 if ok else 12,
+        )
         self.app.refresh_bindings()
 
     def _wait_bar(self, draw: Callable[[WaitBar], None]) -> None:

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
-
-from textual.worker import Worker, WorkerState
 
 from dflash_tui.app.control.supervised import defer_toggle
 from dflash_tui.app.host.pane import post_events
@@ -70,13 +68,14 @@ class AutoRestarts:
         state.auto_stop = stop = asyncio.Event()
         state.auto = "on"
         policy = replace(state.cfg.restart, enabled=True)  # `A` turns on a host left off
+        watch = supervise(
+            policy,
+            stop,
+            lambda d: self._auto_decision(state, d),
+            lambda res: self._auto_launched(state, res),
+        )
         self.app.run_worker(
-            supervise(
-                policy,
-                stop,
-                lambda d: self._auto_decision(state, d),
-                lambda res: self._auto_launched(state, res),
-            ),
+            self._supervised(state, watch),
             name=f"auto-restart {state.key}",
             group=auto_group(state),
             exclusive=True,
@@ -152,16 +151,18 @@ class AutoRestarts:
         self._auto_event(state, "warning", text, kind="restarted")
         self.app.notify(text, title=self.app.host_title(state, "run restarted"), severity="warning")
 
-    def worker_changed(self, event: Worker.StateChanged) -> None:
-        worker = event.worker
-        if not worker.group.startswith(AUTO_GROUP) or event.state != WorkerState.ERROR:
-            return
-        state = self.app.host_states[int(worker.group[len(AUTO_GROUP) :])]
-        state.auto, state.auto_stop = "off", None
-        self._show_auto(state)
-        msg = f"auto-restart stopped: {worker.error!r}; A starts it again"
-        self._auto_event(state, "error", msg)
-        self.app.notify(msg, title=self.app.host_title(state, "auto-restart"), severity="error")
+    async def _supervised(self, state: HostState, watch: Awaitable[object]) -> None:
+        """The host's supervisor; one that fails (a bug) stops, and says so."""
+        try:
+            await watch
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            state.auto, state.auto_stop = "off", None
+            self._show_auto(state)
+            msg = f"auto-restart stopped: {exc!r}; A starts it again"
+            self._auto_event(state, "error", msg)
+            self.app.notify(msg, title=self.app.host_title(state, "auto-restart"), severity="error")
 
     # -- drawing (the host's pane draws, or not once it is gone) --
 

@@ -1,5 +1,5 @@
 """Killing several tagged processes at once (the GPU process table's ``space`` then ``K``,
-nvitop's PR#34): one confirm names every PID and the signal (the menu's choice,
+as nvitop does): one confirm names every PID and the signal (the menu's choice,
 tui/app/control/signals.py), with those control would refuse listed apart and never sent; then each
 is checked against its start time and signalled (or dumped with py-spy) in turn, as ``K``
 does for one. A failure on one is reported and the others still go."""

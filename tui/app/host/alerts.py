@@ -23,8 +23,8 @@ from dataclasses import replace
 from typing import Protocol
 
 from dflash_tui.app.host.pane import post_events
+from dflash_tui.app.host.sample import SampleReady
 from dflash_tui.app.host.state import HostState, shown_supervisor
-from dflash_tui.app.messages import SampleReady
 from dflash_tui.app.ports import AppPort
 from dflash_tui.core.alerts.alert import Alert
 from dflash_tui.core.alerts.events import STOPPED, FindingWatch, RunWatch, Said

@@ -1,9 +1,9 @@
 """The feed side of the app: one exclusive worker per host (group ``feed:<index>``, so a host
-whose link is down, or whose SSH connect hangs, never holds up another) turns that host's feed
-events into typed messages carrying the host's key; the app hands each message here, which
-keeps the host's state and has the host's pane (tui/app/host/pane.py) draw it, and keeps the
-overview's row of that host current. The refresh key (``R``) samples every host at once
-beside its stream; the sample goes through the same fold as the stream's, one at a time."""
+whose link is down, or whose SSH connect hangs, never holds up another) takes that host's feed
+events, keeps the host's state, has the host's pane (tui/app/host/pane.py) draw each one as it
+comes, and keeps the overview's row of that host current. The refresh key (``R``) samples
+every host at once beside its stream; the sample goes through the same fold as the stream's,
+one at a time."""
 
 from __future__ import annotations
 
@@ -12,13 +12,12 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from textual.timer import Timer
-from textual.worker import Worker, WorkerState
 
 from dflash_tui.app import heap
 from dflash_tui.app.host.alerts import AppAlerts
+from dflash_tui.app.host.sample import SampleReady
 from dflash_tui.app.host.source import Disconnected, Malformed
 from dflash_tui.app.host.state import HostState, summarize
-from dflash_tui.app.messages import LinkDown, SampleMalformed, SampleReady
 from dflash_tui.app.ports import AppPort
 from dflash_tui.core.base.config import Config
 from dflash_tui.core.base.snapshot import Snapshot
@@ -65,29 +64,41 @@ class HostFeeds:
             if state.source is None:
                 state.source = state.live_source(self.app.cfg.interval, self.app.cfg.record)
             self._start_feed(state)
-        # The retry countdown of hosts that are down; paused while none is (issue 16).
+        # The retry countdown of hosts that are down; paused while none is: an idle app
+        # wakes for nothing.
         self._countdown = self.app.set_interval(1.0, self.tick_links, pause=True)
 
     def _start_feed(self, state: HostState) -> None:
         self.app.run_worker(
-            self._consume(state),
+            self._feed(state),
             name=f"feed {state.key}",
             group=feed_group(state),
             exclusive=True,
             exit_on_error=False,
         )
 
+    async def _feed(self, state: HostState) -> None:
+        """The host's feed; one that fails (a bug) is said and started again."""
+        try:
+            await self._consume(state)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            err = f"the sample reader stopped: {exc!r}; restarting"
+            self.link_down(state, err, RESTART_AFTER)
+            self.app.set_timer(RESTART_AFTER, lambda: self._start_feed(state))
+
     async def _consume(self, state: HostState) -> None:
-        """Every feed event becomes one message; diagnosis runs in a thread (big samples)."""
+        """Every feed event is drawn on the host's pane as it comes; diagnosis runs in a
+        thread (big samples)."""
         assert state.source is not None
-        post = self.app.post_message
         async for ev in state.source.events():
             if isinstance(ev, Snapshot):
                 await self._fold(state, ev)
             elif isinstance(ev, Disconnected):
-                post(LinkDown(state.key, ev.error, ev.retry_in))
+                self.link_down(state, ev.error, ev.retry_in)
             elif isinstance(ev, Malformed):
-                post(SampleMalformed(state.key, ev.error))
+                self.sample_malformed(state, ev.error)
 
     async def _fold(self, state: HostState, snap: Snapshot, refresh: bool = False) -> None:
         """Diagnose ``snap`` (in a thread: big samples) and have it drawn. One at a time per
@@ -100,13 +111,11 @@ class HostFeeds:
             try:
                 msg = await asyncio.to_thread(state.fold, snap)
             except Exception as exc:  # a bug in diagnosis must not end the feed
-                self.app.post_message(SampleMalformed(state.key, f"diagnosis failed: {exc!r}"))
+                self.sample_malformed(state, f"diagnosis failed: {exc!r}")
                 return
-            # Backpressure: take this host's next sample only once this one is drawn, so
-            # a flood never queues ahead of the user's keys.
-            state.drawn.clear()
-            self.app.post_message(msg)
-            await state.drawn.wait()
+            # Drawn here, before the next sample is taken: a flood never queues ahead of
+            # the user's keys.
+            self.sample_ready(state, msg)
 
     def refresh_now(self) -> None:
         """Sample every host whose source can be asked (a live probe) at once, beside its
@@ -146,25 +155,10 @@ class HostFeeds:
         for state in self.app.host_states:
             await state.close()
 
-    def worker_changed(self, event: Worker.StateChanged) -> None:
-        group = event.worker.group
-        if not group.startswith(FEED_GROUP) or event.state != WorkerState.ERROR:
-            return
-        state = self.app.host_states[int(group[len(FEED_GROUP) :])]
-        err = f"the sample reader stopped: {event.worker.error!r}; restarting"
-        self.app.post_message(LinkDown(state.key, err, RESTART_AFTER))
-        self.app.set_timer(RESTART_AFTER, lambda: self._start_feed(state))
+    # -- what the feed brings --
 
-    # -- the messages --
-
-    def sample_ready(self, msg: SampleReady) -> None:
-        state = self.app.state_of(msg.host)
-        try:
-            self._take_sample(state, msg)
-        finally:
-            state.drawn.set()  # also when nothing was drawn: the feed must not wait for ever
-
-    def _take_sample(self, state: HostState, msg: SampleReady) -> None:
+    def sample_ready(self, state: HostState, msg: SampleReady) -> None:
+        """A diagnosed sample: kept as the host's latest, alerted on, drawn on its pane."""
         several = len(self.app.host_states) > 1  # else there is no overview
         row = summarize(state) if several else None  # this host's row before this sample
         state.last = msg
@@ -184,10 +178,10 @@ class HostFeeds:
         state.samples += 1
         self.app.samples += 1
 
-    def link_down(self, msg: LinkDown) -> None:
-        state = self.app.state_of(msg.host)
-        state.link_down(msg.error, msg.retry_in)
-        self.app.alerts.link_down(state, msg.error)
+    def link_down(self, state: HostState, error: str, retry_in: float) -> None:
+        """The probe stream broke; the feed retries in ``retry_in`` seconds."""
+        state.link_down(error, retry_in)
+        self.app.alerts.link_down(state, error)
         self._show_link(state)
         self.app.refresh_overview()
         if self._countdown is not None:
@@ -208,6 +202,7 @@ class HostFeeds:
         elif self._countdown is not None:
             self._countdown.pause()
 
-    def sample_malformed(self, msg: SampleMalformed) -> None:
-        title = self.app.host_title(self.app.state_of(msg.host), "unreadable sample")
-        self.app.notify(msg.error[:300], title=title, severity="warning", timeout=5)
+    def sample_malformed(self, state: HostState, error: str) -> None:
+        """A probe line that could not be parsed (or a sample diagnosis failed on)."""
+        title = self.app.host_title(state, "unreadable sample")
+        self.app.notify(error[:300], title=title, severity="warning", timeout=5)

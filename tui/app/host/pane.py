@@ -28,10 +28,10 @@ from dflash_tui.app.host.logs.area import LogArea
 from dflash_tui.app.host.metrics import MetricsStrip
 from dflash_tui.app.host.procs.gpu_table import GpuProcView
 from dflash_tui.app.host.procs.tree import ProcInfo, ProcTree
+from dflash_tui.app.host.sample import SampleReady
 from dflash_tui.app.host.state import HostState
 from dflash_tui.app.host.strip import HostStrip
 from dflash_tui.app.host.zoom import Zoom
-from dflash_tui.app.messages import SampleReady
 from dflash_tui.app.widgets.themed import draw_guarded
 from dflash_tui.core.diagnosis.diagnose import Diagnosis
 from dflash_tui.core.diagnosis.finding import Finding, duration
@@ -122,7 +122,7 @@ class HostPane(Vertical):
         """Look at the age of the last sample in ``delay`` seconds (None: not at all), in
         place of any look planned: when the next sample is overdue, then at each whole second
         of age while stale. A one-shot timer re-armed with every sample, not an interval:
-        nothing wakes the app while samples come in time (issue 16)."""
+        nothing wakes the app while samples come in time."""
         if self._stale_due is not None:
             self._stale_due.stop()
         self._stale_due = None if delay is None else self.set_timer(delay, self.check_stale)

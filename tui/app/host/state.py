@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dflash_tui.app.host.sample import SampleReady
 from dflash_tui.app.host.source import EventSource, LiveSource
-from dflash_tui.app.messages import SampleReady
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.config_job import JobConfig
 from dflash_tui.core.base.config_record import RecordSettings
@@ -61,7 +61,6 @@ class HostState:
         self.link = "connecting"  # connecting | connected | down
         self.link_error: str | None = None  # the error alone, without the countdown
         self.retry_at: float | None = None  # monotonic time of the feed's next attempt
-        self.drawn = asyncio.Event()  # backpressure: set once the last sample is drawn
         self.auto = "off"  # auto-restart (tui/app/control/autorestart.py): off | on | fatal
         self.auto_stop: asyncio.Event | None = None  # set to stop this host's supervisor
         self._transport: Transport | None = None

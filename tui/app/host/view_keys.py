@@ -15,6 +15,18 @@ from dflash_tui.app.host.pane import HostPane
 from dflash_tui.app.ports import AppPort
 
 
+class RunKeys(Protocol):
+    """The host's control (tui/app/control/actions.py), as the escape key needs it."""
+
+    def waits_active(self) -> bool: ...
+
+    def cancel_wait(self) -> None: ...
+
+
+class SamplesNow(Protocol):
+    def refresh_now(self) -> None: ...
+
+
 class ViewApp(AppPort, Protocol):
     """What the view keys need from the app besides ``AppPort``."""
 
@@ -28,9 +40,11 @@ class ViewApp(AppPort, Protocol):
     @property
     def screen(self) -> Screen[object]: ...
 
-    def waits_active(self) -> bool: ...
+    @property
+    def control(self) -> RunKeys: ...
 
-    def action_cancel_wait(self) -> None: ...
+    @property
+    def feeds(self) -> SamplesNow: ...
 
     @property
     def focused(self) -> Widget | None: ...
@@ -115,5 +129,9 @@ class ViewKeys:
             area.close_filter()
             area.close_search()
             self.screen.focus_next()  # the main screen: its binding called this
-        elif self.waits_active():
-            self.action_cancel_wait()
+        elif self.control.waits_active():
+            self.control.cancel_wait()
+
+    def action_refresh(self: ViewApp) -> None:
+        """R: sample every host now, beside its stream (tui/app/host/feeds.py)."""
+        self.feeds.refresh_now()

@@ -74,10 +74,17 @@ HISTORY_HELP: tuple[tuple[str, str], ...] = (
     ("< / >", "History: pan half a window back / forward in time"),
 )
 
+
+def app_action(action: str) -> str:
+    """What a key of the table calls: a run key goes to the host's control, in one action
+    (``app.control``) that builds its request; the others are the app's own actions."""
+    return f"app.control('{action}')" if action in DESTRUCTIVE else f"app.{action}"
+
+
 # The main screen's bindings, in the footer's order (a remapped one keeps its place).
 MAIN_BINDINGS: tuple[Binding, ...] = (
     *(
-        Binding(key, f"app.{action}", text, show=action not in HIDDEN, id=action)
+        Binding(key, app_action(action), text, show=action not in HIDDEN, id=action)
         for key, action, text, _ in FOOTER_KEYS[: len(FIRST)]
     ),
     # Early, so the footer shows it (only with several hosts: check_action hides it).
@@ -89,7 +96,7 @@ MAIN_BINDINGS: tuple[Binding, ...] = (
     ),
     Binding("greater_than_sign", "app.history_pan(1)", "Pan later", False, id="history_later"),
     *(
-        Binding(key, f"app.{action}", text, show=action not in HIDDEN, id=action)
+        Binding(key, app_action(action), text, show=action not in HIDDEN, id=action)
         for key, action, text, _ in FOOTER_KEYS[len(FIRST) :]
     ),
     Binding("escape", "app.escape", "Cancel", show=False),

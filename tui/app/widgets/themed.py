@@ -54,7 +54,7 @@ class Themed(Widget):
         """Rebuild the content from the last data shown (override)."""
 
 
-# -- drawing only what changed (issue 16) --
+# -- drawing only what changed --
 
 _SHOWN = "_dflash_shown"  # the attribute that keeps what a widget last showed
 

@@ -16,7 +16,7 @@ from dflash_tui.core.base.text import safe_label
 
 class _WaitProgress(ProgressBar):
     """Textual's bar, less the 1 s timer its mount starts to refresh the ETA: this bar shows
-    none, and the timer would wake the app every second while nothing waits (issue 16)."""
+    none, and the timer would wake the app every second while nothing waits."""
 
     def set_interval(self, interval: float, callback: Any = None, **kwargs: Any) -> Timer:
         timer = super().set_interval(interval, callback, **kwargs)

@@ -16,6 +16,7 @@ from textual.message import Message
 from textual.widget import Widget
 
 from dflash_tui.app.keys.keymap import key_text
+from dflash_tui.app.keys.table import app_action
 from dflash_tui.app.widgets.palette import Palette, palette_for
 from dflash_tui.app.widgets.rows import RowStatic
 from dflash_tui.app.widgets.themed import redraw_guarded
@@ -191,7 +192,7 @@ class FindingsList(_TextScroll):
             return None
         user = getattr(self.app, "user_keys", {})  # the config's [keys] (tui/app/keys/keymap.py)
         for b in getattr(self.screen, "BINDINGS", ()):
-            if isinstance(b, Binding) and b.action == f"app.{action}":
+            if isinstance(b, Binding) and b.action == app_action(action):
                 return key_text(user, b.id, b.key_display or b.key) if b.id else b.key
         return None
 

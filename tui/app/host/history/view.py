@@ -48,7 +48,7 @@ def build(jobs: Sequence[tuple[HistoryPlot, Plot, tuple[int, int], str]]) -> lis
     out = []
     for _widget, plt, (w, h), theme in jobs:
         plt.plotsize(w, h)
-        plt._set_size(w, h)  # as PlotextPlot.render does (textual-plotext issue 5)
+        plt._set_size(w, h)  # as PlotextPlot.render does
         plt.theme(theme)
         out.append(Text.from_ansi(plt.build()))
     return out

@@ -3,7 +3,7 @@
 A 20 Hz timer flushes every tail's pending lines in one batched write, so a flood of lines
 costs a bounded amount of drawing per second whatever the rate they arrive at. The timer runs
 only while there is something to draw (lines waiting, a tail not mounted yet, a following tail
-not at its end) and a few ticks after: a quiet log costs no wake-ups between samples (issue 16).
+not at its end) and a few ticks after: a quiet log costs no wake-ups between samples.
 The ticks after the write matter: a tail whose size settles in the next layout is scrolled to
 its end by the next tick.
 """
@@ -61,7 +61,7 @@ class LogArea(Vertical):
         self.read_only = read_only
         self.tails: dict[str, LogTail] = {}
         self.filter_text = DEFAULT_FILTER
-        self.filter_on = True  # the issue's default: errors, exceptions, progress
+        self.filter_on = True  # on at start: errors, exceptions, progress
         self.follow = True
         self._next_id = 0
         self.wrap = False  # `W`: every tail wraps its long lines

@@ -213,7 +213,7 @@ class LogTail(Vertical):
             return
         pal = palette_for(self.app.current_theme)
         style = pal.fg("error", bold=True)
-        if style != self.highlighter.style:  # a theme change: the lines' colours (issue 16)
+        if style != self.highlighter.style:  # a theme change: the lines' colours
             self.highlighter.style = style
             self.log_view.refresh()
         show_changed(self.title_bar, self._title(pal))

@@ -75,7 +75,7 @@ class GpuProcView(Vertical):
     def show(self, snap: Snapshot, diag: Diagnosis) -> None:
         self.rows = gpu_proc_rows(snap, diag)
         self.tagged &= {r.pid for r in self.rows}  # a process gone is no longer tagged
-        # A hidden tab does not rebuild its table each sample: it fills when shown (issue 16).
+        # A hidden tab does not rebuild its table each sample: it fills when shown.
         self.pending = not self.is_on_screen
         if not self.pending:
             self._fill()
