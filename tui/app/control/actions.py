@@ -11,19 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from rich.text import Text
 from textual.screen import ModalScreen
 
 from dflash_tui.app.control.autorestart import AutoRestarts
-from dflash_tui.app.control.bridge import ControlError, StepFn
+from dflash_tui.app.control.bridge import ControlError, Job
 from dflash_tui.app.control.confirm import ConfirmScreen
 from dflash_tui.app.control.requests import (
     ControlRequest,
     KillRequest,
     LaunchRequest,
+    ProcessRequest,
     RestartRequest,
     kill_request,
     kill_text,
@@ -37,8 +38,6 @@ from dflash_tui.app.widgets.waits import WaitBar
 from dflash_tui.core.base.snapshot import Proc
 from dflash_tui.core.base.text import safe_label
 from dflash_tui.core.diagnosis.diagnose import Diagnosis
-
-Job = Callable[[StepFn], Awaitable[str]]
 
 
 class ControlApp(AppPort, Protocol):
@@ -183,23 +182,14 @@ class ControlActions:
         elif isinstance(req, RestartRequest):
             job = functools.partial(bridge.restart, run_id=req.run_id)
             self._start(state, "restart", job, f"restarting on {req.host} …")
+        elif isinstance(req, ProcessRequest):
+            self._start(state, *self.signals.send(req, state))
         else:
             self._start(state, "launch", bridge.launch, f"launching on {req.host} …")
 
     def kill_process(self) -> None:
         """K: the process menu, then a confirm naming the PIDs and the signal (signals.py)."""
         self.signals.start()
-
-    def confirm(
-        self, state: HostState, screen: ConfirmScreen, name: str, job: Job, first: str
-    ) -> None:
-        """Show ``screen``; on yes, start ``job`` as control action ``name``."""
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self._start(state, name, job, first)
-
-        self.app.push_screen(screen, answered)
 
     def cancel_wait(self) -> None:
         """Ask control to stop waiting on the host shown (or the one host with an action): it

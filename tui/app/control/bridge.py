@@ -11,7 +11,7 @@ cancelled kill says what it already did.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from dflash_tui.core.base.config import HostConfig
@@ -28,6 +28,7 @@ from dflash_tui.core.control.script import ControlError
 from dflash_tui.core.link.transport import Transport, TransportError
 
 StepFn = Callable[..., None]  # step(text, done=None, total=None)
+Job = Callable[[StepFn], Awaitable[str]]  # one control action, reporting through step
 
 
 class Bridge:

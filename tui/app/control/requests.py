@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
+from dflash_tui.app.host.procs.tree import ProcInfo
 from dflash_tui.core.base.rundir import group_members
 from dflash_tui.core.base.snapshot import Proc, Snapshot
 from dflash_tui.core.base.text import safe_label
@@ -54,7 +55,26 @@ class RestartRequest:
     command: str
 
 
-ControlRequest = LaunchRequest | KillRequest | RestartRequest
+DUMP = "py-spy"  # a ProcessRequest's "signal" that is a py-spy dump, not a signal
+
+
+@dataclass(frozen=True)
+class ProcessRequest:
+    """``K``: send ``signal`` (TERM, INT, KILL, USR1, or ``DUMP``) to each of ``procs``, each
+    checked against its start time right before (tui/core/control/pid.py)."""
+
+    host: str
+    procs: tuple[ProcInfo, ...]
+    signal: str
+
+    @property
+    def pids_text(self) -> str:
+        """The first PIDs, as the dialog's title and the wait bar name them."""
+        more = ", …" if len(self.procs) > 8 else ""
+        return ", ".join(str(i.pid) for i in self.procs[:8]) + more
+
+
+ControlRequest = LaunchRequest | KillRequest | RestartRequest | ProcessRequest
 
 
 def kill_request(

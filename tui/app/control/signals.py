@@ -25,9 +25,10 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from dflash_tui.app.control.bridge import ControlError
+from dflash_tui.app.control.bridge import ControlError, Job
 from dflash_tui.app.control.confirm import ConfirmScreen
 from dflash_tui.app.control.kill_many import dump_each, kill_each, many_kill_text, refusals, sends
+from dflash_tui.app.control.requests import DUMP, ProcessRequest
 from dflash_tui.app.host.procs.tree import ProcInfo
 from dflash_tui.app.host.state import HostState
 from dflash_tui.core.base.config import HostConfig
@@ -37,7 +38,6 @@ from dflash_tui.core.base.text import safe_label
 from dflash_tui.core.control.pid import SIGNALS, known_refusal
 from dflash_tui.core.diagnosis.diagnose import Diagnosis
 
-DUMP = "py-spy"  # the menu's id of the py-spy dump
 # The menu's words for each choice (after the signal's name).
 WHAT = {
     "TERM": "ask it to stop; SIGKILL after {grace:.0f}s if it is still alive",
@@ -53,9 +53,7 @@ class Actions(Protocol):
 
     app: Any
 
-    def confirm(
-        self, state: HostState, screen: ConfirmScreen, name: str, job: Any, first: str
-    ) -> None: ...
+    def ask(self, req: ProcessRequest, screen: ConfirmScreen) -> None: ...
 
 
 class SignalMenu(ModalScreen[str | None]):
@@ -166,8 +164,8 @@ class ProcessSignals:
 
         self.app.run_worker(
             ask_then_menu(),
-            name="host tools",
-            group="host-tools",
+            name=f"host tools {state.key}",
+            group=f"host-tools:{state.index}",
             exclusive=True,
             exit_on_error=False,
         )
@@ -178,7 +176,7 @@ class ProcessSignals:
         if choice is None:
             return
         grace = state.bridge.grace
-        pids = ", ".join(str(i.pid) for i in sent[:8]) + (", …" if len(sent) > 8 else "")
+        req = ProcessRequest(state.key, tuple(sent), choice)
         if len(sent) == 1 and not refused:
             me = acting_user(state.cfg, state.snapshot, state.diagnosis)
             body = process_kill_text(sent[0], grace, me, choice)
@@ -188,25 +186,23 @@ class ProcessSignals:
         where = f"{len(sent)} processes" if many else f"process {sent[0].pid}"
         if choice == DUMP:
             title = f"py-spy dump of {where} on {state.key}?"
-            job = functools.partial(dump_each, state.bridge, sent, self._show_dump(state))
-            self.actions.confirm(
-                state,
-                ConfirmScreen(title, body, "Dump"),
-                "py-spy dump",
-                job,
-                f"py-spy dump of {pids} …",
-            )
+            self.actions.ask(req, ConfirmScreen(title, body, "Dump"))
             return
         verb = "Kill" if choice == "TERM" else f"Send SIG{choice} to"
-        title = f"{verb} {where} on {state.key}?"
-        job = functools.partial(kill_each, state.bridge, sent, signal=choice)
-        first = f"SIG{choice} to PID {pids} …"
         button = f"Send SIG{choice}"
         if choice == "TERM":
             button = "Kill all" if many else "Kill process"
-        self.actions.confirm(state, ConfirmScreen(title, body, button), "kill-process", job, first)
+        self.actions.ask(req, ConfirmScreen(f"{verb} {where} on {state.key}?", body, button))
 
-    def _show_dump(self, state: HostState) -> Callable[[str, Text], None]:
+    def send(self, req: ProcessRequest, state: HostState) -> tuple[str, Job, str]:
+        """What sending ``req`` runs: (the action's name, its job, the first step)."""
+        if req.signal == DUMP:
+            job: Job = functools.partial(dump_each, state.bridge, req.procs, self.show_dump(state))
+            return "py-spy dump", job, f"py-spy dump of {req.pids_text} …"
+        job = functools.partial(kill_each, state.bridge, req.procs, signal=req.signal)
+        return "kill-process", job, f"SIG{req.signal} to PID {req.pids_text} …"
+
+    def show_dump(self, state: HostState) -> Callable[[str, Text], None]:
         def show(title: str, body: Text) -> None:
             self.app.push_screen(
                 ConfirmScreen(f"{title} on {state.key}", body, None), lambda _: None
