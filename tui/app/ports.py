@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Protocol
 
-from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.timer import Timer
 from textual.worker import Worker
@@ -49,8 +48,6 @@ class AppPort(Protocol):
         exclusive: bool = ...,
         exit_on_error: bool = ...,
     ) -> Worker[None]: ...
-
-    def post_message(self, message: Message) -> bool: ...
 
     def set_timer(self, delay: float, callback: Callable[[], object]) -> Timer: ...
 

@@ -12,7 +12,7 @@ import asyncio
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.rundir import RunReport
@@ -30,6 +30,9 @@ from dflash_tui.core.control.script import (
     run_script,
 )
 from dflash_tui.core.link.transport import Transport, TransportError
+
+if TYPE_CHECKING:  # the annotations only (typing.Unpack is Python 3.11's)
+    from typing_extensions import Unpack
 
 
 @dataclass(frozen=True)
@@ -106,12 +109,23 @@ async def _wait_gone(
     return rep
 
 
+class KillOptions(TypedDict, total=False):
+    """``_kill``'s options, as ``kill`` and ``kill_latest`` pass them on."""
+
+    grace: float
+    progress: ProgressFn | None
+    cancel: Cancel | None
+    poll: float
+    kill_wait: float
+    check_gpu: bool
+
+
 async def kill(
     transport: Transport,
     host: HostConfig,
     *,
     run_id: str | None,
-    **kw: Any,
+    **kw: Unpack[KillOptions],
 ) -> KillResult:
     """SIGTERM the group of run ``run_id``, wait, then SIGKILL what remains (``_kill``).
 
@@ -124,7 +138,9 @@ async def kill(
     return await _kill(transport, host, run_id, **kw)
 
 
-async def kill_latest(transport: Transport, host: HostConfig, **kw: Any) -> KillResult:
+async def kill_latest(
+    transport: Transport, host: HostConfig, **kw: Unpack[KillOptions]
+) -> KillResult:
     """Kill the run root's latest run as the launch lock's holder finds it (a launch half-way
     is left a kill it carries out itself): ``dflash-tui kill``, and a job's members."""
     return await _kill(transport, host, "", **kw)

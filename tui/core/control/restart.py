@@ -13,7 +13,7 @@ import asyncio
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
@@ -24,7 +24,14 @@ from dflash_tui.core.base.timings import (
     START_WINDOW_S,
     RestartPolicy,
 )
-from dflash_tui.core.control.kill import KillResult, gpu_holders, kill, kill_latest, sample
+from dflash_tui.core.control.kill import (
+    KillOptions,
+    KillResult,
+    gpu_holders,
+    kill,
+    kill_latest,
+    sample,
+)
 from dflash_tui.core.control.launch import LaunchResult, launch
 from dflash_tui.core.control.policy import AutoRestart, Decision
 from dflash_tui.core.control.script import (
@@ -41,6 +48,9 @@ from dflash_tui.core.control.script import (
 from dflash_tui.core.control.supervisor_files import live_supervisor
 from dflash_tui.core.diagnosis.thresholds import DEFAULT, Thresholds
 from dflash_tui.core.link.transport import Transport, TransportError
+
+if TYPE_CHECKING:  # the annotations only (typing.Unpack is Python 3.11's)
+    from typing_extensions import Unpack
 
 
 @dataclass(frozen=True)
@@ -150,8 +160,22 @@ async def clear_compile_cache(transport: Transport, host: HostConfig) -> str:
     return f"no compile cache at {rep.facts.get('absent', path)}"
 
 
+class RestartOptions(TypedDict, total=False):
+    """``_restart``'s options, as ``restart`` and ``restart_latest`` pass them on."""
+
+    grace: float
+    start_window: float
+    release_timeout: float
+    clear_cache: bool
+    keep: int
+    thresholds: Thresholds
+    progress: ProgressFn | None
+    cancel: Cancel | None
+    poll: float
+
+
 async def restart(
-    transport: Transport, host: HostConfig, *, run_id: str | None, **kw: Any
+    transport: Transport, host: HostConfig, *, run_id: str | None, **kw: Unpack[RestartOptions]
 ) -> RestartResult:
     """Kill run ``run_id``, wait until its GPUs are released, optionally clear the cache,
     launch (``_restart``).
@@ -163,7 +187,9 @@ async def restart(
     return await _restart(transport, host, run_id, False, **kw)
 
 
-async def restart_latest(transport: Transport, host: HostConfig, **kw: Any) -> RestartResult:
+async def restart_latest(
+    transport: Transport, host: HostConfig, **kw: Unpack[RestartOptions]
+) -> RestartResult:
     """Restart the run root's latest run (``kill_latest``), or launch where it has none:
     ``dflash-tui restart``."""
     return await _restart(transport, host, None, True, **kw)
@@ -198,13 +224,13 @@ async def _restart(
         snap, _ = await sample(transport, host)
         if snap is not None:  # the GPUs the run uses: their memory must come back
             uuids = {h.uuid for h in gpu_holders(snap, pids) if h.uuid}
-    common = {"grace": grace, "progress": progress, "cancel": cancel, "poll": poll}
+    common = KillOptions(grace=grace, progress=progress, cancel=cancel, poll=poll, check_gpu=False)
     if latest:
-        k = await kill_latest(transport, host, check_gpu=False, **common)
+        k = await kill_latest(transport, host, **common)
     elif run_id is None:
         k = KillResult(True, "no run to kill")
     else:
-        k = await kill(transport, host, run_id=run_id, check_gpu=False, **common)
+        k = await kill(transport, host, run_id=run_id, **common)
     if k.refused or k.cancelled:
         return RestartResult(False, f"restart stopped: {k.message}", k)
     run_id = k.run_id if before.record is not None else None
