@@ -10,10 +10,11 @@ the help screen and the hints that name a key.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable, Mapping
 
 from textual.binding import Binding
-from textual.keys import _normalize_key_list, format_key
+from textual.keys import ASCII_KEY_NAMES, KEY_NAME_REPLACEMENTS, format_key
 
 from dflash_tui.app.keys.table import (
     DESTRUCTIVE,
@@ -24,6 +25,24 @@ from dflash_tui.app.keys.table import (
     MAIN_BINDINGS,
 )
 from dflash_tui.core.base.config_keymap import Keymap
+
+
+def key_names(keys: str) -> list[str]:
+    """A comma-separated key list as Textual names its keys ("?" is "question_mark"): one
+    letter or digit stays itself, another character takes its Unicode name."""
+    return [_key_name(k.strip()) for k in keys.split(",")]
+
+
+def _key_name(key: str) -> str:
+    if len(key) != 1:
+        return key
+    name = key
+    if not key.isalnum():
+        try:
+            name = unicodedata.name(key).lower().replace("-", "_").replace(" ", "_")
+        except ValueError:
+            name = ASCII_KEY_NAMES.get(key, key)
+    return KEY_NAME_REPLACEMENTS.get(name, name)
 
 
 def _bindings() -> Iterable[Binding]:
@@ -43,7 +62,7 @@ def keymap_problems(keymap: Keymap) -> list[str]:
     for b in _bindings():
         keys = user.get(b.id or "", b.key)
         name = b.id or b.action.removeprefix("app.")
-        for key in _normalize_key_list(keys).split(","):
+        for key in key_names(keys):
             if name not in holders.setdefault(key, []):
                 holders[key].append(name)
     problems = []
@@ -60,7 +79,7 @@ def key_text(user: Mapping[str, str], binding_id: str, default: str) -> str:
     keys = user.get(binding_id)
     if keys is None:
         return default
-    return " / ".join(format_key(k) for k in _normalize_key_list(keys).split(","))
+    return " / ".join(format_key(k) for k in key_names(keys))
 
 
 def help_keys(
