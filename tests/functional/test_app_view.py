@@ -221,7 +221,7 @@ async def test_theme_key_cycles_and_bad_user_theme_is_a_notification(
         await settle(pilot, app, 1)
         assert app.theme == "dflash-light"
         assert "mine" in app.available_themes
-        assert len(app.theme_errors) == 2
+        assert len(app.app_themes.errors) == 2
         assert {n.title for n in app._notifications} == {"theme"}
         seen = []
         for _ in range(4):
@@ -235,7 +235,7 @@ async def test_unknown_theme_falls_back() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app, 1)
         assert app.theme == "dflash-dark"
-        assert any("nope" in e for e in app.theme_errors)
+        assert any("nope" in e for e in app.app_themes.errors)
 
 
 async def test_process_tree_updates_in_place_and_keeps_expansion() -> None:

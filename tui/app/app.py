@@ -32,7 +32,7 @@ from dflash_tui.app.keys.table import DESTRUCTIVE, HISTORY_ACTIONS, HOST_ACTIONS
 from dflash_tui.app.screens.help import HelpScreen
 from dflash_tui.app.screens.main import MainScreen
 from dflash_tui.app.screens.overview import HostOverview
-from dflash_tui.app.widgets.themes import BUNDLED, DEFAULT_THEME, discover
+from dflash_tui.app.widgets.themes import AppThemes
 from dflash_tui.app.widgets.waits import WaitBar
 from dflash_tui.core.base.config import Config
 from dflash_tui.core.base.invocation import quit_commands
@@ -63,9 +63,7 @@ class DflashApp(ViewKeys, App[None]):
         self.host_states = make_hosts(cfg, sources or [source], control, Bridge)
         self.selected = 0  # the host shown in detail; keys act on it
         self.samples = 0  # samples drawn, all hosts together (tests wait on this)
-        self.theme_errors: list[str] = []
         self.draw_errors: set[str] = set()
-        self.theme_names: list[str] = []
         self.feeds = HostFeeds(self)  # each host's samples, to its pane
         self.log_keys = LogKeys(self)  # tui/app/host/log_keys.py
         self.alerts = AppAlerts(self, cfg.alerts)  # tui/app/host/alerts.py
@@ -73,7 +71,7 @@ class DflashApp(ViewKeys, App[None]):
         self.control = ControlActions(self, self.auto_restarts)  # the run keys, per host
         self.user_keys = dict(cfg.keys)  # [keys]: binding id -> keys (tui/app/keys/keymap.py)
         self.set_keymap(self.user_keys)
-        self._register_themes()
+        self.app_themes = AppThemes(self, cfg.theme)  # t cycles them (tui/app/host/view_keys.py)
 
     def notify(
         self,
@@ -96,37 +94,6 @@ class DflashApp(ViewKeys, App[None]):
             markup=markup,
         )
 
-    # -- themes --
-
-    def _register_themes(self) -> None:
-        themes, self.theme_errors = discover()
-        for theme in themes:
-            self.register_theme(theme)
-        names = [t.name for t in themes]
-        self.theme_names = [n for n in BUNDLED if n in names] + [
-            n for n in names if n not in BUNDLED
-        ]
-
-    def _apply_start_theme(self) -> None:
-        wanted = self.cfg.theme or DEFAULT_THEME
-        if wanted in self.available_themes:
-            self.theme = wanted
-        else:
-            self.theme_errors.append(
-                f"theme {wanted!r} not found; using {DEFAULT_THEME} "
-                f"(available: {', '.join(self.theme_names)})"
-            )
-            if DEFAULT_THEME in self.available_themes:
-                self.theme = DEFAULT_THEME
-        for err in self.theme_errors:
-            self.notify(err, title="theme", severity="warning", timeout=8)
-
-    def action_next_theme(self) -> None:
-        names = self.theme_names or [self.theme]
-        i = names.index(self.theme) if self.theme in names else -1
-        self.theme = names[(i + 1) % len(names)]
-        self.notify(f"theme: {self.theme}", timeout=2)
-
     # -- screen and data flow (tui/app/host/feeds.py) --
 
     def get_driver_class(self) -> type[Driver]:
@@ -136,7 +103,7 @@ class DflashApp(ViewKeys, App[None]):
         return MainScreen([s.key for s in self.host_states], self.read_only, self.apply_filter)
 
     def on_mount(self) -> None:
-        self._apply_start_theme()
+        self.app_themes.apply_start()
         # After the first refresh every composed widget (tab panes too) is mounted.
         self.call_after_refresh(self.feeds.start)
         self.call_after_refresh(self.auto_restarts.start)

@@ -13,6 +13,7 @@ from textual.widget import Widget
 from dflash_tui.app.host.log_keys import LogKeys
 from dflash_tui.app.host.pane import HostPane
 from dflash_tui.app.ports import AppPort
+from dflash_tui.app.widgets.themes import AppThemes
 
 
 class RunKeys(Protocol):
@@ -45,6 +46,9 @@ class ViewApp(AppPort, Protocol):
 
     @property
     def feeds(self) -> SamplesNow: ...
+
+    @property
+    def app_themes(self) -> AppThemes: ...
 
     @property
     def focused(self) -> Widget | None: ...
@@ -131,6 +135,9 @@ class ViewKeys:
             self.screen.focus_next()  # the main screen: its binding called this
         elif self.control.waits_active():
             self.control.cancel_wait()
+
+    def action_next_theme(self: ViewApp) -> None:
+        self.app_themes.next()
 
     def action_refresh(self: ViewApp) -> None:
         """R: sample every host now, beside its stream (tui/app/host/feeds.py)."""

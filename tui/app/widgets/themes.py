@@ -13,6 +13,7 @@ from importlib.abc import Traversable
 from pathlib import Path
 from typing import Any
 
+from textual.app import App
 from textual.theme import Theme
 
 from dflash_tui.core.base.config import config_dir
@@ -131,3 +132,38 @@ def discover(user: Path | None = None) -> tuple[list[Theme], list[str]]:
     if missing:
         errors.append(f"bundled themes not found: {', '.join(missing)} (broken install?)")
     return list(themes.values()), errors
+
+
+class AppThemes:
+    """The app's themes: every theme file registered at start (the bundled ones first), the
+    config's theme applied once the app runs (a missing or broken one said, the default
+    used), and ``t`` cycling through them."""
+
+    def __init__(self, app: App[Any], wanted: str | None) -> None:
+        self.app, self.wanted = app, wanted
+        themes, self.errors = discover()
+        for theme in themes:
+            app.register_theme(theme)
+        names = [t.name for t in themes]
+        self.names = [n for n in BUNDLED if n in names] + [n for n in names if n not in BUNDLED]
+
+    def apply_start(self) -> None:
+        app, wanted = self.app, self.wanted or DEFAULT_THEME
+        if wanted in app.available_themes:
+            app.theme = wanted
+        else:
+            self.errors.append(
+                f"theme {wanted!r} not found; using {DEFAULT_THEME} "
+                f"(available: {', '.join(self.names)})"
+            )
+            if DEFAULT_THEME in app.available_themes:
+                app.theme = DEFAULT_THEME
+        for err in self.errors:
+            app.notify(err, title="theme", severity="warning", timeout=8)
+
+    def next(self) -> None:
+        app = self.app
+        names = self.names or [app.theme]
+        i = names.index(app.theme) if app.theme in names else -1
+        app.theme = names[(i + 1) % len(names)]
+        app.notify(f"theme: {app.theme}", timeout=2)
