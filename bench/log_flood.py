@@ -19,9 +19,9 @@ from textual import events
 
 import dflash_tui
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.logs.area import LogArea
-from dflash_tui.app.logs.tail import LogTail
-from dflash_tui.app.source import ScriptedSource
+from dflash_tui.app.host.logs.area import LogArea
+from dflash_tui.app.host.logs.tail import LogTail
+from dflash_tui.app.host.source import ScriptedSource
 from dflash_tui.core.base.config import Config
 from dflash_tui.core.base.snapshot import Snapshot
 

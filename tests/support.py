@@ -27,7 +27,7 @@ async def open_kill_process_dialog(pilot: Pilot, app: Any, pid: int, signal: str
     """Select ``pid`` in the process tree as a user would (the whole machine with ``w``, as
     the tree shows only the run's processes and GPU holders at first; open the way to it),
     press K, choose ``signal`` in the menu, and return the confirm dialog's text."""
-    from dflash_tui.app.procs.tree import ProcTree
+    from dflash_tui.app.host.procs.tree import ProcTree
 
     tree = app.screen.query_one(ProcTree)
     await until(pilot, lambda: app.samples >= 1)
@@ -51,8 +51,8 @@ async def pick_signal(pilot: Pilot, app: Any, choice: str | None) -> list[str]:
     """After K: choose ``choice`` in the process menu as a user would (arrows, enter) and wait
     for the confirm; the menu's choices are returned. A process control refuses gets no menu:
     the refusal dialog comes at once (then nothing is chosen). ``choice`` None: esc."""
-    from dflash_tui.app.screens import ConfirmScreen
-    from dflash_tui.app.signals import SignalMenu
+    from dflash_tui.app.control.confirm import ConfirmScreen
+    from dflash_tui.app.control.signals import SignalMenu
 
     await until(pilot, lambda: isinstance(app.screen, (ConfirmScreen, SignalMenu)))
     if isinstance(app.screen, ConfirmScreen):

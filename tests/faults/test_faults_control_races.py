@@ -32,7 +32,7 @@ from control_faults import (
 )
 
 from dflash_tui.core.base.config import HostConfig
-from dflash_tui.core.control.kill import kill
+from dflash_tui.core.control.kill import kill_latest
 from dflash_tui.core.control.launch import launch
 from dflash_tui.core.control.script import ControlError, _script, fetch_run
 from dflash_tui.core.link import container as containers
@@ -178,7 +178,7 @@ async def test_a_kill_while_the_launcher_is_paused_stops_the_job_for_good(
     cmd = f"echo $$ >> {job_pids}; exec sleep 60"
     launcher = start_launcher(runs, cmd, tmp_path, env)
     assert wait_for(lambda: any(proc_state(p) == "T" for p in pids_in(pidfile))), "no pause"
-    k = await kill(t, host(runs, cmd, tmp_path), grace=1, poll=0.05, check_gpu=False)
+    k = await kill_latest(t, host(runs, cmd, tmp_path), grace=1, poll=0.05, check_gpu=False)
     for pid in pids_in(pidfile):
         os.kill(pid, signal.SIGCONT)
     launcher.wait(timeout=30)
@@ -199,7 +199,9 @@ async def test_a_kill_right_after_the_pid_file_stops_the_job(runs: Path, tmp_pat
     env = dict(os.environ, DFLASH_CONTROL_PAUSE="started")
     launcher = start_launcher(runs, "exec sleep 60", tmp_path, env)
     assert wait_for(lambda: proc_state(launcher.pid) == "T"), "the launcher did not pause"
-    k = await kill(t, host(runs, "exec sleep 60", tmp_path), grace=1, poll=0.05, check_gpu=False)
+    k = await kill_latest(
+        t, host(runs, "exec sleep 60", tmp_path), grace=1, poll=0.05, check_gpu=False
+    )
     os.kill(launcher.pid, signal.SIGCONT)
     launcher.wait(timeout=30)
     assert k.ok and not marked(runs), k
@@ -236,7 +238,7 @@ async def test_a_child_that_drops_the_marker_and_calls_setsid(
     res = await launch(t, h, **FAST)
     assert res.ok, res
     assert wait_for(lambda: bool(pids_in(escapees))), "the job did not start its escapee"
-    k = await kill(t, h, grace=1, poll=0.05, check_gpu=False)
+    k = await kill_latest(t, h, grace=1, poll=0.05, check_gpu=False)
     left = {p for p in pids_in(escapees) if alive(p)}
     # A kill that says plainly "stopped" while a process of the job lives is a false report;
     # saying it cannot account for such processes is the truth on a host without cgroups.
@@ -284,7 +286,7 @@ async def test_a_runtime_that_exits_3_is_never_read_as_an_answer(
     bad = LocalTransport(wrap=eater.wrap)
     outcome = "raised"
     try:
-        k = await kill(bad, h, grace=1, poll=0.05, check_gpu=False)
+        k = await kill_latest(bad, h, grace=1, poll=0.05, check_gpu=False)
         outcome = f"kill said ok={k.ok}: {k.message}"
     except ControlError as exc:
         assert "no answer" in str(exc) and "exit 3" in str(exc), exc  # it printed nothing

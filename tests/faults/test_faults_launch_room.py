@@ -17,7 +17,7 @@ import pytest
 from control_faults import marked, read_only, record, tmpfs
 
 from dflash_tui.core.base.config import HostConfig
-from dflash_tui.core.control.kill import kill
+from dflash_tui.core.control.kill import kill_latest
 from dflash_tui.core.control.launch import launch
 from dflash_tui.core.link.transport import LocalTransport
 
@@ -66,7 +66,7 @@ async def test_a_launch_without_room_fails_at_once_with_its_cause(
         took = time.monotonic() - t0
         live = marked(root)
         # A job that runs is one kill can find and stop.
-        k = await kill(t, h, grace=1, poll=0.05, check_gpu=False) if live else None
+        k = await kill_latest(t, h, grace=1, poll=0.05, check_gpu=False) if live else None
         untracked = len(marked(root)) if live else 0
         false = int(res.ok or res.state == "starting" or (res.ok and res.pid is None))
         named = cause in (res.error or "") and took < 10
@@ -85,5 +85,5 @@ async def test_a_launch_into_a_root_with_room_still_starts(tmp_path: Path) -> No
         h = HostConfig(command=JOB, run_root=str(root), workdir=str(tmp_path))
         res = await launch(t, h, start_window=0.3, poll=0.05)
         assert res.ok and res.pid is not None, res
-        assert (await kill(t, h, grace=1, poll=0.05, check_gpu=False)).ok
+        assert (await kill_latest(t, h, grace=1, poll=0.05, check_gpu=False)).ok
         assert not marked(root)

@@ -22,7 +22,7 @@ from support import until
 from textual.pilot import Pilot
 
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.header import RunHeader
+from dflash_tui.app.host.header import RunHeader
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.probe import main as probe_main
 

@@ -14,8 +14,8 @@ from fakes.proberun import ProbeStream
 from support import until
 
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.logs.tail import LogTail
-from dflash_tui.app.source import ScriptedSource
+from dflash_tui.app.host.logs.tail import LogTail
+from dflash_tui.app.host.source import ScriptedSource
 from dflash_tui.core.base.config import Config
 from dflash_tui.core.base.snapshot import Snapshot
 

@@ -15,7 +15,7 @@ from fakes.scenario import FakeSmi, gpu
 from support import until
 
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.gpus.grid import GpuGrid
+from dflash_tui.app.host.gpus.grid import GpuGrid
 from dflash_tui.core.base.config import Config, HostConfig
 
 WILD = ("99999999999999991611392", "1e+23", "-1000", "100000", "-5")
@@ -38,7 +38,7 @@ async def test_wild_readings_are_unknown_and_flagged(fake_smi: FakeSmi, tmp_path
         await pilot.pause(0.3)
         grid = app.screen.query_one(GpuGrid)
         panels = {i: str(p.render()) for i, p in grid.panels.items()}
-        snap, diag = app.last.snapshot, app.last.diagnosis  # type: ignore[union-attr]
+        snap, diag = app.current.last.snapshot, app.current.last.diagnosis  # type: ignore[union-attr]
     drawn = panels[0] + "\n" + panels[1]
     assert [w for w in WILD if w in drawn] == []
     g0, g1 = snap.gpus

@@ -40,7 +40,7 @@ def app_for(root: Path, job: str, alerts: AlertSettings, policy: RestartPolicy) 
 
 
 def timeline(app: DflashApp) -> str:
-    return "\n".join(e.text for e in app.timeline.events if e.kind == "alert")
+    return "\n".join(e.text for e in app.current.timeline.events if e.kind == "alert")
 
 
 async def test_the_app_alerts_when_nobody_supervises(root: Path, tmp_path: Path) -> None:
@@ -125,9 +125,9 @@ async def test_an_unreachable_host_is_told_even_beside_a_live_supervisor(tmp_pat
     import logging
     import time
 
-    from dflash_tui.app.alerts import HostAlerts
-    from dflash_tui.app.hosts import make_hosts
-    from dflash_tui.app.messages import SampleReady
+    from dflash_tui.app.host.alerts import HostAlerts
+    from dflash_tui.app.host.sample import SampleReady
+    from dflash_tui.app.host.state import make_hosts
     from dflash_tui.core.alerts.events import Said
     from dflash_tui.core.base.snapshot import Snapshot
     from dflash_tui.core.diagnosis.tracker import Tracker

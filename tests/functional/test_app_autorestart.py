@@ -12,10 +12,10 @@ from support import until
 from textual.pilot import Pilot
 
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.autorestart import AUTO_GROUP
-from dflash_tui.app.findings.panel import TimelineList
-from dflash_tui.app.header import RunHeader
-from dflash_tui.app.screens import ConfirmScreen
+from dflash_tui.app.control.autorestart import AUTO_GROUP
+from dflash_tui.app.control.confirm import ConfirmScreen
+from dflash_tui.app.host.findings.panel import TimelineList
+from dflash_tui.app.host.header import RunHeader
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.timings import RestartPolicy
 from dflash_tui.core.control import kill as control_kill
@@ -33,7 +33,7 @@ async def root(tmp_path: Path) -> AsyncIterator[Path]:
     h = HostConfig(run_root=str(tmp_path / "runs"))
     transport = make_transport(h)  # whatever a test left alive goes, through control
     try:
-        await control_kill.kill(transport, h, grace=2.0, check_gpu=False)
+        await control_kill.kill_latest(transport, h, grace=2.0, check_gpu=False)
     finally:
         await transport.close()
 
@@ -58,7 +58,7 @@ def supervisors(app: DflashApp) -> int:
 
 
 def run_state(app: DflashApp) -> str:
-    return app.last.diagnosis.run_state if app.last else "?"
+    return app.current.last.diagnosis.run_state if app.current.last else "?"
 
 
 async def started(pilot: Pilot, app: DflashApp) -> None:
@@ -72,7 +72,7 @@ async def test_crash_loop_restarts_then_goes_fatal(root: Path) -> None:
         assert supervisors(app) == 1 and "auto-restart on" in header(app)
         await pilot.press("l")
         await until(pilot, lambda: app.current.auto == "fatal", timeout=15)
-        events = list(app.timeline.events)
+        events = list(app.current.timeline.events)
         assert sum(e.kind == "restarted" for e in events) == 2
         fatal = [e for e in events if e.kind == "FATAL"]
         assert len(fatal) == 1 and "exit 3" in fatal[0].text and "after 2 restarts" in fatal[0].text
@@ -102,7 +102,7 @@ async def test_toggle_and_a_manual_kill_is_not_undone(root: Path) -> None:
         await until(pilot, lambda: supervisors(app) == 1)
         await pilot.press("l")
         await until(pilot, lambda: run_state(app) == "running")
-        await until(pilot, lambda: not app.waits_active())  # the launch action has ended
+        await until(pilot, lambda: not app.control.waits_active())  # the launch action has ended
         await pilot.press("k")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")
@@ -112,13 +112,13 @@ async def test_toggle_and_a_manual_kill_is_not_undone(root: Path) -> None:
             pilot,
             lambda: any(
                 e.kind == "auto-restart" and "stopped on request: not restarted" in e.text
-                for e in app.timeline.events
+                for e in app.current.timeline.events
             ),
         )
         await pilot.pause(1.0)  # ten supervisor polls: nothing is relaunched
         assert len(run_dirs(root)) == 1 and run_state(app) == "killed"
         assert supervisors(app) == 1 and app.current.auto == "on"
-        assert not any(e.kind == "restarted" for e in app.timeline.events)
+        assert not any(e.kind == "restarted" for e in app.current.timeline.events)
 
 
 async def test_read_only_never_supervises(root: Path) -> None:

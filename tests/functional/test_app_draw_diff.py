@@ -23,16 +23,16 @@ from textual.widgets._progress_bar import Bar
 
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.findings.panel import FindingsList
-from dflash_tui.app.gpus.board import GpuBoard
-from dflash_tui.app.gpus.grid import GpuGrid
-from dflash_tui.app.gpus.panel import held
-from dflash_tui.app.header import RunHeader
-from dflash_tui.app.logs.area import LogArea
-from dflash_tui.app.procs.gpu_table import GpuProcView
-from dflash_tui.app.procs.tree import ProcTree
-from dflash_tui.app.source import ScriptedSource
-from dflash_tui.app.waits import WaitBar
+from dflash_tui.app.host.findings.panel import FindingsList
+from dflash_tui.app.host.gpus.board import GpuBoard
+from dflash_tui.app.host.gpus.grid import GpuGrid
+from dflash_tui.app.host.gpus.panel import held
+from dflash_tui.app.host.header import RunHeader
+from dflash_tui.app.host.logs.area import LogArea
+from dflash_tui.app.host.procs.gpu_table import GpuProcView
+from dflash_tui.app.host.procs.tree import ProcTree
+from dflash_tui.app.host.source import ScriptedSource
+from dflash_tui.app.widgets.waits import WaitBar
 from dflash_tui.core.base.config import Config
 from dflash_tui.core.base.snapshot import Snapshot
 

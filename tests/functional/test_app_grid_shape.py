@@ -14,9 +14,9 @@ from textual.pilot import Pilot
 from dflash_train.topology import Topology
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.gpus.fit import PANEL_H
-from dflash_tui.app.gpus.grid import GpuGrid
-from dflash_tui.app.source import ScriptedSource
+from dflash_tui.app.host.gpus.fit import PANEL_H
+from dflash_tui.app.host.gpus.grid import GpuGrid
+from dflash_tui.app.host.source import ScriptedSource
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 

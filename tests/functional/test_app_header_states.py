@@ -16,8 +16,8 @@ import pytest
 from support import until
 
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.header import RunHeader
-from dflash_tui.app.source import ScriptedSource
+from dflash_tui.app.host.header import RunHeader
+from dflash_tui.app.host.source import ScriptedSource
 from dflash_tui.core.base.config import Config
 from dflash_tui.core.base.snapshot import Snapshot
 

@@ -1,4 +1,4 @@
-"""The History tab (tui/app/history/): `e` reaches it, its keys work (and show) only while it
+"""The History tab (tui/app/host/history/): `e` reaches it, its keys work (and show) only while it
 is shown, `z` and `<`/`>` change the plotted span, and the plots draw the whole run's steps,
 which reach it from a real run's event stream through the real probe."""
 
@@ -14,10 +14,10 @@ from textual.widgets import Static
 
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.history.plot import HistoryPlot
-from dflash_tui.app.history.view import HistoryView
-from dflash_tui.app.screens import HelpScreen
-from dflash_tui.app.source import ScriptedSource
+from dflash_tui.app.host.history.plot import HistoryPlot
+from dflash_tui.app.host.history.view import HistoryView
+from dflash_tui.app.host.source import ScriptedSource
+from dflash_tui.app.screens.help import HelpScreen
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.control import kill as control_kill
 from dflash_tui.core.link.connect import make_transport
@@ -124,7 +124,7 @@ async def host(tmp_path: Path) -> AsyncIterator[HostConfig]:
     yield h
     transport = make_transport(h)  # the job goes, through control
     try:
-        await control_kill.kill(transport, h, grace=2.0, check_gpu=False)
+        await control_kill.kill_latest(transport, h, grace=2.0, check_gpu=False)
     finally:
         await transport.close()
 
@@ -139,7 +139,7 @@ async def test_a_live_runs_steps_reach_the_history_each_once_in_order(host: Host
         losses = [y for _, y in history.loss.points()]
         assert losses == [k + 1.5 for k in range(len(losses))]  # from step 1, none twice
         assert [y for _, y in history.tok_s.points()][:3] == [1001.0, 1002.0, 1003.0]
-        assert history.steps_path == f"{app.last.diagnosis.run.dir}/events.jsonl"  # type: ignore[union-attr]
+        assert history.steps_path == f"{app.current.last.diagnosis.run.dir}/events.jsonl"  # type: ignore[union-attr]
 
 
 async def test_plots_that_cannot_be_made_are_said_so_in_the_tab(

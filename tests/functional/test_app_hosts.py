@@ -18,15 +18,16 @@ from textual.pilot import Pilot
 
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.findings.panel import FindingsList
-from dflash_tui.app.gpus.grid import GpuGrid
-from dflash_tui.app.header import RunHeader
-from dflash_tui.app.hosts import summarize
-from dflash_tui.app.logs.tail import LogTail
-from dflash_tui.app.overview import HostOverview
-from dflash_tui.app.procs.tree import ProcTree
-from dflash_tui.app.screens import ConfirmScreen, HelpScreen
-from dflash_tui.app.source import Disconnected, ScriptedSource
+from dflash_tui.app.control.confirm import ConfirmScreen
+from dflash_tui.app.host.findings.panel import FindingsList
+from dflash_tui.app.host.gpus.grid import GpuGrid
+from dflash_tui.app.host.header import RunHeader
+from dflash_tui.app.host.logs.tail import LogTail
+from dflash_tui.app.host.procs.tree import ProcTree
+from dflash_tui.app.host.source import Disconnected, ScriptedSource
+from dflash_tui.app.host.state import summarize
+from dflash_tui.app.screens.help import HelpScreen
+from dflash_tui.app.screens.overview import HostOverview
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.control import kill as control_kill
@@ -100,7 +101,7 @@ async def test_switching_shows_each_host_and_keeps_its_state() -> None:
         tail_b = app.screen.query_one("#host-1").query_one(LogTail)
         received, events_b = tail_b.store.received, len(app.host_states[1].timeline.events)
         await pilot.press("right_square_bracket")
-        assert app.selected == 1 and shown(app) == 1 and app.host.address == B
+        assert app.selected == 1 and shown(app) == 1 and app.current.cfg.address == B
         assert all(codes == ("ok",) for codes in labels(app, 1).values())
         header = pane_text(app, 1, RunHeader)
         assert "gpu-b" in header and "RUNNING" in header
@@ -109,7 +110,7 @@ async def test_switching_shows_each_host_and_keeps_its_state() -> None:
         assert shown(app) == 0 and "gpu-a" in pane_text(app, 0, RunHeader)
         assert {i for i, c in labels(app, 0).items() if c == ("idle",)} == {0, 1, 4, 5, 6}
         await pilot.press("2")
-        assert shown(app) == 1 and app.last is app.host_states[1].last
+        assert shown(app) == 1 and app.current.last is app.host_states[1].last
         await pilot.press("1")
         assert shown(app) == 0
         await pilot.click(HostOverview, offset=(6, 1))  # a click on B's row
@@ -278,7 +279,7 @@ async def local_hosts(tmp_path: Path) -> AsyncIterator[tuple[HostConfig, HostCon
     for h in hosts:  # whatever a test left alive goes, through control
         transport = make_transport(h)
         try:
-            await control_kill.kill(transport, h, grace=2.0, check_gpu=False)
+            await control_kill.kill_latest(transport, h, grace=2.0, check_gpu=False)
         finally:
             await transport.close()
 
@@ -308,7 +309,7 @@ async def test_launch_and_kill_act_on_the_shown_host_only(
         assert len(run_dirs(hb)) == 1 and run_dirs(ha) == []
         assert a.diagnosis is not None and a.diagnosis.run_state == "none"
         assert "RUNNING" in row(app, 1) and "NONE" in row(app, 0)
-        await until(pilot, lambda: not app.waits_active())  # the launch action has ended
+        await until(pilot, lambda: not app.control.waits_active())  # the launch action has ended
         await pilot.press("k")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         assert app.screen.title_text.endswith("on local#2?")  # type: ignore[attr-defined]

@@ -1,6 +1,8 @@
 """Two live hosts in the app, the second over a real loopback OpenSSH sshd: the sshd goes away,
 its row says DOWN while this machine's host keeps updating, and it comes back.
 
+An action on the host that is down says so at once and never holds up the other host's.
+
 Uses tests/integration/loopback_sshd.py (skipped without /usr/sbin/sshd or root, as there).
 """
 
@@ -8,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,11 +19,15 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 
 from loopback_sshd import ALIAS, LoopbackSshd, sshd_unavailable
-from support import until
+from support import screen_text, until
 
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.overview import HostOverview
+from dflash_tui.app.control.confirm import ConfirmScreen
+from dflash_tui.app.screens.overview import HostOverview
 from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.control.kill import kill_latest
+from dflash_tui.core.control.launch import launch
+from dflash_tui.core.link.transport import LocalTransport
 
 pytestmark = [pytest.mark.ssh, pytest.mark.slow]
 
@@ -61,3 +68,52 @@ async def test_ssh_host_down_and_back_while_the_local_host_updates(
         server.start()
         await until(pilot, lambda: b.link == "connected" and b.samples > drawn_b, timeout=30)
         assert "DOWN" not in overview.row_text(1)
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any live (non-zombie) process is in group ``pgid``, read from /proc."""
+    for entry in Path("/proc").iterdir():
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            return True
+    return False
+
+
+async def test_an_action_on_a_host_that_is_down_says_so_and_never_holds_up_another(
+    server: LoopbackSshd, tmp_path: Path
+) -> None:
+    """``l`` on the host whose sshd went away says at once that nothing was sent; ``k`` ``y``
+    on this machine's host right after kills its run within seconds."""
+    local = HostConfig(
+        command="exec sleep 300", run_root=str(tmp_path / "a"), workdir=str(tmp_path)
+    )
+    remote = HostConfig(address=ALIAS, run_root=str(tmp_path / "b"))
+    t = LocalTransport()
+    run = await launch(t, local, start_window=0.3)
+    assert run.ok and run.pgid is not None
+    app = DflashApp(Config(hosts=(local, remote), interval=0.3))
+    a, b = app.host_states
+    try:
+        async with app.run_test(size=(120, 40), notifications=True) as pilot:
+            await until(pilot, lambda: a.live_run() is not None and b.samples >= 1)
+            server.stop()
+            await until(pilot, lambda: b.link == "down", timeout=30)
+            await pilot.press("2")
+            assert app.current is b
+            t0 = time.monotonic()
+            await pilot.press("l")
+            await until(pilot, lambda: "launch not sent" in screen_text(app), timeout=2)
+            assert time.monotonic() - t0 < 2 and not app.control.waits_active()
+            await pilot.press("1")
+            await pilot.press("k")
+            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), timeout=5)
+            t0 = time.monotonic()
+            await pilot.press("y")
+            await until(pilot, lambda: not group_alive(run.pgid or 0), timeout=8)
+            assert time.monotonic() - t0 < 8
+    finally:
+        await kill_latest(t, local, grace=1.0, check_gpu=False)
+        await t.close()

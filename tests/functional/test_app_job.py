@@ -21,9 +21,9 @@ from supervise_util import cleanup
 from support import until
 
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.overview import HostOverview, job_text
-from dflash_tui.app.palette import palette_for
-from dflash_tui.app.screens import ConfirmScreen
+from dflash_tui.app.control.confirm import ConfirmScreen
+from dflash_tui.app.screens.overview import HostOverview, job_text
+from dflash_tui.app.widgets.palette import palette_for
 from dflash_tui.core.base.config import Config, load_file
 from dflash_tui.core.base.config_record import RecordSettings
 from dflash_tui.core.diagnosis.job import MemberView
@@ -96,7 +96,7 @@ async def test_the_app_launches_and_kills_a_job_on_both_hosts(
             assert [len(runs(r)) for r in roots] == [1, 1]
             await until(pilot, lambda: "RUNNING" in overview.row_text(2), timeout=10)
             assert overview.row_text(2).startswith("  job pair  RUNNING  2 nodes: a running")
-            await until(pilot, lambda: not app.waits_active(), timeout=30)
+            await until(pilot, lambda: not app.control.waits_active(), timeout=30)
             await pilot.press("k")
             await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
             await pilot.press("y")

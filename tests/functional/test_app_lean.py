@@ -13,7 +13,7 @@ import json, sys
 import asyncio
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.source import ScriptedSource
+from dflash_tui.app.host.source import ScriptedSource
 from dflash_tui.core.base.config import Config
 
 out = {}
@@ -42,7 +42,7 @@ def test_the_app_loads_neither_plotext_nor_urllib_until_used() -> None:
     assert res.returncode == 0, res.stderr[-3000:]
     out = json.loads(res.stdout.splitlines()[-1])
     before, after = set(out["before"]), set(out["after"])
-    assert "dflash_tui.app.host_pane" in before  # the list is the running app's
+    assert "dflash_tui.app.host.pane" in before  # the list is the running app's
     for name in ("plotext", "textual_plotext", "http.client", "urllib.request"):
         assert name not in before, name
     # Opening the History tab brings plotext, and its five plots are drawn.

@@ -20,12 +20,12 @@ from support import live_group, open_kill_process_dialog, until
 from textual.pilot import Pilot
 
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.gpus.grid import GpuGrid
-from dflash_tui.app.header import RunHeader
-from dflash_tui.app.logs.tail import LogTail
-from dflash_tui.app.procs.tree import ProcTree
-from dflash_tui.app.screens import ConfirmScreen
-from dflash_tui.app.waits import WaitBar
+from dflash_tui.app.control.confirm import ConfirmScreen
+from dflash_tui.app.host.gpus.grid import GpuGrid
+from dflash_tui.app.host.header import RunHeader
+from dflash_tui.app.host.logs.tail import LogTail
+from dflash_tui.app.host.procs.tree import ProcTree
+from dflash_tui.app.widgets.waits import WaitBar
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.rundir import group_members
 from dflash_tui.core.control import kill as control_kill
@@ -44,7 +44,7 @@ async def host(tmp_path: Path) -> AsyncIterator[HostConfig]:
     yield h
     transport = make_transport(h)  # whatever a test left alive goes, through control
     try:
-        await control_kill.kill(transport, h, grace=2.0, check_gpu=False)
+        await control_kill.kill_latest(transport, h, grace=2.0, check_gpu=False)
     finally:
         await transport.close()
 
@@ -54,7 +54,7 @@ def live(host: HostConfig, **kw: object) -> DflashApp:
 
 
 def state(app: DflashApp) -> str:
-    return app.last.diagnosis.run_state if app.last else "?"
+    return app.current.last.diagnosis.run_state if app.current.last else "?"
 
 
 async def launch(pilot: Pilot, app: DflashApp) -> set[str]:
@@ -70,7 +70,7 @@ async def launch(pilot: Pilot, app: DflashApp) -> set[str]:
     await pilot.press("l")
     await until(pilot, running_with_lines)
     # The launch action ends after its start window; a key pressed before is refused.
-    await until(pilot, lambda: not app.waits_active())
+    await until(pilot, lambda: not app.control.waits_active())
     return seen
 
 
@@ -84,16 +84,16 @@ async def test_launch_key_shows_starting_and_lines_arriving(host: HostConfig) ->
         await pilot.pause(0.2)
         drawn = list(tail.log_view.lines)
         assert drawn and all(x.startswith("step=") for x in drawn)  # the default filter
-        assert app.tracker.progress.last_step and app.tracker.progress.last.tok_s  # type: ignore[union-attr]
+        assert app.current.tracker.progress.last_step and app.current.tracker.progress.last.tok_s  # type: ignore[union-attr]
         header = str(app.screen.query_one(RunHeader).render())
-        assert "RUNNING" in header and app.last.diagnosis.run.id in header  # type: ignore[union-attr]
+        assert "RUNNING" in header and app.current.last.diagnosis.run.id in header  # type: ignore[union-attr]
 
 
 async def test_kill_confirms_pids_then_shows_killed(host: HostConfig) -> None:
     app = live(host)
     async with app.run_test(size=SIZE) as pilot:
         await launch(pilot, app)
-        snap, diag = app.last.snapshot, app.last.diagnosis  # type: ignore[union-attr]
+        snap, diag = app.current.last.snapshot, app.current.last.diagnosis  # type: ignore[union-attr]
         members = group_members(diag.run, snap.procs)
         await pilot.press("k")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
@@ -107,7 +107,7 @@ async def test_kill_confirms_pids_then_shows_killed(host: HostConfig) -> None:
         await pilot.press("y")
         await until(pilot, lambda: state(app) == "killed")
         assert "KILLED" in str(app.screen.query_one(RunHeader).render())
-        kinds = [e.kind for e in app.timeline.events]
+        kinds = [e.kind for e in app.current.timeline.events]
         assert "stopped" in kinds
 
 
@@ -115,17 +115,17 @@ async def test_restart_gives_a_new_run_id(host: HostConfig) -> None:
     app = live(host)
     async with app.run_test(size=SIZE) as pilot:
         await launch(pilot, app)
-        old = app.last.diagnosis.run.id  # type: ignore[union-attr]
+        old = app.current.last.diagnosis.run.id  # type: ignore[union-attr]
         await pilot.press("r")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")
 
         def new_run_alive() -> bool:
-            run = app.last.diagnosis.run if app.last else None
+            run = app.current.last.diagnosis.run if app.current.last else None
             return run is not None and run.id != old and state(app) == "running"
 
         await until(pilot, new_run_alive, timeout=30)
-        assert "restarted" in [e.kind for e in app.timeline.events]
+        assert "restarted" in [e.kind for e in app.current.timeline.events]
 
 
 async def test_quit_leaves_the_job_running_and_its_kill_command_works_as_printed(
@@ -136,7 +136,7 @@ async def test_quit_leaves_the_job_running_and_its_kill_command_works_as_printed
     app = live(host)
     async with app.run_test(size=SIZE) as pilot:
         await launch(pilot, app)
-        pgid = app.last.diagnosis.run.pgid  # type: ignore[union-attr]
+        pgid = app.current.last.diagnosis.run.pgid  # type: ignore[union-attr]
         await pilot.press("q")
         await asyncio.sleep(0.2)
     assert pgid is not None
@@ -201,17 +201,17 @@ async def test_kill_grace_shows_progress_and_can_be_cancelled(tmp_path: Path) ->
     stubborn = "trap '' TERM; i=0; while :; do i=$((i+1)); echo step=$i; sleep 0.1; done"
     h = HostConfig(command=stubborn, run_root=str(tmp_path / "runs"))
     app = live(h)
-    app.bridge.grace = 30.0
+    app.current.bridge.grace = 30.0
     try:
         async with app.run_test(size=SIZE) as pilot:
             await launch(pilot, app)
             await pilot.press("k")
             await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
             await pilot.press("y")
-            await until(pilot, lambda: any("remain" in s for s in app.control_steps))
+            await until(pilot, lambda: any("remain" in s for s in app.control.steps))
             assert app.screen.query_one(WaitBar).active
             await pilot.press("escape")
-            await until(pilot, lambda: not app.waits_active(), timeout=10)
+            await until(pilot, lambda: not app.control.waits_active(), timeout=10)
             assert not app.screen.query_one(WaitBar).active
             texts = [str(n.message) for n in app._notifications]
             assert any("cancelled" in t for t in texts)
@@ -220,6 +220,6 @@ async def test_kill_grace_shows_progress_and_can_be_cancelled(tmp_path: Path) ->
     finally:
         transport = make_transport(h)
         try:
-            await control_kill.kill(transport, h, grace=1.0, check_gpu=False)
+            await control_kill.kill_latest(transport, h, grace=1.0, check_gpu=False)
         finally:
             await transport.close()

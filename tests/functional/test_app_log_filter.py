@@ -15,8 +15,8 @@ from support import screen_text, until
 from textual.pilot import Pilot
 
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.logs.tail import LogTail
-from dflash_tui.app.source import ScriptedSource
+from dflash_tui.app.host.logs.tail import LogTail
+from dflash_tui.app.host.source import ScriptedSource
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.control import kill as control_kill
@@ -86,7 +86,7 @@ async def typo_host(tmp_path: Path) -> AsyncIterator[HostConfig]:
     yield h
     transport = make_transport(h)
     try:
-        await control_kill.kill(transport, h, grace=2.0, check_gpu=False)
+        await control_kill.kill_latest(transport, h, grace=2.0, check_gpu=False)
     finally:
         await transport.close()
 
@@ -98,7 +98,7 @@ async def test_a_failed_launch_line_is_on_screen(typo_host: HostConfig) -> None:
         await pilot.press("l")
 
         def failed() -> bool:
-            last = app.last
+            last = app.current.last
             return last is not None and last.diagnosis.run_state == "launch-failed"
 
         await until(pilot, failed)

@@ -16,7 +16,7 @@ from support import screen_text, until
 from textual.pilot import Pilot
 
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.logs.tail import LogTail
+from dflash_tui.app.host.logs.tail import LogTail
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.control import kill as control_kill
 from dflash_tui.core.link.connect import make_transport
@@ -34,7 +34,7 @@ async def host(tmp_path: Path) -> AsyncIterator[HostConfig]:
     yield h
     transport = make_transport(h)
     try:
-        await control_kill.kill(transport, h, grace=2.0, check_gpu=False)
+        await control_kill.kill_latest(transport, h, grace=2.0, check_gpu=False)
     finally:
         await transport.close()
 
@@ -69,7 +69,7 @@ async def test_follow_holds_whatever_is_toggled(host: HostConfig) -> None:
         await until(pilot, lambda: app.samples >= 1)
         await pilot.press("l")
         await until(pilot, lambda: any(t.store.received > 300 for t in app.screen.query(LogTail)))
-        await until(pilot, lambda: not app.waits_active())
+        await until(pilot, lambda: not app.control.waits_active())
         tail = app.screen.query_one(LogTail)
         await following(pilot, tail, "the launch")
         await pilot.press("a")  # all lines

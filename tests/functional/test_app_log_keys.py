@@ -14,9 +14,9 @@ from textual.pilot import Pilot
 
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.logs.search import SearchState, hscroll_label
-from dflash_tui.app.logs.tail import LogTail
-from dflash_tui.app.source import ScriptedSource
+from dflash_tui.app.host.logs.search import SearchState, hscroll_label
+from dflash_tui.app.host.logs.tail import LogTail
+from dflash_tui.app.host.source import ScriptedSource
 from dflash_tui.core.base.config import Config
 from dflash_tui.core.base.snapshot import Snapshot
 

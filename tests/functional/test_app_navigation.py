@@ -15,11 +15,11 @@ from textual.pilot import Pilot
 from textual.widgets import TabbedContent
 
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.findings.panel import FindingsList
-from dflash_tui.app.gpus.grid import GpuGrid
-from dflash_tui.app.procs.tree import ProcTree
-from dflash_tui.app.screens import ConfirmScreen
-from dflash_tui.app.source import ScriptedSource
+from dflash_tui.app.control.confirm import ConfirmScreen
+from dflash_tui.app.host.findings.panel import FindingsList
+from dflash_tui.app.host.gpus.grid import GpuGrid
+from dflash_tui.app.host.procs.tree import ProcTree
+from dflash_tui.app.host.source import ScriptedSource
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 

@@ -11,8 +11,8 @@ import pytest
 from support import until
 
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.progress_strip import MetricsStrip
-from dflash_tui.app.source import ScriptedSource
+from dflash_tui.app.host.metrics import MetricsStrip
+from dflash_tui.app.host.source import ScriptedSource
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.control import kill as control_kill
@@ -36,7 +36,7 @@ async def host(tmp_path: Path) -> AsyncIterator[HostConfig]:
     yield h
     transport = make_transport(h)  # the sleeping job goes, through control
     try:
-        await control_kill.kill(transport, h, grace=2.0, check_gpu=False)
+        await control_kill.kill_latest(transport, h, grace=2.0, check_gpu=False)
     finally:
         await transport.close()
 
@@ -57,8 +57,8 @@ async def test_live_run_with_nan_and_inf_shows_them_and_survives_theme_change(
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.samples >= 1)
         await pilot.press("l")
-        await until(pilot, lambda: app.tracker.progress.last_step == 3)
-        await until(pilot, lambda: not app.waits_active())
+        await until(pilot, lambda: app.current.tracker.progress.last_step == 3)
+        await until(pilot, lambda: not app.control.waits_active())
         await pilot.pause(0.2)
         shown = strip_text(app)
         assert "step 3" in shown and "loss nan" in shown and "tok/s inf" in shown

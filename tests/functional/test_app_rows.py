@@ -1,4 +1,4 @@
-"""A Static drawn row by row (tui/app/rows.py) draws what a Static with the same text draws:
+"""A Static drawn row by row (tui/app/widgets/rows.py) draws what a Static with the same text draws:
 the same rows, the same offsets under the mouse (where a text selection starts and ends), and
 a selection highlighted as a Static highlights it, kept across a new content."""
 
@@ -18,7 +18,7 @@ from textual.visual import Visual, visualize
 from textual.widget import Widget
 from textual.widgets import Static
 
-from dflash_tui.app.rows import RowStatic, at_line
+from dflash_tui.app.widgets.rows import RowStatic, at_line
 
 # A line that fits its row is made by RowStatic without Textual's wrapping (its fast path);
 # one that wraps goes through Textual's: both must draw what the Static draws, spans and all.

@@ -1,6 +1,6 @@
-"""Messages that arrive while the app exits, or for a host's pane that is gone, draw nothing and
-raise nothing (tui/app/host_pane.py's guard): the feed workers, the link tick and a cancelled
-control action can all still report while Textual closes the screens."""
+"""What arrives while the app exits, or for a host's pane that is gone, draws nothing and raises
+nothing (tui/app/host/pane.py's guard): the feed workers, the link tick and a cancelled control
+action can all still report while Textual closes the screens."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ from textual.screen import Screen
 from dflash_tui.app import app as app_module
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.host_pane import HostPane
-from dflash_tui.app.layout import MainScreen
-from dflash_tui.app.messages import ControlDone, LinkDown, SampleReady
-from dflash_tui.app.overview import HostOverview
-from dflash_tui.app.source import ScriptedSource
+from dflash_tui.app.host.pane import HostPane
+from dflash_tui.app.host.sample import SampleReady
+from dflash_tui.app.host.source import ScriptedSource
+from dflash_tui.app.screens.main import MainScreen
+from dflash_tui.app.screens.overview import HostOverview
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.link.feed import FeedEvent
@@ -37,10 +37,10 @@ class LateScreen(MainScreen):
         assert isinstance(app, DflashApp)
         state = app.host_states[0]
         assert state.last is not None
-        app.post_message(dataclasses.replace(state.last))  # a new message: the same sample
-        app.post_message(LinkDown(state.key, "connection lost", 2.0))
-        app.post_message(ControlDone(state.key, "kill", False, "kill cancelled"))
-        app.call_later(app.feeds.tick_links)  # after the LinkDown: redraws a host that is down
+        app.call_later(app.feeds.sample_ready, state, dataclasses.replace(state.last))
+        app.call_later(app.feeds.link_down, state, "connection lost", 2.0)
+        app.call_later(app.control.done, state.key, "kill", False, "kill cancelled")
+        app.call_later(app.feeds.tick_links)  # after the link broke: redraws a host that is down
 
 
 class LateApp(DflashApp):
@@ -103,8 +103,7 @@ async def test_a_message_for_a_removed_pane_is_not_drawn() -> None:
         await app.screen.query_one("#host-1", HostPane).remove()
         sb.push(healthy[2])  # through the feed: its worker must not wait on a draw for ever
         await until(pilot, lambda: b.last is not None and b.last.snapshot is healthy[2])
-        await until(pilot, b.drawn.is_set)
-        app.post_message(LinkDown(b.key, "connection lost", 2.0))
+        app.feeds.link_down(b, "connection lost", 2.0)
         await pilot.pause(0.2)
         assert app.is_running and b.samples == 2 and b.link == "down"
         assert not app.draw_errors and drawing_toasts(app) == []
@@ -115,7 +114,7 @@ async def test_a_pane_that_is_not_mounted_draws_nothing() -> None:
     app = DflashApp(Config(), source=ScriptedSource(scenes.seed_incident()[:1]))
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await until(pilot, lambda: app.samples >= 1)
-        msg = app.last
+        msg = app.current.last
         assert isinstance(msg, SampleReady)
         pane = HostPane("elsewhere", 7, read_only=False)
         assert pane.show_sample(msg) is False

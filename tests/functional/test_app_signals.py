@@ -16,8 +16,8 @@ from support import open_kill_process_dialog, pick_signal, until
 from textual.widgets import Static
 
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.screens import ConfirmScreen
-from dflash_tui.app.signals import SignalMenu
+from dflash_tui.app.control.confirm import ConfirmScreen
+from dflash_tui.app.control.signals import SignalMenu
 from dflash_tui.core.base.config import Config, HostConfig
 
 SIZE = (120, 40)
@@ -62,7 +62,7 @@ async def test_usr1_reaches_a_trapping_child_and_kill_kills_another(
             assert "SIGUSR1" in title and "start time" in body
             await pilot.press("y")
             await until(pilot, lambda: marker.exists() and "got-usr1" in marker.read_text())
-            await until(pilot, lambda: not app.waits_active())
+            await until(pilot, lambda: not app.control.waits_active())
             time.sleep(0.3)
             assert trapper.poll() is None  # it handled the signal and runs on
 

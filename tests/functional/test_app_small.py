@@ -17,10 +17,11 @@ from textual.widgets._footer import FooterKey
 
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.gpus.grid import GpuGrid
-from dflash_tui.app.header import RunHeader
-from dflash_tui.app.screens import ConfirmScreen, HelpScreen
-from dflash_tui.app.source import ScriptedSource
+from dflash_tui.app.control.confirm import ConfirmScreen
+from dflash_tui.app.host.gpus.grid import GpuGrid
+from dflash_tui.app.host.header import RunHeader
+from dflash_tui.app.host.source import ScriptedSource
+from dflash_tui.app.screens.help import HelpScreen
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 
@@ -113,7 +114,7 @@ async def test_a_long_dialog_body_scrolls_inside_and_keeps_the_buttons() -> None
         assert_buttons_on_screen(dialog)
         await pilot.press("n")
         await until(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
-        assert not app.waits_active()
+        assert not app.control.waits_active()
 
 
 async def test_a_wrapped_title_still_leaves_room_for_the_buttons() -> None:

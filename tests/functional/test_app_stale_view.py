@@ -18,14 +18,14 @@ from textual.widgets import TabbedContent
 
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.findings.panel import FindingsList
-from dflash_tui.app.gpus.grid import GpuGrid
-from dflash_tui.app.gpus.panel import GpuPanel
-from dflash_tui.app.header import RunHeader
-from dflash_tui.app.logs.area import LogArea
-from dflash_tui.app.palette import palette_for
-from dflash_tui.app.procs.tree import ProcTree
-from dflash_tui.app.source import Disconnected, ScriptedSource
+from dflash_tui.app.host.findings.panel import FindingsList
+from dflash_tui.app.host.gpus.grid import GpuGrid
+from dflash_tui.app.host.gpus.panel import GpuPanel
+from dflash_tui.app.host.header import RunHeader
+from dflash_tui.app.host.logs.area import LogArea
+from dflash_tui.app.host.procs.tree import ProcTree
+from dflash_tui.app.host.source import Disconnected, ScriptedSource
+from dflash_tui.app.widgets.palette import palette_for
 from dflash_tui.core.base.config import Config, HostConfig
 
 SIZE = (120, 40)

@@ -12,7 +12,7 @@ from supervise_util import cleanup, cli, config, record, run_dirs
 from support import until
 
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.header import RunHeader
+from dflash_tui.app.host.header import RunHeader
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.timings import RestartPolicy
 
@@ -52,7 +52,7 @@ async def test_app_beside_a_live_supervisor(root: Path, tmp_path: Path) -> None:
         await until(pilot, lambda: "1 restart," in header(app), 20)
         await pilot.pause(3.0)  # 30 polls of the app's own loop: it leaves the crash alone
         assert len(run_dirs(root)) == 2 and record(root)["restarts"] == 1
-        assert not any(e.kind == "restarted" for e in app.timeline.events)
+        assert not any(e.kind == "restarted" for e in app.current.timeline.events)
         await pilot.press("A")
         await until(pilot, lambda: record(root)["policy"]["enabled"] is False, 15)
         await until(pilot, lambda: "auto-restart off" in header(app), 15)

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from dflash_train.topology import Topology
-from dflash_tui.app.logs.lines import DEFAULT_FILTER, LineStore, compile_filter
-from dflash_tui.app.procs.tree import gpu_list
-from dflash_tui.app.spark import bar, sparkline
-from dflash_tui.app.themes import (
+from dflash_tui.app.host.logs.lines import DEFAULT_FILTER, LineStore, compile_filter
+from dflash_tui.app.host.procs.tree import gpu_list
+from dflash_tui.app.widgets.spark import bar, sparkline
+from dflash_tui.app.widgets.themes import (
     BUNDLED,
     ThemeError,
     bundled_dir,

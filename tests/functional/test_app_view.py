@@ -15,13 +15,15 @@ from textual.pilot import Pilot
 
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.gpus.grid import GpuGrid
-from dflash_tui.app.logs.area import LogArea
-from dflash_tui.app.logs.lines import MAX_LINES
-from dflash_tui.app.logs.tail import LogTail
-from dflash_tui.app.procs.tree import ProcTree
-from dflash_tui.app.screens import ConfirmScreen, HelpScreen
-from dflash_tui.app.source import ScriptedSource
+from dflash_tui.app.control.confirm import ConfirmScreen
+from dflash_tui.app.host.gpus.grid import GpuGrid
+from dflash_tui.app.host.logs.area import LogArea
+from dflash_tui.app.host.logs.lines import MAX_LINES
+from dflash_tui.app.host.logs.tail import LogTail
+from dflash_tui.app.host.procs.tree import ProcTree
+from dflash_tui.app.host.source import ScriptedSource
+from dflash_tui.app.keys.table import app_action
+from dflash_tui.app.screens.help import HelpScreen
 from dflash_tui.core.base.config import Config
 from dflash_tui.core.base.snapshot import Snapshot
 
@@ -66,7 +68,7 @@ async def test_seed_screen_labels_missing_log_and_findings() -> None:
         assert tail.has_class("-missing")
         missing = str(tail.query_one(".tail-missing").render())
         assert "does not exist (missing for 6m00s)" in missing
-        findings = {f.code: f.message for f in app.last.diagnosis.findings}  # type: ignore[union-attr]
+        findings = {f.code: f.message for f in app.current.last.diagnosis.findings}  # type: ignore[union-attr]
         assert "does not exist" in findings["log-missing"]
         assert "GPUs 2, 3, 7" in findings["busy-no-memory"]
         shown = str(app.screen.query_one("#findings .body").render())
@@ -80,7 +82,7 @@ async def test_read_only_hides_every_destructive_action() -> None:
         await settle(pilot, app, 2)
         active = {b.binding.action for b in app.screen.active_bindings.values()}
         for action in ("launch", "kill", "restart", "kill_process"):
-            assert f"app.{action}" not in active
+            assert app_action(action) not in active
         assert "app.follow" in active and "app.quit" in active
         titles = {c.title for c in app.get_system_commands(app.screen)}
         assert not titles & {"Launch", "Kill", "Restart", "Kill process"}
@@ -89,7 +91,7 @@ async def test_read_only_hides_every_destructive_action() -> None:
             await pilot.press(key)
             await pilot.pause(0.05)
             assert not isinstance(app.screen, ConfirmScreen)
-        assert not app.waits_active()
+        assert not app.control.waits_active()
         await pilot.press("question_mark")
         await pilot.pause(0.05)
         assert isinstance(app.screen, HelpScreen)
@@ -173,8 +175,8 @@ async def test_flood_of_100k_lines_stays_bounded_and_responsive() -> None:
         assert len(tail.store.lines) <= MAX_LINES
         assert len(tail.store.pending) == 0
         assert tail.log_view.line_count <= MAX_LINES
-        assert len(app.tracker.metrics) <= 600
-        assert len(app.timeline.events) <= 200
+        assert len(app.current.tracker.metrics) <= 600
+        assert len(app.current.timeline.events) <= 200
         assert tail.store.lines[-1] == f"step={100_000 - 1} loss=1.0 tok/s=2.8K"
 
 
@@ -220,7 +222,7 @@ async def test_theme_key_cycles_and_bad_user_theme_is_a_notification(
         await settle(pilot, app, 1)
         assert app.theme == "dflash-light"
         assert "mine" in app.available_themes
-        assert len(app.theme_errors) == 2
+        assert len(app.app_themes.errors) == 2
         assert {n.title for n in app._notifications} == {"theme"}
         seen = []
         for _ in range(4):
@@ -234,7 +236,7 @@ async def test_unknown_theme_falls_back() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app, 1)
         assert app.theme == "dflash-dark"
-        assert any("nope" in e for e in app.theme_errors)
+        assert any("nope" in e for e in app.app_themes.errors)
 
 
 async def test_process_tree_updates_in_place_and_keeps_expansion() -> None:
@@ -273,7 +275,7 @@ async def test_crash_raises_a_notification_and_timeline_entry() -> None:
     app, _ = make_app([*alive, dead])
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app, 3)
-        assert app.last.diagnosis.run_state == "killed"  # type: ignore[union-attr]
+        assert app.current.last.diagnosis.run_state == "killed"  # type: ignore[union-attr]
         notes = [(n.title, str(n.message)) for n in app._notifications]
         assert (
             "run crashed",

@@ -12,13 +12,13 @@ from textual.widgets import Log
 
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.gpus.fit import PANEL_W, columns_for, fit_grid
-from dflash_tui.app.gpus.grid import GpuGrid
-from dflash_tui.app.header import RunHeader
-from dflash_tui.app.logs.tail import LogTail
-from dflash_tui.app.procs.gpu_table import GpuProcView
-from dflash_tui.app.screens import ConfirmScreen
-from dflash_tui.app.source import ScriptedSource
+from dflash_tui.app.control.confirm import ConfirmScreen
+from dflash_tui.app.host.gpus.fit import PANEL_W, columns_for, fit_grid
+from dflash_tui.app.host.gpus.grid import GpuGrid
+from dflash_tui.app.host.header import RunHeader
+from dflash_tui.app.host.logs.tail import LogTail
+from dflash_tui.app.host.procs.gpu_table import GpuProcView
+from dflash_tui.app.host.source import ScriptedSource
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 

@@ -9,9 +9,9 @@ from support import until
 
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.findings.panel import FindingsList
-from dflash_tui.app.screens import ConfirmScreen
-from dflash_tui.app.source import ScriptedSource
+from dflash_tui.app.control.confirm import ConfirmScreen
+from dflash_tui.app.host.findings.panel import FindingsList
+from dflash_tui.app.host.source import ScriptedSource
 from dflash_tui.core.base.config import Config, HostConfig
 
 

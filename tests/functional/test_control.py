@@ -18,10 +18,10 @@ import pytest
 
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.timings import RestartPolicy
-from dflash_tui.core.control.kill import kill
+from dflash_tui.core.control.kill import kill, kill_latest
 from dflash_tui.core.control.launch import launch
 from dflash_tui.core.control.policy import Decision
-from dflash_tui.core.control.restart import clear_compile_cache, restart, supervise
+from dflash_tui.core.control.restart import clear_compile_cache, restart, restart_latest, supervise
 from dflash_tui.core.control.script import ControlError, fetch_run, run_script
 from dflash_tui.core.link.transport import LocalTransport
 
@@ -115,12 +115,12 @@ async def test_launch_records_the_run_and_kill_stops_it(t: LocalTransport, runs:
     assert pid == pgid == res.pgid and stat(pid) is not None and stat(pid)[3] == ticks  # type: ignore[index]
     assert stat(pid)[2] == pid  # type: ignore[index]  # its own session (setsid)
     assert f"dir={d} events={d}/events.jsonl" in (d / "output.log").read_text()
-    k = await kill(t, h, grace=3, poll=0.05)
+    k = await kill_latest(t, h, grace=3, poll=0.05)
     assert k.ok and k.signals == ("TERM",) and k.state == "killed", k
     assert not group(pgid)
     assert (d / "kill_requested").exists()
     assert (d / "exit").read_text().split()[0] == "143"  # the wrapper saw SIGTERM (128+15)
-    again = await kill(t, h, grace=3, poll=0.05)
+    again = await kill_latest(t, h, grace=3, poll=0.05)
     assert again.ok and again.signals == () and "not running" in again.message
 
 
@@ -131,7 +131,7 @@ async def test_a_job_that_ignores_sigterm_is_killed_by_escalation(
     res = await launch(t, h, **FAST)
     assert res.ok, res
     seen: list[str] = []
-    k = await kill(t, h, grace=0.5, poll=0.05, progress=lambda p: seen.append(p.phase))
+    k = await kill_latest(t, h, grace=0.5, poll=0.05, progress=lambda p: seen.append(p.phase))
     assert k.signals == ("TERM", "KILL") and k.ok and not k.survivors, k
     assert "term" in seen
     assert not group(res.pgid or 0)
@@ -152,7 +152,7 @@ async def test_grandchildren_and_double_forked_ones_all_die(t: LocalTransport, r
     assert wait_for(lambda: pids.exists() and len(pids.read_text().split()) == 3)
     kids = [int(x) for x in pids.read_text().split()]
     assert all(alive(p) for p in kids)
-    k = await kill(t, host(runs, job), grace=0.5, poll=0.05)
+    k = await kill_latest(t, host(runs, job), grace=0.5, poll=0.05)
     assert k.ok and "KILL" in k.signals, k
     assert not any(alive(p) for p in kids)
     assert not group(res.pgid or 0)
@@ -223,7 +223,7 @@ async def test_a_reused_pgid_is_never_signalled(
     (d / "pid").write_text(f"{other.pid} {other.pid} {ticks - 1}\n")  # another start time
     h = host(runs, "exec sleep 30")
     assert (await fetch_run(t, h.run_root)).verdict == "reused"
-    k = await kill(t, h, grace=0.2, poll=0.05)
+    k = await kill_latest(t, h, grace=0.2, poll=0.05)
     assert k.refused and not k.ok and "nothing was signalled" in k.message
     assert alive(other.pid) and not (d / "kill_requested").exists()
     # Even asked directly, control.sh checks before it signals.
@@ -250,7 +250,7 @@ async def test_a_leaderless_group_without_the_run_marker_is_not_signalled(
     (d / "pid").write_text(f"{leader.pid} {leader.pid} {ticks}\n")
     h = host(runs, "exec sleep 30")
     try:
-        k = await kill(t, h, grace=0.2, poll=0.05)
+        k = await kill_latest(t, h, grace=0.2, poll=0.05)
         assert k.refused and alive(child), k
     finally:
         os.kill(child, signal.SIGKILL)
@@ -265,7 +265,7 @@ async def test_restart_replaces_the_run(t: LocalTransport, runs: Path, tmp_path:
     old_log = Path(old.dir or "") / "output.log"
     before = old_log.read_text()
     phases: list[str] = []
-    r = await restart(
+    r = await restart_latest(
         t, h, grace=2, clear_cache=True, progress=lambda p: phases.append(p.phase), **FAST
     )
     assert r.ok and r.launch is not None and r.kill is not None, r
@@ -287,10 +287,10 @@ async def test_progress_and_cancel_during_the_grace_period(t: LocalTransport, ru
         remaining.append(len(p.remaining))
         cancel.set()
 
-    k = await kill(t, h, grace=5, poll=0.05, progress=progress, cancel=cancel)
+    k = await kill_latest(t, h, grace=5, poll=0.05, progress=progress, cancel=cancel)
     assert k.cancelled and not k.ok and remaining and remaining[0] >= 1
     assert group(res.pgid or 0)  # TERM was ignored and KILL never sent
-    assert (await kill(t, h, grace=0.2, poll=0.05)).ok
+    assert (await kill_latest(t, h, grace=0.2, poll=0.05)).ok
 
 
 async def test_input_runs_exactly_as_given_or_is_refused(
@@ -405,7 +405,7 @@ async def test_kill_reports_gpu_memory_and_restart_waits_for_its_release(
     job = max(p.pid for p in (await fetch_run(t, h.run_root)).members)
     fake_smi.write(gpus(70_000), [app(job, gpu=5, used_mib=70_000)])
     # The driver still lists the process after it died (as it does for a D-state one).
-    r = await restart(t, h, grace=1, release_timeout=0.5, **FAST)
+    r = await restart_latest(t, h, grace=1, release_timeout=0.5, **FAST)
     assert not r.ok and r.launch is None, r
     assert "GPU 5" in r.message and "68.4 GiB" in r.message and "nothing was launched" in r.message
     assert len(list(runs.glob("2*"))) == 1 and not group(res.pgid or 0)
@@ -413,7 +413,7 @@ async def test_kill_reports_gpu_memory_and_restart_waits_for_its_release(
     res = await launch(t, h, **FAST)
     job = max(p.pid for p in (await fetch_run(t, h.run_root)).members)
     fake_smi.write(gpus(70_000), [app(job, gpu=5, used_mib=70_000)])
-    k = await kill(t, h, grace=1, poll=0.05)
+    k = await kill_latest(t, h, grace=1, poll=0.05)
     assert [(x.gpu, x.pid, x.used_mib) for x in k.gpu_held] == [(5, job, 70_000)], k
     assert "still hold 68.4 GiB" in k.message
 
@@ -429,7 +429,7 @@ async def test_kill_reports_gpu_memory_and_restart_waits_for_its_release(
         elif p.phase == "release":
             fake_smi.write(gpus(0))
 
-    r = await restart(t, h, grace=1, release_timeout=10, progress=progress, **FAST)
+    r = await restart_latest(t, h, grace=1, release_timeout=10, progress=progress, **FAST)
     assert r.ok and r.launch is not None and r.launch.run_id != res.run_id, r
     released = [m for m in seen if "waiting for release" in m]
     assert any("pid" in m and "68.4 GiB" in m for m in released)
@@ -476,7 +476,7 @@ async def test_auto_restart_leaves_a_success_and_a_requested_stop_alone(
         )
         if want == "stopped":  # killed while the supervisor watches
             await asyncio.sleep(0.3)
-            assert (await kill(t, h, grace=1, poll=0.05, check_gpu=False)).ok
+            assert (await kill_latest(t, h, grace=1, poll=0.05, check_gpu=False)).ok
         final = await asyncio.wait_for(run, 60)  # seconds unloaded; a loaded machine is slower
         assert final is not None and final.action == want, final
     assert len(list(runs.glob("2*"))) == 2  # nothing was relaunched
@@ -505,7 +505,7 @@ async def test_confirmed_run_id_protects_a_newer_run(t: LocalTransport, runs: Pa
     # The user confirmed "kill/restart run A"; meanwhile run B became the latest.
     h = host(runs, "exec sleep 30")
     a = await launch(t, h, **FAST)
-    assert a.ok and (await kill(t, h, grace=1, poll=0.05, check_gpu=False)).ok
+    assert a.ok and (await kill_latest(t, h, grace=1, poll=0.05, check_gpu=False)).ok
     b = await launch(t, h, **FAST)
     assert b.ok and b.run_id != a.run_id
     res = await restart(t, h, grace=1, start_window=0.2, poll=0.05, run_id=a.run_id)
@@ -514,7 +514,37 @@ async def test_confirmed_run_id_protects_a_newer_run(t: LocalTransport, runs: Pa
     assert k.run_id == a.run_id and k.signals == ()
     rep = await fetch_run(t, h.run_root)
     assert rep.record is not None and rep.record.id == b.run_id and rep.members  # B untouched
-    assert (await kill(t, h, grace=1, poll=0.05, check_gpu=False)).ok
+    assert (await kill_latest(t, h, grace=1, poll=0.05, check_gpu=False)).ok
+
+
+async def test_kill_without_a_named_run_refuses_and_signals_nothing(
+    t: LocalTransport, runs: Path
+) -> None:
+    # A caller that names no run gets a refusal, never "the latest run", which may be another
+    # run by the time the signal goes.
+    h = host(runs, "exec sleep 30")
+    a = await launch(t, h, **FAST)
+    assert a.ok and a.pgid is not None
+    for none in (None, ""):
+        with pytest.raises(ControlError, match="no run named"):
+            await kill(t, h, run_id=none, grace=1, poll=0.05, check_gpu=False)
+    assert group(a.pgid)  # the run is untouched
+    rep = await fetch_run(t, h.run_root)
+    assert rep.record is not None and rep.record.kill_requested_at is None
+    assert (await kill(t, h, run_id=a.run_id, grace=1, poll=0.05, check_gpu=False)).ok
+
+
+async def test_restart_that_saw_no_run_launches_nothing_beside_one(
+    t: LocalTransport, runs: Path
+) -> None:
+    # None names "no run at all": once the root has a run, nothing is killed or launched.
+    h = host(runs, "exec sleep 30")
+    a = await launch(t, h, **FAST)
+    assert a.ok and a.pgid is not None
+    res = await restart(t, h, grace=1, run_id=None, **FAST)
+    assert not res.ok and "nothing done" in res.message and group(a.pgid)
+    assert len(list(runs.glob("2*"))) == 1
+    assert (await kill_latest(t, h, grace=1, poll=0.05, check_gpu=False)).ok
 
 
 async def test_a_child_that_left_the_group_is_killed_too(t: LocalTransport, runs: Path) -> None:
@@ -531,7 +561,7 @@ async def test_a_child_that_left_the_group_is_killed_too(t: LocalTransport, runs
     rep = await fetch_run(t, h.run_root)
     assert rep.record is not None and os.getpgid(stray) != rep.record.pgid
     assert stray in {p.pid for p in rep.members}
-    res = await kill(t, h, grace=2, poll=0.05, check_gpu=False)
+    res = await kill_latest(t, h, grace=2, poll=0.05, check_gpu=False)
     assert res.ok and stray in res.pids
     for _ in range(60):
         if not Path(f"/proc/{stray}").exists() or _zombie(stray):

@@ -22,9 +22,9 @@ import pytest
 from support import busybox_bin
 
 from dflash_tui.core.base.config import HostConfig
-from dflash_tui.core.control.kill import kill
+from dflash_tui.core.control.kill import kill_latest
 from dflash_tui.core.control.launch import launch
-from dflash_tui.core.control.restart import restart
+from dflash_tui.core.control.restart import restart_latest
 from dflash_tui.core.control.script import fetch_run
 from dflash_tui.core.link.container import wrapper
 from dflash_tui.core.link.transport import LocalTransport
@@ -137,18 +137,20 @@ async def test_launch_kill_and_restart_inside_the_namespace(
     assert "init=" in log and "os.wait()" in log  # PID 1 it sees is the container's init
     assert res.pid is not None and pidns.has(res.pid)  # a PID of the namespace, not the host's
     assert len(pidns.procs()) >= 5
-    k = await kill(t, h, grace=0.5, poll=0.05)
+    k = await kill_latest(t, h, grace=0.5, poll=0.05)
     assert k.ok and k.signals == ("TERM", "KILL"), k
     assert pidns.procs() == []  # the whole group, double-forked and TERM-proof ones too
 
     r1 = await launch(t, host(tmp_path / "runs", "echo first; exec sleep 300"), **FAST)
     old_log = Path(r1.dir or "") / "output.log"
-    r2 = await restart(t, host(tmp_path / "runs", "echo second; exec sleep 300"), grace=1, **FAST)
+    r2 = await restart_latest(
+        t, host(tmp_path / "runs", "echo second; exec sleep 300"), grace=1, **FAST
+    )
     assert r2.ok and r2.launch is not None and r2.launch.run_id != r1.run_id, r2
     assert old_log.read_text().startswith("first")
     assert (await fetch_run(t, h.run_root)).state() in ("starting", "running")
     assert len(pidns.procs()) == 2  # the new wrapper and its sleep; nothing of the old run
-    assert (await kill(t, h, grace=1, poll=0.05)).ok and pidns.procs() == []
+    assert (await kill_latest(t, h, grace=1, poll=0.05)).ok and pidns.procs() == []
 
 
 async def test_a_group_whose_leader_is_reaped_is_still_the_run(
@@ -172,7 +174,7 @@ async def test_a_group_whose_leader_is_reaped_is_still_the_run(
         await asyncio.sleep(0.05)
     assert rep.record.exit_code == 0 and gone
     assert rep.verdict == "ours" and [p.cmd for p in rep.members] == ["sleep"], rep
-    k = await kill(t, h, grace=1, poll=0.05)
+    k = await kill_latest(t, h, grace=1, poll=0.05)
     assert k.ok and k.signals == ("TERM",) and pidns.procs() == []
 
 
@@ -225,7 +227,7 @@ async def test_presets_launch_and_kill_inside_the_container(
     h = host(tmp_path / "runs", "trap '' TERM; while :; do sleep 0.1; done")
     res = await launch(t, h, **FAST)
     assert res.ok and pidns.has(res.pid or 0), res
-    k = await kill(t, h, grace=0.3, poll=0.05)
+    k = await kill_latest(t, h, grace=0.3, poll=0.05)
     assert k.ok and k.signals == ("TERM", "KILL"), k
     # The control script's own shell runs in the namespace too (through the wrapper) and may
     # still be exiting when kill returns on a loaded machine: nothing may be left after that.
@@ -259,7 +261,7 @@ async def test_the_same_under_busybox_sh(busybox_path: Path, tmp_path: Path) -> 
     res = await launch(t, h, **FAST)
     assert res.ok, res
     assert os.readlink(f"/proc/{res.pid}/exe").endswith("busybox")
-    k = await kill(t, h, grace=0.3, poll=0.05, check_gpu=False)
+    k = await kill_latest(t, h, grace=0.3, poll=0.05, check_gpu=False)
     assert k.ok and k.signals == ("TERM", "KILL") and k.state == "killed", k
     # BusyBox date has no %N: times are whole seconds, so the job outlives one.
     res = await launch(t, host(runs, "sleep 1.2; exit 3"), **FAST)

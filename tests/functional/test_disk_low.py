@@ -20,7 +20,7 @@ from faults.control_faults import tmpfs
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.rundir import ALIVE_STATES
 from dflash_tui.core.base.snapshot import Snapshot
-from dflash_tui.core.control.kill import kill
+from dflash_tui.core.control.kill import kill_latest
 from dflash_tui.core.control.launch import launch
 from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.link.transport import LocalTransport
@@ -47,7 +47,7 @@ for step in range(1, 100):
 async def root(tmp_path: Path) -> AsyncIterator[Path]:
     with tmpfs(tmp_path / "runs", "6m") as r:
         yield r
-        await kill(LocalTransport(), HostConfig(run_root=str(r)), grace=0.5, poll=0.05)
+        await kill_latest(LocalTransport(), HostConfig(run_root=str(r)), grace=0.5, poll=0.05)
 
 
 async def test_disk_low_is_said_before_the_job_fails(root: Path, tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import pytest
 from support import until
 
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.screens import ConfirmScreen
+from dflash_tui.app.control.confirm import ConfirmScreen
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.control import kill as control_kill
 from dflash_tui.core.link.connect import make_transport
@@ -51,7 +51,7 @@ async def host(tmp_path: Path) -> AsyncIterator[HostConfig]:
     yield h
     transport = make_transport(h)
     try:
-        await control_kill.kill(transport, h, grace=1.0, check_gpu=False)
+        await control_kill.kill_latest(transport, h, grace=1.0, check_gpu=False)
     finally:
         await transport.close()
 
@@ -63,11 +63,14 @@ async def test_the_dialog_names_the_stray_and_the_kill_ends_every_named_pid(
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: app.samples >= 1)
         await pilot.press("l")
-        await until(pilot, lambda: (tmp_path / "stray").exists() and not app.waits_active())
+        await until(pilot, lambda: (tmp_path / "stray").exists() and not app.control.waits_active())
         await until(
-            pilot, lambda: app.last is not None and app.last.diagnosis.run_state == "running"
+            pilot,
+            lambda: (
+                app.current.last is not None and app.current.last.diagnosis.run_state == "running"
+            ),
         )
-        run = app.last.diagnosis.run  # type: ignore[union-attr]
+        run = app.current.last.diagnosis.run  # type: ignore[union-attr]
         assert run is not None and run.pgid is not None
         stray = int((tmp_path / "stray").read_text())
         before = group_of(run.pgid)

@@ -22,7 +22,7 @@ import pytest
 from support import busybox_bin, open_kill_process_dialog, until
 
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.screens import ConfirmScreen
+from dflash_tui.app.control.confirm import ConfirmScreen
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.control.pid import kill_process
 from dflash_tui.core.control.script import SCRIPT_PATH
@@ -276,7 +276,7 @@ async def test_app_k_on_pid_1_says_so_and_offers_no_kill(tmp_path: Path) -> None
         assert not app.screen.query("#yes"), "a kill button for a process control refuses"
         await pilot.press("y")  # nothing to confirm: y is no answer here
         await pilot.pause(0.3)
-        assert not app.waits_active() and not app.actions.steps
+        assert not app.control.waits_active() and not app.control.steps
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
     after = stat(1)

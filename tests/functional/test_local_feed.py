@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from dflash_tui.app.source import LiveSource
+from dflash_tui.app.host.source import LiveSource
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.link.feed import Disconnected, Feed, FeedEvent

@@ -9,7 +9,7 @@ from textual.app import App, ComposeResult
 from textual.geometry import Region
 from textual.widgets import Log
 
-from dflash_tui.app.logs.widget import TailLog, plain_width
+from dflash_tui.app.host.logs.widget import TailLog, plain_width
 
 BATCHES = [
     ["step=1 loss=2.0", "x" * 300, ""],

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from dflash_tui.app.replay import ReplayApp
-from dflash_tui.app.timebar import TimeBar
+from dflash_tui.app.screens.timebar import TimeBar
 from dflash_tui.cli.replay import demo_dir
 from dflash_tui.core.record.replay import load, parse_time
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from support import screen_text
 
 from dflash_tui.app import scenes
-from dflash_tui.app.history.view import HistoryView
+from dflash_tui.app.host.history.view import HistoryView
 from dflash_tui.app.replay import ReplayApp
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.config_record import RecordSettings

@@ -15,7 +15,7 @@ from textual.widgets import Log
 
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.source import ScriptedSource
+from dflash_tui.app.host.source import ScriptedSource
 from dflash_tui.core.base.config import Config
 
 SIZE = (120, 40)

@@ -20,7 +20,7 @@ from fakes.proberun import ProbeStream
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.rundir import ALIVE_STATES
 from dflash_tui.core.base.snapshot import Snapshot
-from dflash_tui.core.control.kill import kill
+from dflash_tui.core.control.kill import kill_latest
 from dflash_tui.core.control.launch import launch
 from dflash_tui.core.diagnosis.host_view import stall_limit
 from dflash_tui.core.diagnosis.thresholds import Thresholds
@@ -40,7 +40,7 @@ LATE_S = 8.0
 async def root(tmp_path: Path) -> AsyncIterator[Path]:
     r = tmp_path / "runs"
     yield r
-    await kill(LocalTransport(), HostConfig(run_root=str(r)), grace=2.0, poll=0.05)
+    await kill_latest(LocalTransport(), HostConfig(run_root=str(r)), grace=2.0, poll=0.05)
 
 
 @pytest.mark.slow

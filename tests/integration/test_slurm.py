@@ -193,7 +193,7 @@ def test_restart_requeues_the_same_job(cluster: Cluster, tmp_path: Path) -> None
     assert len(list(root.iterdir())) == 1
     # A kill that names another job (a confirmation shown for an earlier one) is refused.
     host = HostConfig(run_root=str(root), scheduler="slurm")
-    res = asyncio.run(actions.kill(LocalTransport(), host, grace=1, job_id=str(int(job) + 1)))
+    res = asyncio.run(actions.cancel_run(LocalTransport(), host, grace=1, job_id=str(int(job) + 1)))
     assert res.refused and not res.ok and f"job {job} is" in res.message
     assert scheduler(root)["state"] == "RUNNING"
 
@@ -226,7 +226,9 @@ def test_of_two_launches_at_once_one_submits(cluster: Cluster, tmp_path: Path) -
     host = HostConfig(run_root=str(tmp_path / "runs"), scheduler="slurm", command="sleep 300")
 
     async def both() -> list[actions.SlurmResult]:
-        return list(await asyncio.gather(*(actions.launch(LocalTransport(), host) for _ in "ab")))
+        return list(
+            await asyncio.gather(*(actions.submit_run(LocalTransport(), host) for _ in "ab"))
+        )
 
     results = asyncio.run(both())
     assert sorted(r.ok for r in results) == [False, True], [r.message for r in results]

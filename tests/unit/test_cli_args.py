@@ -7,7 +7,7 @@ from importlib import metadata
 
 import pytest
 
-from dflash_tui.app.themes import DEFAULT_THEME
+from dflash_tui.app.widgets.themes import DEFAULT_THEME
 from dflash_tui.cli.main import build_parser, main
 
 

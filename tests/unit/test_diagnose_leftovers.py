@@ -376,7 +376,7 @@ def test_messages_have_no_stray_spaces() -> None:
 
 
 # Findings reach the command line and --read-only too: their words name no key to press; the
-# action a front end with keys may name (tui/app/findings/panel.py) is carried beside them.
+# action a front end with keys may name (tui/app/host/findings/panel.py) is carried beside them.
 
 KEY_WORDS = re.compile(r"\((?:[lkrKA])\)|press [a-zA-Z]\b|with [lkr]\b")
 

@@ -1,4 +1,4 @@
-"""A GPU panel's box as rows of Text (tui/app/gpus/panel.py), without a terminal: every row
+"""A GPU panel's box as rows of Text (tui/app/host/gpus/panel.py), without a terminal: every row
 exactly the column's width, the title and subtitle in the border, a long process line wrapped
 at a word break, and the box's kind and colour following the GPU's state (error heavy, picked
 double, stale greyed and saying how old)."""
@@ -12,9 +12,9 @@ from rich.text import Text
 
 from dflash_train.topology import Topology
 from dflash_tui.app import scenes
-from dflash_tui.app.gpus.fit import PANEL_H
-from dflash_tui.app.gpus.panel import GpuPanel, fit_rows
-from dflash_tui.app.palette import FALLBACK as PAL
+from dflash_tui.app.host.gpus.fit import PANEL_H
+from dflash_tui.app.host.gpus.panel import GpuPanel, fit_rows
+from dflash_tui.app.widgets.palette import FALLBACK as PAL
 from dflash_tui.core.diagnosis.severity import _LABEL
 from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.diagnosis.views import Diagnosis

@@ -81,6 +81,16 @@ def planted_tree(tmp_path: Path) -> Path:
             "from dflash_tui.core.record import codec",
             "dflash_tui.core.diagnosis is not allowed to import dflash_tui.core.record",
         ),
+        (
+            "tui/app/host/pane.py",
+            "from dflash_tui.app.control import actions",
+            "dflash_tui.app.host is not allowed to import dflash_tui.app.control",
+        ),
+        (
+            "tui/app/widgets/palette.py",
+            "from dflash_tui.app.keys import table",
+            "dflash_tui.app.widgets is not allowed to import dflash_tui.app.keys",
+        ),
     ],
 )
 def test_a_planted_import_breaks_its_contract(

@@ -8,7 +8,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dflash_tui.app.logs.lines import DEFAULT_FILTER, LineStore, compile_filter, passes_filter
+from dflash_tui.app.host.logs.lines import DEFAULT_FILTER, LineStore, compile_filter, passes_filter
 
 DEFAULT = compile_filter(DEFAULT_FILTER)
 # Pieces of what the filter looks for, and of what it must not mistake for them.

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dflash_tui.app.progress_strip import fmt_value
-from dflash_tui.app.spark import _TICKS, bar, sparkline
+from dflash_tui.app.host.metrics import fmt_value
+from dflash_tui.app.widgets.spark import _TICKS, bar, sparkline
 from dflash_tui.core.diagnosis.progress import Metric, nonfinite_loss, parse_line
 
 NAN, INF = float("nan"), float("inf")

@@ -1,49 +1,41 @@
-"""The dflash-tui app: one exclusive worker per host turns that host's feed events into typed
-messages (tui/app/feeds.py); each host's pane (tui/app/host_pane.py) draws what those messages
-carry; keys call run control (tui/app/actions.py) and auto-restart (tui/app/autorestart.py) on
-the host shown in detail. With several hosts an overview lists them all and ``[``, ``]``,
-``1``-``9`` switch the detailed view (tui/app/hosts.py).
-
-The feeds, the control actions and the auto-restarts are parts the app holds, each through a
-protocol of what it needs (tui/app/ports.py); the app routes Textual's messages, actions and
-worker events to them.
+"""The dflash-tui App: it composes the hosts (tui/app/host/), binds the keys to the parts that
+act on them (the view keys to the pane of the host shown, the run keys to its control,
+tui/app/control/) and switches screens. With several hosts an overview lists them all and
+``[``, ``]``, ``1``-``9`` switch the host shown in detail.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from functools import partial
 
 from textual.app import App, SystemCommand
 from textual.markup import escape
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
-from textual.worker import Worker
 
 from dflash_tui.app import heap
-from dflash_tui.app.actions import ControlActions
-from dflash_tui.app.alerts import AppAlerts
-from dflash_tui.app.autorestart import AutoRestarts
-from dflash_tui.app.feeds import HostFeeds
-from dflash_tui.app.history.view import HISTORY_ACTIONS
-from dflash_tui.app.host_pane import HostPane
-from dflash_tui.app.hosts import HostState, job_views, make_hosts, summarize
-from dflash_tui.app.keymap import help_keys
-from dflash_tui.app.layout import DESTRUCTIVE, HOST_ACTIONS, KEYS, MainScreen
-from dflash_tui.app.log_keys import LogKeys
-from dflash_tui.app.messages import ControlDone, ControlStep, LinkDown, SampleMalformed, SampleReady
-from dflash_tui.app.overview import HostOverview
-from dflash_tui.app.screens import HelpScreen
-from dflash_tui.app.source import EventSource
-from dflash_tui.app.themes import BUNDLED, DEFAULT_THEME, discover
-from dflash_tui.app.view_keys import ViewKeys
-from dflash_tui.app.waits import WaitBar
-from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.app.control.actions import ControlActions
+from dflash_tui.app.control.autorestart import AutoRestarts
+from dflash_tui.app.control.bridge import Bridge
+from dflash_tui.app.host.alerts import AppAlerts
+from dflash_tui.app.host.feeds import HostFeeds
+from dflash_tui.app.host.log_keys import LogKeys
+from dflash_tui.app.host.pane import HostPane
+from dflash_tui.app.host.source import EventSource
+from dflash_tui.app.host.state import HostState, job_views, make_hosts, summarize
+from dflash_tui.app.host.view_keys import ViewKeys
+from dflash_tui.app.keys.keymap import help_keys
+from dflash_tui.app.keys.table import DESTRUCTIVE, HISTORY_ACTIONS, HOST_ACTIONS, KEYS
+from dflash_tui.app.screens.help import HelpScreen
+from dflash_tui.app.screens.main import MainScreen
+from dflash_tui.app.screens.overview import HostOverview
+from dflash_tui.app.widgets.themes import AppThemes
+from dflash_tui.app.widgets.waits import WaitBar
+from dflash_tui.core.base.config import Config
 from dflash_tui.core.base.invocation import quit_commands
 from dflash_tui.core.base.rundir import ALIVE_STATES
 from dflash_tui.core.base.text import safe_label, terminal_safe
-from dflash_tui.core.diagnosis.timeline import Timeline
-from dflash_tui.core.diagnosis.tracker import Tracker
 
 QUIT_NOTE = "q quits the app only: the run keeps running, and dflash-tui re-attaches to it."
 
@@ -66,20 +58,18 @@ class DflashApp(ViewKeys, App[None]):
         super().__init__()
         self.cfg = cfg
         self.read_only = cfg.read_only
-        self.host_states = make_hosts(cfg, sources or [source], control)
+        self.host_states = make_hosts(cfg, sources or [source], control, Bridge)
         self.selected = 0  # the host shown in detail; keys act on it
         self.samples = 0  # samples drawn, all hosts together (tests wait on this)
-        self.theme_errors: list[str] = []
         self.draw_errors: set[str] = set()
-        self.theme_names: list[str] = []
-        self.feeds = HostFeeds(self)
-        self.actions = ControlActions(self)
-        self.log_keys = LogKeys(self)  # tui/app/log_keys.py
-        self.alerts = AppAlerts(self, cfg.alerts)  # tui/app/alerts.py
+        self.feeds = HostFeeds(self)  # each host's samples, to its pane
+        self.log_keys = LogKeys(self)  # tui/app/host/log_keys.py
+        self.alerts = AppAlerts(self, cfg.alerts)  # tui/app/host/alerts.py
         self.auto_restarts = AutoRestarts(self, self.alerts.decision)
-        self.user_keys = dict(cfg.keys)  # [keys]: binding id -> keys (tui/app/keymap.py)
+        self.control = ControlActions(self, self.auto_restarts)  # the run keys, per host
+        self.user_keys = dict(cfg.keys)  # [keys]: binding id -> keys (tui/app/keys/keymap.py)
         self.set_keymap(self.user_keys)
-        self._register_themes()
+        self.app_themes = AppThemes(self, cfg.theme)  # t cycles them (tui/app/host/view_keys.py)
 
     def notify(
         self,
@@ -102,44 +92,13 @@ class DflashApp(ViewKeys, App[None]):
             markup=markup,
         )
 
-    # -- themes --
-
-    def _register_themes(self) -> None:
-        themes, self.theme_errors = discover()
-        for theme in themes:
-            self.register_theme(theme)
-        names = [t.name for t in themes]
-        self.theme_names = [n for n in BUNDLED if n in names] + [
-            n for n in names if n not in BUNDLED
-        ]
-
-    def _apply_start_theme(self) -> None:
-        wanted = self.cfg.theme or DEFAULT_THEME
-        if wanted in self.available_themes:
-            self.theme = wanted
-        else:
-            self.theme_errors.append(
-                f"theme {wanted!r} not found; using {DEFAULT_THEME} "
-                f"(available: {', '.join(self.theme_names)})"
-            )
-            if DEFAULT_THEME in self.available_themes:
-                self.theme = DEFAULT_THEME
-        for err in self.theme_errors:
-            self.notify(err, title="theme", severity="warning", timeout=8)
-
-    def action_next_theme(self) -> None:
-        names = self.theme_names or [self.theme]
-        i = names.index(self.theme) if self.theme in names else -1
-        self.theme = names[(i + 1) % len(names)]
-        self.notify(f"theme: {self.theme}", timeout=2)
-
-    # -- screen and data flow (tui/app/feeds.py) --
+    # -- screen and data flow (tui/app/host/feeds.py) --
 
     def get_default_screen(self) -> Screen[None]:
         return MainScreen([s.key for s in self.host_states], self.read_only, self.apply_filter)
 
     def on_mount(self) -> None:
-        self._apply_start_theme()
+        self.app_themes.apply_start()
         # After the first refresh every composed widget (tab panes too) is mounted.
         self.call_after_refresh(self.feeds.start)
         self.call_after_refresh(self.auto_restarts.start)
@@ -152,87 +111,20 @@ class DflashApp(ViewKeys, App[None]):
         await self.alerts.stop()
 
     def write_terminal(self, data: str) -> None:
-        """Raw bytes to the terminal (the opt-in bell / OSC 9 / OSC 777 of tui/app/alerts.py)."""
+        """Raw bytes to the terminal (the opt-in bell / OSC 9 / OSC 777 of the app's alerts)."""
         if not self.is_headless and self._driver is not None:
             self._driver.write(data)
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if not self.screen_stack:  # shutting down: a cancelled worker has nothing to draw on
-            return
-        self.feeds.worker_changed(event)
-        self.actions.worker_changed(event)
-        self.auto_restarts.worker_changed(event)
-
-    def action_refresh(self) -> None:
-        self.feeds.refresh_now()
-
-    def on_sample_ready(self, msg: SampleReady) -> None:
-        self.feeds.sample_ready(msg)
-
-    def on_link_down(self, msg: LinkDown) -> None:
-        self.feeds.link_down(msg)
-
-    def on_sample_malformed(self, msg: SampleMalformed) -> None:
-        self.feeds.sample_malformed(msg)
-
-    # -- keys that change the world (tui/app/actions.py, tui/app/autorestart.py) --
-
-    def action_launch(self) -> None:
-        self.actions.launch()
-
-    def action_kill(self) -> None:
-        self.actions.kill()
-
-    def action_restart(self) -> None:
-        self.actions.restart()
-
-    def action_kill_process(self) -> None:
-        self.actions.kill_process()
-
-    def action_cancel_wait(self) -> None:
-        self.actions.cancel_wait()
-
-    def action_auto_restart(self) -> None:
-        self.auto_restarts.toggle()
-
-    def waits_active(self) -> bool:
-        return self.actions.waits_active()
-
-    @property
-    def control_steps(self) -> list[str]:
-        return self.actions.steps
-
-    def on_control_step(self, msg: ControlStep) -> None:
-        self.actions.step(msg)
-
-    def on_control_done(self, msg: ControlDone) -> None:
-        self.actions.done(msg)
+    def action_control(self, key: str) -> None:
+        """A run key (launch, kill, restart, kill_process, auto_restart, cancel_wait): one
+        request, built and sent by the host's control (tui/app/control/actions.py)."""
+        self.control.key(key)
 
     # -- the host shown in detail (keys and control act on it) --
 
     @property
     def current(self) -> HostState:
         return self.host_states[self.selected]
-
-    @property
-    def host(self) -> HostConfig:
-        return self.current.cfg
-
-    @property
-    def bridge(self) -> Any:
-        return self.current.bridge
-
-    @property
-    def tracker(self) -> Tracker:
-        return self.current.tracker
-
-    @property
-    def timeline(self) -> Timeline:
-        return self.current.timeline
-
-    @property
-    def last(self) -> SampleReady | None:
-        return self.current.last
 
     def detail(self) -> HostPane:
         """The pane of the host shown (keys come only while it is there)."""
@@ -306,7 +198,7 @@ class DflashApp(ViewKeys, App[None]):
 
     def draw_safely(self, what: str, draw: Callable[[], None]) -> None:
         """One broken panel must not end the supervision: report it once, keep the rest
-        (every pane and themed widget draws through this, tui/app/widgets.py)."""
+        (every pane and themed widget draws through this, tui/app/widgets/themed.py)."""
         try:
             draw()
         except Exception as exc:
@@ -330,11 +222,12 @@ class DflashApp(ViewKeys, App[None]):
             return len(self.host_states) > 1  # hidden everywhere with one host
         if action in HISTORY_ACTIONS:
             return self.history_shown()
-        if action in DESTRUCTIVE:
+        key = parameters[0] if action == "control" and parameters else action
+        if key in DESTRUCTIVE:
             if self.read_only:
                 return False  # hidden from the footer, the help and the palette
-            if self.waits_active() and action != "auto_restart":  # A stays usable mid-kill
-                return None  # shown greyed out while another action runs
+            if self.control.busy(self.current) and key != "auto_restart":  # A works mid-kill
+                return None  # shown greyed out while another action runs on this host
         return True
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
@@ -343,7 +236,12 @@ class DflashApp(ViewKeys, App[None]):
             if action in ("focus_next", "quit") or (self.read_only and action in DESTRUCTIVE):
                 continue
             title = action.replace("_", " ").capitalize()
-            yield SystemCommand(escape(title), escape(helptext), getattr(self, f"action_{action}"))
+            run: Callable[[], object] = (
+                partial(self.control.key, action)
+                if action in DESTRUCTIVE
+                else getattr(self, f"action_{action}")
+            )
+            yield SystemCommand(escape(title), escape(helptext), run)
         yield from self._host_commands()
 
     def _host_commands(self) -> Iterable[SystemCommand]:

@@ -1,61 +1,21 @@
 """Entry point used by tui/cli/main.py: run the app, then say what happened to the run.
 
-Before Textual starts, the terminal is checked: without a TTY, with ``TERM=dumb`` or with an
-output encoding that is not UTF-8, the app cannot draw (its borders, bars and chips are
-Unicode and its screen is cursor-addressed), so it refuses in one line that names what works
-there instead (``status``, ``status --watch``, ``LANG=C.UTF-8``) and exits 2. Served in a
-browser (Textual's web driver: ``dflash-tui serve``) there is no TTY, and none is needed.
+Before Textual starts, the terminal is checked (terminal.py): where the app cannot draw it
+refuses in one line that names what works there instead, and exits 2.
 """
 
 from __future__ import annotations
 
 import argparse
-import codecs
-import os
 import sys
-from typing import TextIO
 
+from dflash_tui.app.terminal import terminal_problem
 from dflash_tui.core.base.config import Config
 from dflash_tui.core.base.text import terminal_safe
 
-INSTEAD = "`dflash-tui status` (once) or `dflash-tui status --watch`"
-NO_TTY = (
-    "dflash-tui: the app needs a terminal (stdin and stdout are not a TTY here); "
-    f"for scripts and logs use {INSTEAD}"
-)
-
-
-def terminal_problem(
-    stdin: TextIO | None = None,
-    stdout: TextIO | None = None,
-    env: dict[str, str] | None = None,
-    instead: str = INSTEAD,
-) -> str | None:
-    """Why the app cannot draw here (one line, with what to use instead), or None.
-    ``instead`` names what works without one (``replay`` points to ``status --replay``)."""
-    stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
-    env = dict(os.environ) if env is None else env
-    if env.get("TEXTUAL_DRIVER", "").endswith(":WebDriver"):  # served: the browser draws
-        return None
-    if not (stdin.isatty() and stdout.isatty()):
-        return NO_TTY.replace(INSTEAD, instead)
-    term = env.get("TERM", "")
-    encoding = getattr(stdout, "encoding", None) or "ascii"
-    try:
-        utf8 = codecs.lookup(encoding).name == "utf-8"
-    except LookupError:
-        utf8 = False
-    if term == "dumb" or not utf8:
-        why = "TERM=dumb" if term == "dumb" else f"encoding {encoding}"
-        return (
-            f"dflash-tui: this terminal cannot draw the app ({why}); use {instead} "
-            "for plain lines, or a UTF-8 terminal (e.g. LANG=C.UTF-8, TERM=xterm-256color)"
-        )
-    return None
-
 
 def run_app(cfg: Config, args: argparse.Namespace | None = None) -> int:
-    from dflash_tui.app.keymap import keymap_problems
+    from dflash_tui.app.keys.keymap import keymap_problems
 
     clashes = keymap_problems(cfg.keys)  # a config error: before anything is drawn
     if clashes:

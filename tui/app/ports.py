@@ -1,10 +1,11 @@
 """What the app's parts need from the app object, as Protocols.
 
-The feeds (tui/app/feeds.py), the control actions (tui/app/actions.py) and the auto-restart
-supervisors (tui/app/autorestart.py) are objects that each hold the app through a protocol of
-the members they use: mypy checks the parts against it, and checks ``DflashApp`` against it
-where the app hands itself over, without these modules importing tui/app/app.py (which
-imports them). ``AppPort`` is what all three use; each module extends it with its own needs.
+The feeds (tui/app/host/feeds.py), the control actions (tui/app/control/actions.py) and the
+auto-restart supervisors (tui/app/control/autorestart.py) are objects that each hold the app
+through a protocol of the members they use: mypy checks the parts against it, and checks
+``DflashApp`` against it where the app hands itself over, without these modules importing
+tui/app/app.py (which imports them). ``AppPort`` is what all of them use; each module extends
+it with its own needs.
 """
 
 from __future__ import annotations
@@ -12,14 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Protocol
 
-from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.timer import Timer
 from textual.worker import Worker
 from textual.worker_manager import WorkerManager
 
-from dflash_tui.app.host_pane import HostPane
-from dflash_tui.app.hosts import HostState
+from dflash_tui.app.host.pane import HostPane
+from dflash_tui.app.host.state import HostState
 
 
 class AppPort(Protocol):
@@ -48,8 +48,6 @@ class AppPort(Protocol):
         exclusive: bool = ...,
         exit_on_error: bool = ...,
     ) -> Worker[None]: ...
-
-    def post_message(self, message: Message) -> bool: ...
 
     def set_timer(self, delay: float, callback: Callable[[], object]) -> Timer: ...
 

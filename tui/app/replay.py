@@ -22,14 +22,14 @@ from textual.timer import Timer
 from textual.widgets import Input
 
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.feeds import HostFeeds
-from dflash_tui.app.findings.panel import TimelineList
-from dflash_tui.app.gpus.grid import GpuGrid
-from dflash_tui.app.history.view import HistoryView
-from dflash_tui.app.layout import MainScreen
-from dflash_tui.app.logs.area import LogArea
-from dflash_tui.app.messages import SampleReady
-from dflash_tui.app.timebar import TimeBar
+from dflash_tui.app.host.feeds import HostFeeds
+from dflash_tui.app.host.findings.panel import TimelineList
+from dflash_tui.app.host.gpus.grid import GpuGrid
+from dflash_tui.app.host.history.view import HistoryView
+from dflash_tui.app.host.logs.area import LogArea
+from dflash_tui.app.host.sample import SampleReady
+from dflash_tui.app.screens.main import MainScreen
+from dflash_tui.app.screens.timebar import TimeBar
 from dflash_tui.core.base.config import Config
 from dflash_tui.core.base.snapshot import LogState, Snapshot
 from dflash_tui.core.base.text import terminal_safe
@@ -208,7 +208,7 @@ class ReplayApp(DflashApp):
         tracker = self.cursor.tracker
         msg = SampleReady(state.key, snap, diag, tracker.progress, tuple(tracker.metrics)[-200:],
                           events)  # fmt: skip
-        self.feeds.sample_ready(msg)
+        self.feeds.sample_ready(state, msg)
         self._bar()
 
     def _logs_so_far(self, snap: Snapshot) -> list[LogState]:
@@ -264,7 +264,7 @@ REPLAY_INSTEAD = "`dflash-tui status --replay DIR --at TIME` (add --json for the
 
 
 def run_replay_app(rec: Recording, at: float | None, speed: float, theme: str | None) -> int:
-    from dflash_tui.app.main import terminal_problem
+    from dflash_tui.app.terminal import terminal_problem
 
     problem = terminal_problem(instead=REPLAY_INSTEAD)  # the live app's check and words
     if problem:

@@ -23,9 +23,9 @@ from dflash_tui.core.base.snapshot import Proc
 from dflash_tui.core.base.text import mib, names_host, printable, terminal_safe
 from dflash_tui.core.base.timings import RELEASE_TIMEOUT_S
 from dflash_tui.core.control.job import JobResult, kill_job, launch_job, restart_job
-from dflash_tui.core.control.kill import KillResult, kill
+from dflash_tui.core.control.kill import KillResult, kill_latest
 from dflash_tui.core.control.launch import LaunchResult, launch
-from dflash_tui.core.control.restart import RestartResult, clear_compile_cache, restart
+from dflash_tui.core.control.restart import RestartResult, clear_compile_cache, restart_latest
 from dflash_tui.core.control.script import ActionProgress, ControlError, fetch_run
 from dflash_tui.core.link.connect import make_transport
 from dflash_tui.core.link.transport import TransportError
@@ -60,7 +60,7 @@ async def _launch(host: HostConfig, args: argparse.Namespace, **kw: Any) -> Resu
     transport = make_transport(host)
     try:
         if getattr(args, "restart", False) or args.subcommand == "restart":
-            return await restart(
+            return await restart_latest(
                 transport,
                 host,
                 grace=args.grace,
@@ -82,7 +82,7 @@ async def _launch(host: HostConfig, args: argparse.Namespace, **kw: Any) -> Resu
 async def _kill(host: HostConfig, args: argparse.Namespace, **kw: Any) -> Result:
     transport = make_transport(host)
     try:
-        return await kill(transport, host, grace=args.grace, **kw)
+        return await kill_latest(transport, host, grace=args.grace, **kw)
     finally:
         await transport.close()
 
@@ -137,10 +137,10 @@ async def _slurm(host: HostConfig, args: argparse.Namespace, **kw: Any) -> Any:
     transport = make_transport(host)
     try:
         if args.subcommand == "kill":
-            return await actions.kill(transport, host, grace=args.grace, **kw)
+            return await actions.cancel_run(transport, host, grace=args.grace, **kw)
         if args.subcommand == "restart" or getattr(args, "restart", False):
-            return await actions.restart(transport, host, grace=args.grace, **kw)
-        return await actions.launch(transport, host, **kw)
+            return await actions.requeue_or_resubmit(transport, host, grace=args.grace, **kw)
+        return await actions.submit_run(transport, host, **kw)
     finally:
         await transport.close()
 

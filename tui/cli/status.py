@@ -56,13 +56,13 @@ def collect(
 
 async def _scheduled(hosts: list[HostConfig], docs: list[dict[str, Any]]) -> None:
     """Slurm's word on each host's run, put into its document (its job, state, findings)."""
-    from dflash_tui.core.control.slurm.findings import overlay, read
+    from dflash_tui.core.control.slurm.findings import overlay, read_view
     from dflash_tui.core.link.connect import make_transport
 
     for host, doc in zip(hosts, docs, strict=True):
         transport = make_transport(host)
         try:
-            view = await read(transport, host)
+            view = await read_view(transport, host)
         finally:
             await transport.close()
         overlay(doc, view)

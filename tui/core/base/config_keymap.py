@@ -9,7 +9,7 @@ refresh = "ctrl+r,f5"      # several, comma-separated (or a list: ["ctrl+r", "f5
 The ids are the app's (config_keys.KEY_IDS; an unknown one is an error there). Each key is a
 Textual key name (``x``, ``X``, ``ctrl+r``, ``f5``, ``question_mark``) or one printable
 character (``?``). Clashes (two bindings on one key) are the app's to check: only it knows the
-default keys (tui/app/keymap.py).
+default keys (tui/app/keys/keymap.py).
 """
 
 from __future__ import annotations

@@ -90,7 +90,7 @@ THRESHOLD_KEYS = (
     "worker_stall_min_s",
 )
 THRESHOLDS: Schema = dict.fromkeys(THRESHOLD_KEYS)
-# [keys]: the app's binding ids (each main-screen key's, tui/app/layout.py, which a test holds
+# [keys]: the app's binding ids (each main-screen key's, tui/app/screens/main.py, which a test holds
 # equal to this list); each set to the key(s) that replace its default.
 KEY_IDS = (
     "launch",

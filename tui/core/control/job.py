@@ -18,7 +18,7 @@ from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.config_job import elastic_warning, member_host
 from dflash_tui.core.base.config_types import JobConfig
 from dflash_tui.core.base.timings import KILL_GRACE_S, RELEASE_TIMEOUT_S, START_WINDOW_S
-from dflash_tui.core.control.kill import KillResult, gpu_holders, kill, sample
+from dflash_tui.core.control.kill import KillResult, gpu_holders, kill_latest, sample
 from dflash_tui.core.control.launch import LaunchResult, launch
 from dflash_tui.core.control.restart import wait_released
 from dflash_tui.core.control.script import ControlError, ProgressFn, fetch_run
@@ -94,7 +94,7 @@ async def launch_job(
             if isinstance(r, LaunchResult) and r.ok and not r.refused
         ]
         if started:
-            await on_members(started, lambda t, h: kill(t, h, grace=grace, check_gpu=False))
+            await on_members(started, lambda t, h: kill_latest(t, h, grace=grace, check_gpu=False))
             text += f"; stopped again on {', '.join(h.label for h in started)}"
     verb = "launched" if ok else "launch failed"
     return JobResult(ok, f"job {job.name} {verb}: {text}", job.name, pairs, (warn,) if warn else ())
@@ -111,7 +111,7 @@ async def kill_job(
     """Kill the job's run on every member at once."""
 
     async def stop(t: Transport, h: HostConfig) -> KillResult:
-        return await kill(t, h, grace=grace, progress=progress, check_gpu=check_gpu)
+        return await kill_latest(t, h, grace=grace, progress=progress, check_gpu=check_gpu)
 
     results = await on_members(members_of(job, hosts), stop)
     pairs = tuple(zip(job.members, results, strict=True))
@@ -133,7 +133,7 @@ async def _kill_and_release(
         snap, _ = await sample(t, h)
         if snap is not None:
             uuids = {g.uuid for g in gpu_holders(snap, pids) if g.uuid}
-    k = await kill(t, h, grace=grace, progress=progress, check_gpu=False)
+    k = await kill_latest(t, h, grace=grace, progress=progress, check_gpu=False)
     if k.refused:
         return k.message
     run_id = k.run_id if before.record is not None else None

@@ -24,7 +24,7 @@ from dflash_tui.core.base.rundir import ALIVE_STATES, RunReport
 from dflash_tui.core.base.timings import KILL_GRACE_S, START_WINDOW_S, RestartPolicy
 from dflash_tui.core.control import supervisor_files as files
 from dflash_tui.core.control.job import launch_job, members_of
-from dflash_tui.core.control.kill import kill
+from dflash_tui.core.control.kill import kill_latest
 from dflash_tui.core.control.script import ControlError, fetch_run
 from dflash_tui.core.control.supervisor_loop import LockLost, SupervisorLoop
 from dflash_tui.core.control.supervisor_state import policy_json
@@ -203,7 +203,7 @@ class JobSupervisor(SupervisorLoop):
             )
             await asyncio.gather(
                 *(
-                    kill(self.transports[h.label], h, grace=self.grace, check_gpu=False)
+                    kill_latest(self.transports[h.label], h, grace=self.grace, check_gpu=False)
                     for h in live
                 )
             )

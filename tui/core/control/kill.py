@@ -12,6 +12,7 @@ import asyncio
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypedDict
 
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.rundir import RunReport
@@ -29,6 +30,9 @@ from dflash_tui.core.control.script import (
     run_script,
 )
 from dflash_tui.core.link.transport import Transport, TransportError
+
+if TYPE_CHECKING:  # the annotations only (typing.Unpack is Python 3.11's)
+    from typing_extensions import Unpack
 
 
 @dataclass(frozen=True)
@@ -105,29 +109,65 @@ async def _wait_gone(
     return rep
 
 
+class KillOptions(TypedDict, total=False):
+    """``_kill``'s options, as ``kill`` and ``kill_latest`` pass them on."""
+
+    grace: float
+    progress: ProgressFn | None
+    cancel: Cancel | None
+    poll: float
+    kill_wait: float
+    check_gpu: bool
+
+
 async def kill(
     transport: Transport,
     host: HostConfig,
     *,
+    run_id: str | None,
+    **kw: Unpack[KillOptions],
+) -> KillResult:
+    """SIGTERM the group of run ``run_id``, wait, then SIGKILL what remains (``_kill``).
+
+    ``run_id`` is the run the caller named (the app's confirm dialog): without one nothing is
+    signalled (``ControlError``), never "the latest run", which may be another run by the time
+    the signal goes.
+    """
+    if not run_id:
+        raise ControlError("kill: no run named: nothing was signalled")
+    return await _kill(transport, host, run_id, **kw)
+
+
+async def kill_latest(
+    transport: Transport, host: HostConfig, **kw: Unpack[KillOptions]
+) -> KillResult:
+    """Kill the run root's latest run as the launch lock's holder finds it (a launch half-way
+    is left a kill it carries out itself): ``dflash-tui kill``, and a job's members."""
+    return await _kill(transport, host, "", **kw)
+
+
+async def _kill(
+    transport: Transport,
+    host: HostConfig,
+    run_id: str,
+    *,
     grace: float = KILL_GRACE_S,
-    run_id: str | None = None,
     progress: ProgressFn | None = None,
     cancel: Cancel | None = None,
     poll: float = 0.2,
     kill_wait: float = 3.0,
     check_gpu: bool = True,
 ) -> KillResult:
-    """SIGTERM the run's process group, wait ``grace`` s, then SIGKILL what remains.
-
-    control.sh checks, right before each signal, that the recorded PGID is still the run's.
-    """
+    """SIGTERM the group of run ``run_id`` ("": the latest), wait ``grace`` s, then SIGKILL
+    what remains. control.sh checks, right before each signal, that the recorded PGID is
+    still the run's."""
     # The signal verb takes the launch lock first: no launch is half-way while it looks, or the
     # launcher is left a kill it carries out itself (docs/internals.md).
     try:  # what was there before the signal (some die at once): their GPU memory is checked
         seen = {p.pid for p in left(await fetch_run(transport, host.run_root, run_id))}
     except ControlError:
         seen = set()
-    rep = await _signal(transport, host, run_id or "", "TERM")
+    rep = await _signal(transport, host, run_id, "TERM")
     rec = rep.record
     if rec is None:
         return KillResult(True, "no run to kill")

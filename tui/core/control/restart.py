@@ -1,5 +1,5 @@
 """Restart and opt-in auto-restart, built on launch (tui/core/control/launch.py) and kill
-(tui/core/control_kill.py).
+(tui/core/control/kill.py).
 
 Restart = kill, wait (bounded) until no process of the run is left and its GPUs' memory is back
 near idle, optionally clear the compile cache, launch. Auto-restart watches the latest run and
@@ -13,6 +13,7 @@ import asyncio
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypedDict
 
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
@@ -23,7 +24,14 @@ from dflash_tui.core.base.timings import (
     START_WINDOW_S,
     RestartPolicy,
 )
-from dflash_tui.core.control.kill import KillResult, gpu_holders, kill, sample
+from dflash_tui.core.control.kill import (
+    KillOptions,
+    KillResult,
+    gpu_holders,
+    kill,
+    kill_latest,
+    sample,
+)
 from dflash_tui.core.control.launch import LaunchResult, launch
 from dflash_tui.core.control.policy import AutoRestart, Decision
 from dflash_tui.core.control.script import (
@@ -40,6 +48,9 @@ from dflash_tui.core.control.script import (
 from dflash_tui.core.control.supervisor_files import live_supervisor
 from dflash_tui.core.diagnosis.thresholds import DEFAULT, Thresholds
 from dflash_tui.core.link.transport import Transport, TransportError
+
+if TYPE_CHECKING:  # the annotations only (typing.Unpack is Python 3.11's)
+    from typing_extensions import Unpack
 
 
 @dataclass(frozen=True)
@@ -149,9 +160,46 @@ async def clear_compile_cache(transport: Transport, host: HostConfig) -> str:
     return f"no compile cache at {rep.facts.get('absent', path)}"
 
 
+class RestartOptions(TypedDict, total=False):
+    """``_restart``'s options, as ``restart`` and ``restart_latest`` pass them on."""
+
+    grace: float
+    start_window: float
+    release_timeout: float
+    clear_cache: bool
+    keep: int
+    thresholds: Thresholds
+    progress: ProgressFn | None
+    cancel: Cancel | None
+    poll: float
+
+
 async def restart(
+    transport: Transport, host: HostConfig, *, run_id: str | None, **kw: Unpack[RestartOptions]
+) -> RestartResult:
+    """Kill run ``run_id``, wait until its GPUs are released, optionally clear the cache,
+    launch (``_restart``).
+
+    ``run_id`` is the run the caller named: it must still be the root's latest run (not one
+    started since by auto-restart or another supervisor), else nothing is done. None says the
+    caller saw no run at all: it launches only while the root still has none.
+    """
+    return await _restart(transport, host, run_id, False, **kw)
+
+
+async def restart_latest(
+    transport: Transport, host: HostConfig, **kw: Unpack[RestartOptions]
+) -> RestartResult:
+    """Restart the run root's latest run (``kill_latest``), or launch where it has none:
+    ``dflash-tui restart``."""
+    return await _restart(transport, host, None, True, **kw)
+
+
+async def _restart(
     transport: Transport,
     host: HostConfig,
+    run_id: str | None,
+    latest: bool,
     *,
     grace: float = KILL_GRACE_S,
     start_window: float = START_WINDOW_S,
@@ -162,18 +210,13 @@ async def restart(
     progress: ProgressFn | None = None,
     cancel: Cancel | None = None,
     poll: float = 0.2,
-    run_id: str | None = None,
 ) -> RestartResult:
-    """Kill the run, wait until its GPUs are released, optionally clear the cache, launch.
-
-    ``run_id``: the run the user confirmed; if another run is the latest by now (started by
-    auto-restart or another supervisor), nothing is done.
-    """
     before = await fetch_run(transport, host.run_root)
-    latest = before.record.id if before.record is not None else None
-    if run_id is not None and latest != run_id:
+    newest = before.record.id if before.record is not None else None
+    if not latest and newest != run_id:
+        named = f"run {run_id}" if run_id else "no run"
         return RestartResult(
-            False, f"restart stopped: the latest run is now {latest}, not {run_id}: nothing done"
+            False, f"restart stopped: the latest run is now {newest}, not {named}: nothing done"
         )
     pids = {p.pid for p in before.members}
     uuids: set[str] = set()
@@ -181,9 +224,13 @@ async def restart(
         snap, _ = await sample(transport, host)
         if snap is not None:  # the GPUs the run uses: their memory must come back
             uuids = {h.uuid for h in gpu_holders(snap, pids) if h.uuid}
-    k = await kill(
-        transport, host, grace=grace, progress=progress, cancel=cancel, poll=poll, check_gpu=False
-    )
+    common = KillOptions(grace=grace, progress=progress, cancel=cancel, poll=poll, check_gpu=False)
+    if latest:
+        k = await kill_latest(transport, host, **common)
+    elif run_id is None:
+        k = KillResult(True, "no run to kill")
+    else:
+        k = await kill(transport, host, run_id=run_id, **common)
     if k.refused or k.cancelled:
         return RestartResult(False, f"restart stopped: {k.message}", k)
     run_id = k.run_id if before.record is not None else None

@@ -196,7 +196,7 @@ class Supervisor(SupervisorLoop):
         rep: RunReport
         try:
             if self.host.scheduler == "slurm":  # the run is its job, as Slurm says it
-                rep = await slurm.fetch(self.transport, self.host)
+                rep = await slurm.job_report(self.transport, self.host)
             else:
                 rep = await fetch_run(self.transport, self.host.run_root)
         except (ControlError, TransportError) as exc:

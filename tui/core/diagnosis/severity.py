@@ -1,6 +1,6 @@
 """How bad each thing is: the one home for a finding's severities and their order, a GPU
 label's severity, a run state's and a process owner's (pure). The app maps these levels to
-colours and nothing else (tui/app/palette.py)."""
+colours and nothing else (tui/app/widgets/palette.py)."""
 
 from __future__ import annotations
 

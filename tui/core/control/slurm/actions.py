@@ -53,7 +53,7 @@ def _said(job: SlurmJob) -> str:
 
 def kill_confirm(run: SlurmRun, job: SlurmJob) -> str:
     """What a confirmation of ``kill`` says it will do: the run, the job id and its nodes
-    (``live_job`` gives both; ``kill(job_id=...)`` then acts on that job or refuses)."""
+    (``live_job`` gives both; ``cancel_run(job_id=...)`` then acts on that job or refuses)."""
     on = f" on {', '.join(job.nodes)}" if job.nodes else " (queued: no node yet)"
     return f"cancel run {run.run_id}: scancel Slurm job {job.job_id} ({job.state}){on}"
 
@@ -81,7 +81,7 @@ def _result(
     )
 
 
-async def launch(
+async def submit_run(
     transport: Transport,
     host: HostConfig,
     *,
@@ -143,7 +143,7 @@ async def cancel(
     return job
 
 
-async def kill(
+async def cancel_run(
     transport: Transport,
     host: HostConfig,
     *,
@@ -192,7 +192,7 @@ async def _resume_command(transport: Transport, run: SlurmRun, job: SlurmJob) ->
         raise ControlError(f"cannot rewrite {run.dir}/command: {safe_label(res.stderr, 300)}")
 
 
-async def restart(
+async def requeue_or_resubmit(
     transport: Transport,
     host: HostConfig,
     *,
@@ -202,7 +202,7 @@ async def restart(
     """Requeue the latest job where Slurm may; else cancel it and submit with --resume auto."""
     found = await latest(transport, host)
     if found is None or not found[1].job_id:
-        return await launch(transport, host, progress=progress)
+        return await submit_run(transport, host, progress=progress)
     run, job = found
     why = None
     known = job.source in ("squeue", "sacct", "scontrol")  # Slurm still has the job
@@ -215,6 +215,6 @@ async def restart(
                            action="requeue")  # fmt: skip
     if job.live:
         await cancel(transport, job.job_id, grace, progress)
-    res = await launch(transport, host, resume=True, progress=progress)
+    res = await submit_run(transport, host, resume=True, progress=progress)
     note = f" (not requeued: {why})" if why else ""
     return replace(res, message=res.message + note, action="resubmit")

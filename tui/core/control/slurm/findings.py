@@ -50,7 +50,7 @@ class SchedulerView:
     error: str | None = None
 
 
-async def read(transport: Transport, host: HostConfig) -> SchedulerView:
+async def read_view(transport: Transport, host: HostConfig) -> SchedulerView:
     """The latest run's job and the states of its nodes; never raises for Slurm's failures."""
     try:
         found = await latest(transport, host)
@@ -109,7 +109,7 @@ def findings(view: SchedulerView) -> list[Finding]:
 async def scheduled(doc: dict[str, Any], transport: Transport, host: HostConfig) -> None:
     """A status document of a host under Slurm, with Slurm's word put in (status --watch and
     the metrics exporter call this on each sample's document)."""
-    overlay(doc, await read(transport, host))
+    overlay(doc, await read_view(transport, host))
 
 
 def overlay(doc: dict[str, Any], view: SchedulerView) -> None:

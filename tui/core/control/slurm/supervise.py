@@ -36,7 +36,7 @@ class SlurmReport(RunReport):
         return self.scheduled
 
 
-async def fetch(transport: Transport, host: HostConfig) -> SlurmReport:
+async def job_report(transport: Transport, host: HostConfig) -> SlurmReport:
     """The latest run under Slurm (ControlError when Slurm cannot be asked)."""
     now = time.time()
     found = await runs.latest(transport, host)
@@ -61,7 +61,7 @@ async def fetch(transport: Transport, host: HostConfig) -> SlurmReport:
 
 async def relaunch(transport: Transport, host: HostConfig) -> LaunchResult:
     """The supervisor's restart, as a launch result."""
-    res = await actions.restart(transport, host)
+    res = await actions.requeue_or_resubmit(transport, host)
     return LaunchResult(
         res.ok,
         res.state,

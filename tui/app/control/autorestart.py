@@ -1,0 +1,177 @@
+"""Opt-in auto-restart in the app: one exclusive worker per host (group ``autorestart:<index>``)
+runs tui/core/control/restart.py's ``supervise`` through the host's bridge, so it shares the
+host's one transport (one SSH connection). Its decisions go to the host's timeline, a restart
+and FATAL also to a notification, and the header says ``auto-restart on`` or ``FATAL``.
+
+Enabled per host by the config's ``[restart] auto`` or ``--auto-restart``; ``A`` toggles it for
+the host shown. Never in read-only mode. A run stopped on request (``k``, ``r``) is recorded as
+such in its run directory, and the policy leaves it stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from typing import Any
+
+from dflash_tui.app.control.supervised import defer_toggle
+from dflash_tui.app.host.pane import post_events
+from dflash_tui.app.host.state import HostState
+from dflash_tui.app.ports import AppPort
+from dflash_tui.core.control.policy import Decision
+from dflash_tui.core.diagnosis.timeline import Event
+
+AUTO_GROUP = "autorestart:"
+STOP_WAIT = 2.0  # seconds quit waits for a supervisor to notice its stop event
+
+
+def auto_group(state: HostState) -> str:
+    return f"{AUTO_GROUP}{state.index}"
+
+
+class AutoRestarts:
+    """Every host's supervisor worker; needs nothing of the app beyond ``AppPort``."""
+
+    def __init__(
+        self, app: AppPort, on_decision: Callable[[HostState, Decision], None] | None = None
+    ) -> None:
+        self.app = app
+        self.on_decision = on_decision  # the app's [alerts] (restart, FATAL)
+
+    def start(self) -> None:
+        """At start: every host whose policy is enabled (never in read-only mode)."""
+        if self.app.read_only:
+            return
+        for state in self.app.host_states:
+            if state.cfg.restart.enabled and not self._job_refused(state):
+                self._start_auto(state)
+
+    def _job_refused(self, state: HostState) -> bool:
+        """A job member is restarted with its whole job, by the job supervisor (the app's
+        single-host auto-restart would relaunch one member alone): said, and refused."""
+        if state.job is None:
+            return False
+        name = state.job[0].name
+        self.app.notify(
+            f"{state.key} is a member of job {name}: the app does not auto-restart a job; "
+            f"run `dflash-tui supervise --host {name}`",
+            severity="warning",
+        )
+        return True
+
+    def _start_auto(self, state: HostState) -> None:
+        supervise = getattr(state.bridge, "supervise", None)
+        if self.app.read_only or supervise is None:  # a stand-in bridge (tests) may not have it
+            return
+        state.auto_stop = stop = asyncio.Event()
+        state.auto = "on"
+        policy = replace(state.cfg.restart, enabled=True)  # `A` turns on a host left off
+        watch = supervise(
+            policy,
+            stop,
+            lambda d: self._auto_decision(state, d),
+            lambda res: self._auto_launched(state, res),
+        )
+        self.app.run_worker(
+            self._supervised(state, watch),
+            name=f"auto-restart {state.key}",
+            group=auto_group(state),
+            exclusive=True,
+            exit_on_error=False,
+        )
+        self._show_auto(state)
+
+    def _stop_auto(self, state: HostState) -> None:
+        if state.auto_stop is not None:
+            state.auto_stop.set()  # supervise returns within 0.1 s (or after a launch it began)
+        state.auto_stop, state.auto = None, "off"
+        self._show_auto(state)
+
+    def toggle(self) -> None:
+        """``A``: auto-restart on or off for the host shown."""
+        state = self.app.current
+        if self.app.read_only:  # the binding is hidden too; this is the second lock
+            self.app.notify("read-only mode: auto-restart is not available", severity="error")
+            return
+        if defer_toggle(self.app, state):  # a live `dflash-tui supervise`: A changes its policy
+            return
+        if state.auto == "on":
+            self._stop_auto(state)
+            self._auto_event(state, "info", "auto-restart off (A)")
+            self.app.notify(f"auto-restart off on {state.key}", timeout=3)
+            return
+        if self._job_refused(state):
+            return
+        self._start_auto(state)
+        p = state.cfg.restart
+        self._auto_event(
+            state,
+            "info",
+            f"auto-restart on (A): {p.retries} retries, backoff {p.backoff_s:g} s",
+        )
+        self.app.notify(f"auto-restart on for {state.key}", timeout=3)
+
+    async def stop(self) -> None:
+        """On quit: set every stop event and give the supervisors a moment to return, so none
+        is cut off halfway through a launch; the run itself is never touched."""
+        workers = [w for w in self.app.workers if w.group.startswith(AUTO_GROUP) and w.is_running]
+        for state in self.app.host_states:
+            if state.auto_stop is not None:
+                state.auto_stop.set()
+        if workers:
+            await asyncio.wait([asyncio.create_task(w.wait()) for w in workers], timeout=STOP_WAIT)
+        for w in workers:
+            w.cancel()
+
+    # -- what the supervisor reports (called on the app's loop: the worker is async) --
+
+    def _auto_decision(self, state: HostState, d: Decision) -> None:
+        if self.on_decision is not None:
+            self.on_decision(state, d)
+        if d.action == "restart":
+            self._auto_event(state, "warning", f"auto-restart: {d.message}")
+        elif d.action == "fatal":
+            state.auto, state.auto_stop = "fatal", None
+            self._show_auto(state)
+            self._auto_event(state, "error", d.message, kind="FATAL")
+            title = self.app.host_title(state, "auto-restart gave up")
+            self.app.notify(d.message, title=title, severity="error", timeout=20)
+        elif d.action in ("stopped", "done"):
+            self._auto_event(state, "info", f"auto-restart: {d.message}")
+        elif d.action == "watch" and d.message.startswith("cannot read"):
+            self._auto_event(state, "warning", f"auto-restart: {d.message}")
+
+    def _auto_launched(self, state: HostState, res: Any) -> None:
+        if res.run_id is None:  # the supervisor counts it as a crash and says so next
+            self._auto_event(state, "error", f"auto-restart: {res.message}")
+            return
+        text = f"auto-restart: launched run {res.run_id}"
+        self._auto_event(state, "warning", text, kind="restarted")
+        self.app.notify(text, title=self.app.host_title(state, "run restarted"), severity="warning")
+
+    async def _supervised(self, state: HostState, watch: Awaitable[object]) -> None:
+        """The host's supervisor; one that fails (a bug) stops, and says so."""
+        try:
+            await watch
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            state.auto, state.auto_stop = "off", None
+            self._show_auto(state)
+            msg = f"auto-restart stopped: {exc!r}; A starts it again"
+            self._auto_event(state, "error", msg)
+            self.app.notify(msg, title=self.app.host_title(state, "auto-restart"), severity="error")
+
+    # -- drawing (the host's pane draws, or not once it is gone) --
+
+    def _auto_event(self, state: HostState, severity: str, text: str, kind: str = "") -> None:
+        ev = Event(time.time(), kind or "auto-restart", severity, text)
+        post_events(self.app.pane_of(state), state, [ev])
+
+    def _show_auto(self, state: HostState) -> None:
+        pane = self.app.pane_of(state)
+        if pane is not None:
+            pane.show_auto(state.auto)
+        self.app.refresh_bindings()

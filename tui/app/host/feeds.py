@@ -1,0 +1,209 @@
+"""The feed side of the app: one exclusive worker per host (group ``feed:<index>``, so a host
+whose link is down, or whose SSH connect hangs, never holds up another) takes that host's feed
+events, keeps the host's state, has the host's pane (tui/app/host/pane.py) draw each one as it
+comes, and keeps the overview's row of that host current. The refresh key (``R``) samples
+every host at once beside its stream; the sample goes through the same fold as the stream's,
+one at a time."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from textual.timer import Timer
+
+from dflash_tui.app import heap
+from dflash_tui.app.host.alerts import AppAlerts
+from dflash_tui.app.host.sample import SampleReady
+from dflash_tui.app.host.source import Disconnected, Malformed
+from dflash_tui.app.host.state import HostState, summarize
+from dflash_tui.app.ports import AppPort
+from dflash_tui.core.base.config import Config
+from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.link.transport import TransportError
+
+FEED_GROUP = "feed:"
+REFRESH_GROUP = "refresh:"
+RESTART_AFTER = 2.0  # seconds before a crashed sample reader is started again
+
+
+def feed_group(state: HostState) -> str:
+    return f"{FEED_GROUP}{state.index}"
+
+
+class FeedsApp(AppPort, Protocol):
+    """What the feeds need from the app besides ``AppPort``."""
+
+    samples: int  # samples drawn, all hosts together
+    alerts: AppAlerts  # the app's own [alerts] (tui/app/host/alerts.py)
+
+    @property
+    def cfg(self) -> Config: ...
+
+    def set_interval(
+        self, interval: float, callback: Callable[[], object], *, pause: bool = False
+    ) -> Timer: ...
+
+    def draw_safely(self, what: str, draw: Callable[[], None]) -> None: ...
+
+    def refresh_overview(self) -> None: ...
+
+
+class HostFeeds:
+    """Every host's feed worker, and what its messages do to the host's state and pane."""
+
+    def __init__(self, app: FeedsApp) -> None:
+        self.app = app
+        self._folding: dict[int, asyncio.Lock] = {}  # per host: one sample folded at a time
+        self._countdown: Timer | None = None  # ticks while a host is down (its retry countdown)
+
+    def start(self) -> None:
+        heap.tune_collector()  # the samples about to flow are most of what the app allocates
+        for state in self.app.host_states:
+            if state.source is None:
+                state.source = state.live_source(self.app.cfg.interval, self.app.cfg.record)
+            self._start_feed(state)
+        # The retry countdown of hosts that are down; paused while none is: no idle wake-ups.
+        self._countdown = self.app.set_interval(1.0, self.tick_links, pause=True)
+
+    def _start_feed(self, state: HostState) -> None:
+        self.app.run_worker(
+            self._feed(state),
+            name=f"feed {state.key}",
+            group=feed_group(state),
+            exclusive=True,
+            exit_on_error=False,
+        )
+
+    async def _feed(self, state: HostState) -> None:
+        """The host's feed; one that fails (a bug) is said and started again."""
+        try:
+            await self._consume(state)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            err = f"the sample reader stopped: {exc!r}; restarting"
+            self.link_down(state, err, RESTART_AFTER)
+            self.app.set_timer(RESTART_AFTER, lambda: self._start_feed(state))
+
+    async def _consume(self, state: HostState) -> None:
+        """Every feed event is drawn on the host's pane as it comes; diagnosis runs in a
+        thread (big samples)."""
+        assert state.source is not None
+        async for ev in state.source.events():
+            if isinstance(ev, Snapshot):
+                await self._fold(state, ev)
+            elif isinstance(ev, Disconnected):
+                self.link_down(state, ev.error, ev.retry_in)
+            elif isinstance(ev, Malformed):
+                self.sample_malformed(state, ev.error)
+
+    async def _fold(self, state: HostState, snap: Snapshot, refresh: bool = False) -> None:
+        """Diagnose ``snap`` (in a thread: big samples) and have it drawn. One at a time per
+        host: the tracker and the timeline take samples in order; a refresh sample older than
+        the last one drawn (the stream's came first) is dropped."""
+        async with self._folding.setdefault(state.index, asyncio.Lock()):
+            last = state.snapshot
+            if refresh and last is not None and snap.time <= last.time:
+                return
+            try:
+                msg = await asyncio.to_thread(state.fold, snap)
+            except Exception as exc:  # a bug in diagnosis must not end the feed
+                self.sample_malformed(state, f"diagnosis failed: {exc!r}")
+                return
+            # Drawn here, before the next sample is taken: a flood never queues ahead of
+            # the user's keys.
+            self.sample_ready(state, msg)
+
+    def refresh_now(self) -> None:
+        """Sample every host whose source can be asked (a live probe) at once, beside its
+        stream; a recorded or scripted view has nothing to ask."""
+        asked = []
+        for state in self.app.host_states:
+            sample_now = getattr(state.source, "sample_now", None)
+            if sample_now is None:
+                continue
+            asked.append(state.key)
+            self.app.run_worker(
+                self._refresh(state, sample_now),
+                name=f"refresh {state.key}",
+                group=f"{REFRESH_GROUP}{state.index}",
+                exclusive=True,  # a second press restarts the wait, never stacks probes
+                exit_on_error=False,
+            )
+        if asked:
+            self.app.notify(f"sampling {', '.join(asked)} now …", timeout=2)
+        else:
+            self.app.notify("these samples are recorded: there is nothing to ask", timeout=3)
+
+    async def _refresh(self, state: HostState, sample_now: Callable[..., Any]) -> None:
+        try:
+            snap = await sample_now(state.snapshot)
+        except (TransportError, OSError) as exc:
+            title = self.app.host_title(state, "refresh")
+            self.app.notify(f"no sample now: {exc}", title=title, severity="warning", timeout=6)
+            return
+        await self._fold(state, snap, refresh=True)
+
+    async def stop(self) -> None:
+        """Stop every probe before the loop closes (the runs themselves are never touched)."""
+        for w in self.app.workers:
+            if w.group.startswith((FEED_GROUP, REFRESH_GROUP)):
+                w.cancel()
+        for state in self.app.host_states:
+            await state.close()
+
+    # -- what the feed brings --
+
+    def sample_ready(self, state: HostState, msg: SampleReady) -> None:
+        """A diagnosed sample: kept as the host's latest, alerted on, drawn on its pane."""
+        several = len(self.app.host_states) > 1  # else there is no overview
+        row = summarize(state) if several else None  # this host's row before this sample
+        state.last = msg
+        state.link_up()
+        self.app.alerts.sample(state, msg)  # before drawing: an alert never waits on a panel
+        pane = self.app.pane_of(state)
+        if pane is None or not pane.show_sample(msg):
+            return  # the pane is gone or the app is exiting: nothing to draw on, nothing to say
+        # The overview draws every host: only when this sample changed this host's row (a
+        # job's row shows its members' steps, which move with every sample).
+        if several and (state.job is not None or summarize(state) != row):
+            self.app.draw_safely("overview", self.app.refresh_overview)
+        for ev in msg.events:
+            if ev.kind in ("crash", "launch-failed"):
+                # A launch that never started did not crash: the title says which it was.
+                what = "launch failed" if ev.kind == "launch-failed" else "run crashed"
+                title = self.app.host_title(state, what)
+                self.app.notify(ev.text, title=title, severity="error", timeout=15)
+        state.samples += 1
+        self.app.samples += 1
+
+    def link_down(self, state: HostState, error: str, retry_in: float) -> None:
+        """The probe stream broke; the feed retries in ``retry_in`` seconds."""
+        state.link_down(error, retry_in)
+        self.app.alerts.link_down(state, error)
+        self._show_link(state)
+        self.app.refresh_overview()
+        if self._countdown is not None:
+            self._countdown.resume()
+
+    def _show_link(self, state: HostState) -> None:
+        pane = self.app.pane_of(state)
+        if pane is not None:
+            findings = state.last.diagnosis.findings if state.last else ()
+            pane.show_link_down(state.link_text() or "", findings)
+
+    def tick_links(self) -> None:
+        down = [state for state in self.app.host_states if state.link == "down"]
+        for state in down:
+            self._show_link(state)
+        if down:  # the overview draws every host: once a tick, not once per host down
+            self.app.refresh_overview()
+        elif self._countdown is not None:
+            self._countdown.pause()
+
+    def sample_malformed(self, state: HostState, error: str) -> None:
+        """A probe line that could not be parsed (or a sample diagnosis failed on)."""
+        title = self.app.host_title(state, "unreadable sample")
+        self.app.notify(error[:300], title=title, severity="warning", timeout=5)

@@ -1,0 +1,252 @@
+"""All log tails, the run's log first, with the shared filter and follow mode.
+
+A 20 Hz timer flushes every tail's pending lines in one batched write, so a flood of lines
+costs a bounded amount of drawing per second whatever the rate they arrive at. The timer runs
+only while there is something to draw (lines waiting, a tail not mounted yet, a following tail
+not at its end) and a few ticks after: a quiet log costs no wake-ups between samples.
+The ticks after the write matter: a tail whose size settles in the next layout is scrolled to
+its end by the next tick.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Input, Static
+
+from dflash_tui.app.host.logs.lines import DEFAULT_FILTER, compile_filter
+from dflash_tui.app.host.logs.search import compile_search
+from dflash_tui.app.host.logs.tail import LogTail
+from dflash_tui.app.keys.keymap import key_text
+from dflash_tui.core.base.snapshot import LogState
+from dflash_tui.core.diagnosis.diagnose import Diagnosis
+
+FLUSH_INTERVAL = 0.05  # seconds: ~20 redraws a second at most, per tail
+IDLE_TICKS = 10  # ticks with nothing to draw before the flush timer pauses (half a second)
+
+
+def with_gaps(tail: LogTail, log: LogState) -> None:
+    """The sample's lines with the probe's gap notes in place: every line the tail could not
+    show, or anything it had to say (a rotation, a cut line), is marked where it happened."""
+    items: list[tuple[bool, str]] = []
+    at = 0
+    for index, text in sorted(log.gaps, key=lambda g: g[0]):
+        index = min(max(index, at), len(log.lines))
+        items += [(False, x) for x in log.lines[at:index]]
+        items.append((True, text))
+        at = index
+    items += [(False, x) for x in log.lines[at:]]
+    tail.add_sample(items)
+
+
+class LogArea(Vertical):
+    DEFAULT_CSS = """
+    LogArea {
+        height: 1fr;
+        #log-filter { display: none; height: 3; }
+        &.-filtering #log-filter { display: block; }
+        #log-search { display: none; height: 3; }
+        &.-searching #log-search { display: block; }
+        #no-logs { color: $text-muted; padding: 0 1; }
+    }
+    """
+
+    def __init__(self, read_only: bool = False) -> None:
+        """``read_only``: no key launches anything here (a viewer, a browser tab without
+        --allow-control, a replay), so the empty area names none."""
+        super().__init__(id="logs")
+        self.read_only = read_only
+        self.tails: dict[str, LogTail] = {}
+        self.filter_text = DEFAULT_FILTER
+        self.filter_on = True  # on at start: errors, exceptions, progress
+        self.follow = True
+        self._next_id = 0
+        self.wrap = False  # `W`: every tail wraps its long lines
+        self.search_text = ""  # `s`: found and marked in every tail, beside the filter
+
+    def compose(self) -> ComposeResult:
+        yield Input(
+            value=self.filter_text, placeholder="regex (enter: apply, esc: cancel)", id="log-filter"
+        )
+        yield Input(placeholder="search regex (enter: find, n/N: next/previous)", id="log-search")
+        yield Static(self._empty_text(), id="no-logs")
+
+    def _empty_text(self) -> str:
+        if self.read_only:  # read-only: launching is someone else's, and --log is the CLI's
+            return "no logs watched yet: a run's log shows here once it starts"
+        key = key_text(getattr(self.app, "user_keys", {}), "launch", "l")
+        return f"no logs watched yet: press {key} to launch the run, or start with --log PATH"
+
+    def on_mount(self) -> None:
+        self._idle_ticks = 0
+        self.flushing = True  # whether the flush timer runs (a quiet log wakes nothing)
+        self._flusher = self.set_interval(FLUSH_INTERVAL, self._tick)
+
+    def on_log_tail_resized(self, msg: LogTail.Resized) -> None:
+        # A new width or height (the area's own, the filter box, a tail added): wrapped lines
+        # are cut again, a following tail scrolled back to its end.
+        msg.stop()
+        self.wake()
+
+    def wake(self) -> None:
+        """Run the flush timer again (it pauses itself once nothing is left to draw)."""
+        self._idle_ticks = 0
+        if self.is_mounted and not self.flushing:
+            self.flushing = True
+            self._flusher.resume()
+
+    def _tick(self) -> None:
+        self.flush()
+        if any(tail.waiting for tail in self.tails.values()):
+            self._idle_ticks = 0
+        else:
+            self._idle_ticks += 1
+            if self._idle_ticks >= IDLE_TICKS:
+                self.flushing = False
+                self._flusher.pause()
+
+    def flush(self) -> None:
+        for tail in self.tails.values():
+            tail.flush()
+
+    def show(self, logs: Sequence[LogState], diag: Diagnosis) -> None:
+        """Route each log's new lines to its tail; add tails for new logs, drop gone ones."""
+        ordered = sorted(logs, key=lambda x: not x.is_run_log)  # run log first, stable
+        views = {v.path: v for v in diag.logs}
+        for log in ordered:
+            tail = self.tails.get(log.path)
+            if tail is None:
+                tail = self._add_tail(log, first=log.is_run_log)
+            if log.truncated and not log.gaps:  # a probe that does not say more (shell)
+                tail.add_gap("the file was truncated or replaced; tail restarted")
+            with_gaps(tail, log)
+            view = views.get(log.path)
+            if view is not None and log.is_run_log and diag.run and diag.run.started_at:
+                # The run's log should exist from launch on: missing since the launch.
+                tail.missing_from = diag.run.started_at if not view.exists else None
+            tail.set_state(view, diag.time)
+        present = {x.path for x in logs}
+        for path in [p for p in self.tails if p not in present]:
+            self.tails.pop(path).remove()
+        self.query_one("#no-logs", Static).display = not self.tails
+        self._wake_if_waiting()
+        # A tail whose height the sample changed (a missing-file notice, a tail added) is off
+        # its end only once the layout is done.
+        self.call_after_refresh(self._wake_if_waiting)
+
+    def _wake_if_waiting(self) -> None:
+        if any(tail.waiting for tail in self.tails.values()):
+            self.wake()
+
+    def _add_tail(self, log: LogState, first: bool) -> LogTail:
+        self._next_id += 1
+        tail = LogTail(log.path, log.is_run_log, f"tail-{self._next_id}")
+        tail.follow = self.follow
+        tail.wrap = self.wrap
+        self.tails[log.path] = tail
+        existing = [t for t in self.tails.values() if t is not tail and t.is_mounted]
+        if first and existing:
+            self.mount(tail, before=existing[0])
+        else:
+            self.mount(tail)
+        if self.filter_on:
+            tail.store.pattern = compile_filter(self.filter_text)
+        if self.search_text:
+            tail.set_search(compile_search(self.search_text))
+        return tail
+
+    # -- search (`s`, then `n`/`N`; keys live on the app) --
+
+    def open_search(self) -> None:
+        self.add_class("-searching")
+        box = self.query_one("#log-search", Input)
+        box.value = self.search_text
+        box.focus()
+
+    def close_search(self) -> None:
+        self.remove_class("-searching")
+
+    def apply_search(self, text: str) -> None:
+        """Raises ValueError for a bad regex; empty text ends the search."""
+        pattern = compile_search(text) if text else None
+        self.search_text = text
+        for tail in self.tails.values():
+            tail.set_search(pattern)
+        self.wake()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id != "log-search":
+            return
+        event.stop()
+        try:
+            self.apply_search(event.value.strip())
+        except ValueError as exc:
+            self.app.notify(str(exc), severity="error")
+            return
+        self.close_search()
+        tail = self.current_tail(None)
+        if tail is not None:
+            tail.log_view.focus()
+            if self.search_text:
+                self.jump(tail, True)
+
+    def jump(self, tail: LogTail, forward: bool) -> None:
+        """The next match in ``tail``; following pauses, or the next flush would scroll away."""
+        if self.follow:
+            self.toggle_follow()
+        if tail.jump(forward) is None:
+            self.app.notify(f"no line matches /{self.search_text}/ here", timeout=2)
+
+    def current_tail(self, focused: object) -> LogTail | None:
+        """The tail holding ``focused``, else the first (the run's log)."""
+        for tail in self.tails.values():
+            if focused is not None and (
+                focused is tail or tail in getattr(focused, "ancestors", ())
+            ):
+                return tail
+        return next(iter(self.tails.values()), None)
+
+    # -- filter and follow (keys live on the app; these do the work) --
+
+    def open_filter(self) -> None:
+        self.add_class("-filtering")
+        box = self.query_one("#log-filter", Input)
+        box.value = self.filter_text
+        box.focus()
+
+    def close_filter(self) -> None:
+        self.remove_class("-filtering")
+
+    def apply_filter(self, text: str) -> None:
+        """Raises ValueError for a bad regex; empty text turns the filter off."""
+        pattern = compile_filter(text) if text else None
+        if pattern is not None:
+            self.filter_text = text
+        self.filter_on = pattern is not None
+        for tail in self.tails.values():
+            tail.set_filter(pattern)
+        self.wake()
+
+    def toggle_filter(self) -> bool:
+        self.apply_filter("" if self.filter_on else self.filter_text)
+        return self.filter_on
+
+    def toggle_wrap(self) -> bool:
+        self.wrap = not self.wrap
+        for tail in self.tails.values():
+            tail.set_wrap(self.wrap)
+        self.wake()
+        return self.wrap
+
+    def toggle_follow(self) -> bool:
+        self.follow = not self.follow
+        for tail in self.tails.values():
+            tail.set_follow(self.follow)
+        self.wake()
+        return self.follow
+
+    def current_pattern(self) -> re.Pattern[str] | None:
+        return compile_filter(self.filter_text) if self.filter_on else None

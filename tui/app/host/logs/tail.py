@@ -1,0 +1,289 @@
+"""One log tail: a title with the file's state, the missing-file notice, and the lines.
+
+Lines land in a LineStore at once and reach the Log widget only when the owner calls
+``flush`` (about 20 times a second), in one ``write_lines`` call: a flood costs one redraw per
+tick instead of one per line. The Log widget never parses markup; lines are sanitised first.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rich.highlighter import Highlighter
+from rich.style import Style
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import Static
+
+from dflash_tui.app.host.logs.lines import ERROR_RE, MAX_LINES, LineStore
+from dflash_tui.app.host.logs.search import SearchState, hscroll_label, wrapped
+from dflash_tui.app.host.logs.widget import TailLog
+from dflash_tui.app.widgets.palette import Palette, palette_for
+from dflash_tui.app.widgets.themed import redraw_guarded, show_changed
+from dflash_tui.core.base.text import safe_label
+from dflash_tui.core.diagnosis.diagnose import LogView
+from dflash_tui.core.diagnosis.finding import duration
+
+
+class ErrorHighlighter(Highlighter):
+    """Colours whole lines that report an error, an exception or a traceback frame."""
+
+    def __init__(self) -> None:
+        self.style = Style(color="red", bold=True)
+        self.search: re.Pattern[str] | None = None  # `s`: every match is marked too
+        self.match_style = Style(reverse=True, bold=True)
+
+    def highlight(self, text: Text) -> None:
+        if ERROR_RE.search(text.plain):
+            text.stylize(self.style)
+        if self.search is not None:
+            for m in self.search.finditer(text.plain):
+                if m.end() > m.start():
+                    text.stylize(self.match_style, m.start(), m.end())
+
+
+class LogTail(Vertical):
+    DEFAULT_CSS = """
+    LogTail {
+        height: 1fr;
+        min-height: 4;
+        .tail-title {
+            height: 1; background: $panel; color: $text; padding: 0 1;
+            text-wrap: nowrap; text-overflow: ellipsis;
+        }
+        .tail-missing { height: auto; color: $text-warning; padding: 0 1; display: none; }
+        &.-missing .tail-missing { display: block; }
+        .tail-hidden { height: auto; max-height: 3; padding: 0 1; display: none; }
+        &.-hiding .tail-hidden { display: block; }
+        Log { height: 1fr; scrollbar-size-vertical: 1; }
+        &:focus-within .tail-title { background: $primary 40%; }
+    }
+    """
+
+    def __init__(self, path: str, is_run_log: bool, tail_id: str) -> None:
+        super().__init__(id=tail_id, classes="log-tail")
+        self.path = path
+        self.is_run_log = is_run_log
+        self.store = LineStore()
+        self.view: LogView | None = None
+        self.now = 0.0
+        self.missing_from: float | None = None  # our own first sighting of the file missing
+        self.follow = True
+        self.highlighter = ErrorHighlighter()
+        # Following is ours (flush scrolls to the end), never Log's own auto_scroll.
+        self.log_view = TailLog(max_lines=MAX_LINES, highlight=True, auto_scroll=False)
+        self.log_view.highlighter = self.highlighter
+        self.title_bar = Static(classes="tail-title")
+        self.missing_bar = Static(classes="tail-missing")
+        self.hidden_bar = Static(classes="tail-hidden")  # inside the pane: a title can be cut
+        self.search = SearchState()
+        self.wrap = False  # `W`: long lines cut into rows of the pane's width
+        self.wrap_width = 0  # the width the lines shown were cut to
+
+    def compose(self) -> ComposeResult:
+        yield self.title_bar
+        yield self.missing_bar
+        yield self.log_view
+        yield self.hidden_bar
+
+    def on_mount(self) -> None:
+        self.watch(self.app, "theme", lambda _t: redraw_guarded(self, self.redraw), init=False)
+        # is_mounted is only true once every Mount handler ran: draw the first sample after.
+        self.call_after_refresh(self.redraw)
+        # Lines wider than the pane: the title says they are cut, or how far they are scrolled.
+        self.watch(self.log_view, "scroll_x", lambda _x: self._retitle(), init=False)
+        self.watch(self.log_view, "virtual_size", lambda _s: self._retitle(), init=False)
+
+    def add_lines(self, lines: tuple[str, ...] | list[str]) -> None:
+        if lines:
+            self.store.add(lines)
+
+    def add_gap(self, text: str) -> None:
+        """A marked gap: lines not shown here (the file has them), or a change of file."""
+        self.store.mark(text)
+
+    def add_sample(self, items: list[tuple[bool, str]]) -> None:
+        """One sample's lines, with its gap marks (True) where they happened."""
+        if items:
+            self.store.add_sample(items)
+
+    def set_state(self, view: LogView | None, now: float) -> None:
+        self.view, self.now = view, now
+        missing = view is not None and not view.exists
+        if missing:
+            since = view.missing_since if view and view.missing_since is not None else now
+            # The diagnosis only looks back a minute; remember the earliest sighting ourselves.
+            self.missing_from = (
+                since if self.missing_from is None else min(self.missing_from, since)
+            )
+        else:
+            self.missing_from = None
+        if self.is_mounted:
+            self.redraw()
+
+    class Resized(Message):
+        """The tail's size changed (another tail came or went, the filter or search box
+        opened): a following tail is off its end until the next flush."""
+
+    def on_resize(self) -> None:
+        self.post_message(self.Resized())
+
+    @property
+    def waiting(self) -> bool:
+        """Something is left to draw: lines since the last flush, a widget not up yet, or a
+        following tail not at its end (its size settled after the write)."""
+        view = self.log_view
+        if self.store.pending or not view.is_mounted:
+            return True
+        return self.follow and not view.is_vertical_scroll_end
+
+    def flush(self) -> None:
+        """Draw the lines that arrived since the last flush (one batched write)."""
+        if not self.log_view.is_mounted:
+            return  # lines wait in the store until the widget exists
+        if self.wrap and self._text_width() != self.wrap_width:
+            self.wrap_width = self._text_width()  # the pane's width changed: cut again
+            self.set_filter(self.store.pattern)
+            return
+        pending = self.store.take_pending()
+        if pending and self.wrap:
+            pending = wrapped(pending, self.wrap_width)
+        if pending:
+            # Log scrolls on its own only when it was at its end before the write; after a
+            # clear (a filter change) its old offset is past the end and it would stay there.
+            self.log_view.write_lines(pending, scroll_end=False)
+            if self.search.pattern is not None:
+                self.search.update(self.log_view.lines)
+                self._retitle()
+        if self.follow and not self.log_view.is_vertical_scroll_end:
+            self.log_view.scroll_end(animate=False, immediate=True, x_axis=False)
+
+    def set_filter(self, pattern: re.Pattern[str] | None) -> None:
+        lines = self.store.set_filter(pattern)
+        self.store.pending.extend(lines)
+        if self.log_view.is_mounted:
+            self.log_view.clear()
+            self.flush()
+            self.search.update(self.log_view.lines)
+            # The old offset means nothing in the new lines: a paused tail shows their end.
+            self.log_view.scroll_end(animate=False, immediate=True, x_axis=False)
+            self.redraw()
+
+    def set_follow(self, follow: bool) -> None:
+        self.follow = follow
+        if follow and self.log_view.is_mounted:
+            self.log_view.scroll_end(animate=False)
+        self.redraw()
+
+    def set_wrap(self, wrap: bool) -> None:
+        """Wrap long lines (cut at the pane's width) on/off; the lines shown are drawn again."""
+        self.wrap = wrap
+        self.wrap_width = self._text_width() if wrap else 0
+        self.set_filter(self.store.pattern)
+
+    def _text_width(self) -> int:
+        # One column for the scrollbar, whether it shows yet or not: no cut again when it comes.
+        return max(0, self.log_view.size.width - 1)
+
+    def set_search(self, pattern: re.Pattern[str] | None) -> None:
+        """Mark and count the lines shown that match ``pattern`` (None: no search)."""
+        self.search.pattern, self.search.at = pattern, -1
+        self.highlighter.search = pattern
+        self.search.update(self.log_view.lines)
+        self.log_view.refresh()
+        self._retitle()
+
+    def jump(self, forward: bool) -> int | None:
+        """Scroll to the next (previous) match, a few lines below the top; None if none."""
+        line = self.search.step(forward, int(self.log_view.scroll_y))
+        if line is not None:
+            y = max(0, line - self.log_view.size.height // 3)
+            self.log_view.scroll_to(y=y, animate=False, immediate=True)
+        self._retitle()
+        return line
+
+    def _retitle(self) -> None:
+        if self.is_mounted:
+            show_changed(self.title_bar, self._title(palette_for(self.app.current_theme)))
+
+    def redraw(self) -> None:
+        if not self.is_mounted:
+            return
+        pal = palette_for(self.app.current_theme)
+        style = pal.fg("error", bold=True)
+        if style != self.highlighter.style:  # a theme change: the lines' colours
+            self.highlighter.style = style
+            self.log_view.refresh()
+        show_changed(self.title_bar, self._title(pal))
+        missing = self.missing_from is not None
+        self.set_class(missing, "-missing")
+        if missing:
+            show_changed(self.missing_bar, self._missing_text(pal))
+        # Said inside the pane (the title can be cut): what the filter hides, and a pause.
+        hiding = self.store.pattern is not None and self.store.hidden > 0
+        self.set_class(hiding or not self.follow, "-hiding")
+        if hiding or not self.follow:
+            show_changed(self.hidden_bar, self._hidden_text(pal))
+
+    def _title(self, pal: Palette) -> Text:
+        t = Text(no_wrap=True, overflow="ellipsis")
+        t.append("run log " if self.is_run_log else "log ", pal.fg("info", bold=True))
+        t.append(_short_path(self.path))
+        # Before the rest: a narrow pane cuts the title at the right.
+        found = self.search.label()
+        if found:
+            t.append(f"  {found} (n N)", pal.fg("info", bold=True))
+        cut = hscroll_label(self.log_view.scroll_x, self.log_view.max_scroll_x)
+        if cut:
+            t.append(f"  {cut}", pal.fg("warning"))
+        v = self.view
+        if v is not None and not v.exists:
+            t.append("  MISSING", pal.fg("error", bold=True))
+        elif v is not None and v.size is not None:
+            t.append(f"  {v.size:,} B", pal.fg("muted"))
+        st = self.store
+        if st.pattern is None:
+            t.append("  all lines", pal.fg("muted"))
+        else:  # say how much the filter hides, so an empty tail is never a mystery
+            t.append(f"  filter: {st.shown:,} of {st.received:,} lines (a: all)", pal.fg("muted"))
+        t.append(
+            "  follow" if self.follow else "  paused", pal.fg("ok" if self.follow else "warning")
+        )
+        if st.dropped:
+            t.append(f"  {st.dropped:,} skipped (flood)", pal.fg("warning"))
+        return t
+
+    def _hidden_text(self, pal: Palette) -> Text:
+        """How many lines the filter hides; when it hides every one, the last of them too
+        (a failed launch's only line must never look like an empty log)."""
+        st = self.store
+        n = st.hidden if st.pattern is not None else 0
+        t = Text(no_wrap=True, overflow="ellipsis")
+        said = []
+        if not self.follow:
+            said.append("paused: new lines are not scrolled to (f: follow)")
+        if n:
+            said.append(f"{n:,} line{'s' if n != 1 else ''} hidden by the filter (a: all)")
+        t.append("┄ " + "; ".join(said), pal.fg("warning"))
+        if n and st.shown == 0 and st.lines:  # nothing on screen: show what there is
+            t.append("; the last one:\n", pal.fg("warning"))
+            t.append(st.lines[-1])  # already sanitised by the store
+        return t
+
+    def _missing_text(self, pal: Palette) -> Text:
+        since = self.missing_from if self.missing_from is not None else self.now
+        how_long = duration(self.now - since)
+        t = Text()
+        t.append(" MISSING ", pal.chip("error"))
+        t.append(f" the file does not exist (missing for {how_long})", pal.fg("error"))
+        if self.view is not None and self.view.error:
+            t.append(f": {safe_label(self.view.error)}", pal.fg("muted"))
+        return t
+
+
+def _short_path(path: str, keep: int = 48) -> str:
+    """The end of a long path is what tells runs apart: cut from the left."""
+    clean = safe_label(path, 400)
+    return clean if len(clean) <= keep else "…" + clean[-(keep - 1) :]

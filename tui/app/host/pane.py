@@ -1,0 +1,334 @@
+"""One host's detail view. ``HostPane`` composes that host's header, GPU grid, metrics, logs,
+findings, process tree, timeline and history, and owns how the host's sample, link state and
+auto-restart state are drawn on them (as Posting's ResponseArea owns its response's display):
+the app hands it what to draw and never reaches into its widgets.
+
+It guards itself: a pane that is not mounted yet, is being removed or is gone, or whose app is
+shutting down draws nothing and raises nothing, because a sample, a link tick or a supervisor's
+report can still arrive while the app exits. While it can draw, a panel that fails is
+reported once through the app's draw guard (tui/app/widgets/themed.py) and the others still draw.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.events import Resize
+from textual.timer import Timer
+from textual.widgets import TabbedContent, TabPane
+
+from dflash_tui.app.host.findings.panel import FindingsList, TimelineList
+from dflash_tui.app.host.gpus.grid import GpuGrid
+from dflash_tui.app.host.header import RunHeader
+from dflash_tui.app.host.history.view import HistoryView
+from dflash_tui.app.host.logs.area import LogArea
+from dflash_tui.app.host.metrics import MetricsStrip
+from dflash_tui.app.host.procs.gpu_table import GpuProcView
+from dflash_tui.app.host.procs.tree import ProcInfo, ProcTree
+from dflash_tui.app.host.sample import SampleReady
+from dflash_tui.app.host.state import HostState
+from dflash_tui.app.host.strip import HostStrip
+from dflash_tui.app.host.zoom import Zoom
+from dflash_tui.app.widgets.themed import draw_guarded
+from dflash_tui.core.diagnosis.diagnose import Diagnosis
+from dflash_tui.core.diagnosis.finding import Finding, duration
+from dflash_tui.core.diagnosis.timeline import Event
+
+# The owners whose processes a GPU finding is about (the PID it names, for the tree).
+_NAMED_OWNER = {"orphan-process": "orphan", "foreign-process": "foreign"}
+
+
+def named_pid(diag: Diagnosis, finding: Finding) -> int | None:
+    """The PID (in the probe's view, as the tree keys it) a finding is about, if any: the
+    first orphan of an orphan-process finding, the first foreign process of a foreign one."""
+    owner = _NAMED_OWNER.get(finding.code)
+    for view in diag.gpus:
+        if owner is None or view.index not in finding.gpus:
+            continue
+        for p in view.processes:
+            if p.owner == owner:
+                return p.container_pid if p.container_pid is not None else p.pid
+    return None
+
+
+STALE_TICK_S = 1.0  # while stale, the age shown counts up by this much
+
+
+def stale_after(interval: float) -> float:
+    """Seconds without a sample after which the data shown is stale: the next sample was due
+    one interval after the last; half an interval more (at least 0.5 s) allows for jitter."""
+    return interval + max(interval / 2, 0.5)
+
+
+def post_events(pane: HostPane | None, state: HostState, events: list[Event]) -> None:
+    """Events of the app's own (auto-restart, alerts) on the host's timeline, in time order,
+    and on its pane while it is there."""
+    state.timeline.add(events)
+    if pane is not None:
+        pane.add_events(events)
+
+
+def pane_id(index: int) -> str:
+    return f"host-{index}"
+
+
+class HostPane(Vertical):
+    """The detail widgets of host ``index`` (id ``host-<index>``, class ``host-pane``)."""
+
+    def __init__(self, host: str, index: int, read_only: bool) -> None:
+        super().__init__(id=pane_id(index), classes="host-pane")
+        self.host, self.index, self.read_only = host, index, read_only
+        # Staleness: while the link is down or a sample is overdue, what is drawn is the
+        # last known state, greyed and marked with its age; nothing is called healthy.
+        self.sample_at: float | None = None  # time.monotonic() of the last sample drawn
+        self.interval: float | None = None  # the probe's interval (None: scripted, never due)
+        self.down = False  # the link is down (a LinkDown came after the last sample)
+        self.down_text = ""  # what the header says of the link while it is down
+        self.stale_s: int | None = None  # seconds since the last sample, while it is stale
+        self.diag: Diagnosis | None = None  # the last sample's, for what a finding names
+        self.behind: SampleReady | None = None  # the latest sample, not drawn while hidden
+        self._stale_due: Timer | None = None  # the next look at the age
+
+    def compose(self) -> ComposeResult:
+        yield RunHeader(self.host, self.read_only)
+        yield GpuGrid()
+        with Horizontal(id="lower"):
+            with Vertical(id="left"):
+                yield MetricsStrip()
+                yield HostStrip()
+                yield LogArea(self.read_only)
+            with Vertical(id="right"):
+                yield FindingsList()
+                with TabbedContent(id="right-tabs"):
+                    with TabPane("Processes", id="tab-procs"):
+                        yield ProcTree()
+                    with TabPane("Timeline", id="tab-timeline"):
+                        yield TimelineList()
+                    with TabPane("History", id="tab-history"):
+                        yield HistoryView()
+                    with TabPane("GPU procs", id="tab-gpuprocs"):
+                        yield GpuProcView()
+
+    def on_mount(self) -> None:
+        self.zoom = Zoom(self)
+
+    def on_unmount(self) -> None:
+        self._look_again(None)
+
+    def _look_again(self, delay: float | None) -> None:
+        """Look at the age of the last sample in ``delay`` seconds (None: not at all), in
+        place of any look planned: when the next sample is overdue, then at each whole second
+        of age while stale. A one-shot timer re-armed with every sample, not an interval:
+        nothing wakes the app while samples come in time."""
+        if self._stale_due is not None:
+            self._stale_due.stop()
+        self._stale_due = None if delay is None else self.set_timer(delay, self.check_stale)
+
+    def on_resize(self, _event: Resize) -> None:
+        # The grid's mode depends on the pane's height too, which its own resize misses.
+        self.query_one(GpuGrid).refit()
+
+    @property
+    def can_draw(self) -> bool:
+        """Whether anything drawn now would land on a live screen."""
+        if not (self.is_mounted and self.is_attached and self.app.is_running):
+            return False
+        # Removal marks the pane at once, before its children are closed one by one; Textual
+        # has no public flag for it, and its own signal delivery checks these two.
+        return not (self._closing or self._pruning)
+
+    # -- what the app hands over --
+
+    def show_sample(self, msg: SampleReady) -> bool:
+        """Draw one diagnosed sample; False when the pane could not draw (nothing was)."""
+        if not self.can_draw:
+            return False
+        snap, diag = msg.snapshot, msg.diagnosis
+        self.sample_at, self.interval, self.down = time.monotonic(), diag.interval, False
+        self._look_again(stale_after(diag.interval) if diag.interval else None)
+        self.diag = diag
+        self._show_stale(None)  # before the findings: a fresh sample may say OK again
+        # A host not on screen (another host's pane is shown) keeps what accumulates (the
+        # sparklines, log lines, timeline, history) and draws the rest when it is shown
+        # (catch_up). Its header is drawn only when its link state changes (back up): a
+        # link down is drawn at once, and the sample's own parts wait like the rest.
+        shown = self.display
+        self.behind = None if shown else msg
+        header = self.query_one(RunHeader)
+        if shown or header.link != "connected":
+            self._draw("header", lambda: header.show(diag))
+        self._draw("GPUs", lambda: self.query_one(GpuGrid).show(diag, draw=shown))
+        self._draw("logs", lambda: self.query_one(LogArea).show(snap.logs, diag))
+        self._draw("timeline", lambda: self.query_one(TimelineList).add(msg.events))
+        self._draw("history", lambda: self.query_one(HistoryView).add(snap))
+        if shown:
+            self._draw_latest(msg)
+        return True
+
+    def catch_up(self) -> None:
+        """Shown again: draw the latest sample's views that were not drawn while hidden."""
+        msg, self.behind = self.behind, None
+        if msg is None or not self.can_draw:
+            return
+        self._draw("header", lambda: self._header_caught_up(msg.diagnosis))
+        self._draw("GPUs", self.query_one(GpuGrid).redraw)
+        # While the link is down the findings already say so (show_link_down drew them with
+        # the latest sample's findings); drawing them again would drop that line.
+        self._draw_latest(msg, findings=not self.down)
+
+    def _header_caught_up(self, diag: Diagnosis) -> None:
+        """The header as the samples, link losses and stale checks since it was hidden
+        would have left it: the latest sample, then the link down and the age, if so."""
+        header = self.query_one(RunHeader)
+        header.show(diag)
+        if self.down:
+            header.show_link("down", self.down_text)
+        header.show_stale(self.stale_s)
+
+    def _draw_latest(self, msg: SampleReady, findings: bool = True) -> None:
+        """The views that show only the latest sample (nothing of theirs accumulates)."""
+        snap, diag = msg.snapshot, msg.diagnosis
+        self._draw("metrics", lambda: self.query_one(MetricsStrip).show(msg.progress, msg.metrics))
+        self._draw("host", lambda: self.query_one(HostStrip).show(diag, msg.progress))
+        if findings:
+            self._draw("findings", lambda: self.query_one(FindingsList).show(diag.findings))
+        self._draw("processes", lambda: self.query_one(ProcTree).show(snap, diag))
+        self._draw("GPU processes", lambda: self.query_one(GpuProcView).show(snap, diag))
+
+    def show_link_down(self, text: str, findings: Sequence[Finding]) -> None:
+        """The link is down: the header and the findings say so, with the countdown."""
+        if not self.can_draw:
+            return
+        self.down, self.down_text = True, text
+        self.check_stale()
+        # Not through the draw guard, as before: these two only format the text they are given.
+        self.query_one(RunHeader).show_link("down", text)
+        self.query_one(FindingsList).show(findings, note=f"probe link down: {text}")
+
+    def check_stale(self) -> None:
+        """From the first missed sample (or the link going down) the GPU panels, the tree
+        and the findings are greyed and say how old they are, counting up each second."""
+        if not self.can_draw:
+            return
+        age = None if self.sample_at is None else time.monotonic() - self.sample_at
+        overdue = age is not None and bool(self.interval) and age >= stale_after(self.interval or 0)
+        stale = (self.down or overdue) and age is not None
+        self._show_stale(int(age) if stale and age is not None else None)
+        if stale and age is not None:  # the next whole second of age
+            self._look_again(STALE_TICK_S - age % STALE_TICK_S + 0.01)
+        elif self.interval and age is not None:  # looked before it was due: look again then
+            self._look_again(stale_after(self.interval) - age + 0.01)
+        if self.down and age is None:  # down before any sample: still nothing is called OK
+            self.query_one(FindingsList).show_stale(None, down=True)
+
+    def _show_stale(self, age: int | None) -> None:
+        if age == self.stale_s and self.stale_s is None:
+            return
+        self.stale_s = age
+        self._draw("header", lambda: self.query_one(RunHeader).show_stale(age))
+        self._draw("GPUs", lambda: self.query_one(GpuGrid).show_stale(age))
+        self._draw("processes", lambda: self.query_one(ProcTree).show_stale(age))
+        self._draw("findings", lambda: self.query_one(FindingsList).show_stale(age, self.down))
+        self._label_procs()
+
+    def toggle_whole_machine(self) -> None:
+        """The tree: the run's processes and GPU holders, or every process of the host."""
+        if self.can_draw:
+            self._draw("processes", self.query_one(ProcTree).toggle_whole)
+            self._label_procs()
+
+    def _label_procs(self) -> None:
+        """The tree's tab says what it shows (``all``: the whole machine) and how old it is."""
+        label = "Processes" + (" · all" if self.query_one(ProcTree).whole else "")
+        if self.stale_s is not None:
+            label += f" · stale {duration(self.stale_s)}"
+        self.tabs().get_tab("tab-procs").label = label
+
+    def show_auto(self, auto: str) -> None:
+        """The header's auto-restart state: off | on | fatal."""
+        if self.can_draw:
+            self._draw("header", lambda: self.query_one(RunHeader).show_auto(auto))
+
+    def add_events(self, events: Sequence[Event]) -> None:
+        """Events that did not come with a sample (auto-restart's decisions)."""
+        if self.can_draw:
+            self._draw("timeline", lambda: self.query_one(TimelineList).add(events))
+
+    def on_findings_list_picked(self, msg: FindingsList.Picked) -> None:
+        """A finding entered: select the process it names in the tree (so K is the next key),
+        else show the GPUs it names."""
+        msg.stop()
+        finding = msg.finding
+        pid = named_pid(self.diag, finding) if self.diag is not None else None
+        if pid is not None:
+            self.tabs().active = "tab-procs"
+            tree = self.query_one(ProcTree)
+            if tree.select_pid(pid):
+                tree.focus()
+                return
+        grid = self.query_one(GpuGrid)
+        if finding.gpus and grid.pick(finding.gpus):
+            grid.focus()
+            return
+        self.app.notify(f"{finding.code} names no GPU or process shown here", timeout=3)
+
+    # -- the views the keys act on --
+
+    def logs(self) -> LogArea:
+        return self.query_one(LogArea)
+
+    def procs(self) -> ProcTree:
+        return self.query_one(ProcTree)
+
+    def history(self) -> HistoryView:
+        return self.query_one(HistoryView)
+
+    def gpu_procs(self) -> GpuProcView:
+        return self.query_one(GpuProcView)
+
+    def grid(self) -> GpuGrid:
+        return self.query_one(GpuGrid)
+
+    def on_gpu_grid_reflowed(self, msg: GpuGrid.Reflowed) -> None:
+        msg.stop()
+        self.call_after_refresh(self.query_one(RunHeader).recheck)
+
+    def toggle_compact(self) -> bool:
+        """The GPU grid: one line per GPU / full panels (`c`); True when compact now. The
+        header names the problem GPUs out of sight again once the grid is laid out."""
+        compact = self.grid().toggle_compact()
+        self.call_after_refresh(self.query_one(RunHeader).recheck)
+        return compact
+
+    def show_gpu_procs(self) -> None:
+        """The GPU process table (`p`), with the focus on it."""
+        self.tabs().active = "tab-gpuprocs"
+        self.call_after_refresh(self.gpu_procs().table.focus)
+
+    def kill_targets(self) -> tuple[list[ProcInfo], list[int]]:
+        """What K acts on: with the GPU process table shown, its tagged rows (else the row
+        under its cursor); else the tree's selected process. The PIDs the probe does not see
+        come second (control cannot verify them)."""
+        if self.tabs().active == "tab-gpuprocs":
+            return self.gpu_procs().selected_infos()
+        info = self.procs().selected()
+        return ([info] if info is not None else []), []
+
+    def next_tab(self) -> None:
+        """Processes, Timeline, History, GPU procs, then Processes again (`e`)."""
+        tabs = self.tabs()
+        order = ("tab-procs", "tab-timeline", "tab-history", "tab-gpuprocs")
+        at = order.index(tabs.active) if tabs.active in order else -1
+        tabs.active = order[(at + 1) % len(order)]
+
+    def history_shown(self) -> bool:
+        return self.is_mounted and self.tabs().active == "tab-history"
+
+    def tabs(self) -> TabbedContent:
+        return self.query_one("#right-tabs", TabbedContent)
+
+    def _draw(self, what: str, draw: Callable[[], None]) -> None:
+        draw_guarded(self, what, draw)

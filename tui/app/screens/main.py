@@ -1,0 +1,100 @@
+"""The main screen: header, GPU grid, metrics + logs on the left, findings and the
+process tree / timeline on the right, the wait bar and the footer. The key table's bindings
+(tui/app/keys/table.py) are this screen's, so the footer shows them (and ``tab``, which
+Textual's Screen binds hidden by default).
+
+Every host gets its own set of detail widgets, a ``HostPane`` (tui/app/host/pane.py). With two
+or more hosts, the host overview comes first and the panes share a ContentSwitcher: switching
+host shows another pane, so no host's logs, sparklines, tree or timeline are ever lost. One
+host: its pane alone, without the overview.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import ActiveBinding, Binding, BindingType
+from textual.css.query import NoMatches
+from textual.screen import Screen
+from textual.widgets import ContentSwitcher, Footer, Input, TabbedContent
+
+from dflash_tui.app.host.findings.panel import TimelineList
+from dflash_tui.app.host.header import RunHeader
+from dflash_tui.app.host.pane import HostPane, pane_id
+from dflash_tui.app.keys.table import MAIN_BINDINGS
+from dflash_tui.app.screens.overview import HostOverview
+from dflash_tui.app.widgets.waits import WaitBar
+
+
+class MainScreen(Screen[None], inherit_bindings=False):
+    # Not inherited: Screen binds tab first, which would put "tab Areas" first in the footer.
+    BINDINGS: ClassVar[list[BindingType]] = list(MAIN_BINDINGS)
+
+    def __init__(
+        self, hosts: Sequence[str], read_only: bool, on_filter: Callable[[str], None]
+    ) -> None:
+        """``on_filter``: called with the log filter's text once it is submitted."""
+        super().__init__(id="main")
+        self.hosts, self.read_only, self.on_filter = tuple(hosts), read_only, on_filter
+
+    @property
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        """As Textual's, but a keymap ([keys]) leaves the footer's order as declared: Textual
+        moves every remapped binding to the end, where help and quit would be cut first."""
+        active = super().active_bindings
+        if not getattr(self.app, "user_keys", None):
+            return active
+        order = {b.id: i for i, b in enumerate(self.BINDINGS) if isinstance(b, Binding) and b.id}
+        items = list(active.items())
+        mine = [i for i, (_, a) in enumerate(items) if a.binding.id in order]
+        ranked = sorted((items[i] for i in mine), key=lambda kv: order[kv[1].binding.id or ""])
+        for i, item in zip(mine, ranked, strict=True):
+            items[i] = item
+        return dict(items)
+
+    def compose(self) -> ComposeResult:
+        if len(self.hosts) == 1:
+            yield HostPane(self.hosts[0], 0, self.read_only)
+        else:
+            yield HostOverview()
+            with ContentSwitcher(id="hosts", initial=pane_id(0)):
+                for i, host in enumerate(self.hosts):
+                    yield HostPane(host, i, self.read_only)
+        yield WaitBar()
+        yield Footer(compact=len(self.hosts) > 1)  # one more key to fit in 120 columns
+
+    def pane(self, index: int) -> HostPane | None:
+        """Where the detail widgets of host ``index`` live; None once that pane is gone."""
+        try:
+            return self.query_one(f"#{pane_id(index)}", HostPane)
+        except NoMatches:
+            return None
+
+    def show_pane(self, index: int) -> None:
+        if len(self.hosts) > 1:
+            self.query_one("#hosts", ContentSwitcher).current = pane_id(index)
+            pane = self.query_one(f"#{pane_id(index)}", HostPane)
+            pane.catch_up()  # what it did not draw while another host was shown
+            # Its header tells which problem GPUs are out of sight: check once it is laid out.
+            self.call_after_refresh(pane.query_one(RunHeader).recheck)
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        # Lines added while the timeline was hidden could not scroll it; show the newest now.
+        if event.pane.id == "tab-timeline":
+            timeline = event.tabbed_content.query_one(TimelineList)
+            self.call_after_refresh(timeline.scroll_end, animate=False)
+        # The plots need the width: the History tab takes the whole lower area (app.tcss).
+        pane = next((a for a in event.tabbed_content.ancestors if isinstance(a, HostPane)), None)
+        if pane is not None:
+            pane.set_class(event.pane.id == "tab-history", "-history")
+            pane.set_class(event.pane.id == "tab-gpuprocs", "-wide")
+            if event.pane.id == "tab-history":
+                self.call_after_refresh(pane.history().replot)
+        self.refresh_bindings()  # the History keys show only with it
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "log-filter":
+            event.stop()
+            self.app.call_later(self.on_filter, event.value)
