@@ -145,7 +145,7 @@ def _toml(value: Any) -> str:
 def _defaults() -> dict[str, str]:
     """Each key's default, as written in the file (or a sentence where it is computed)."""
     from dflash_train.topology import Topology
-    from dflash_tui.app.layout import MainScreen
+    from dflash_tui.app.screens.main import MainScreen
     from dflash_tui.core.base.alert_config import AlertSettings
     from dflash_tui.core.base.config_job import DEFAULT_MASTER_PORT
     from dflash_tui.core.base.config_record import RecordSettings

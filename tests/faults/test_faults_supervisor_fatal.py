@@ -16,7 +16,7 @@ from supervise_util import cleanup, cli, config, record, run_dirs, wait_for
 from support import until
 
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.header import RunHeader
+from dflash_tui.app.host.header import RunHeader
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.timings import RestartPolicy
 

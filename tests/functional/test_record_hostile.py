@@ -158,7 +158,7 @@ def test_replay_without_a_terminal_exits_2_pointing_to_status_replay(tmp_path: P
 
 async def test_the_replay_app_plays_a_run_root_with_its_run_marks(tmp_path: Path) -> None:
     from dflash_tui.app.replay import ReplayApp
-    from dflash_tui.app.timebar import TimeBar
+    from dflash_tui.app.screens.timebar import TimeBar
 
     record(tmp_path, "r1", 1_800_000_000.0)
     record(tmp_path, "r2", 1_800_000_100.0)

@@ -19,7 +19,7 @@ from fakes.scenario import box
 from support import until
 
 from dflash_tui.app.app import DflashApp
-from dflash_tui.app.gpus.grid import GpuGrid
+from dflash_tui.app.host.gpus.grid import GpuGrid
 from dflash_tui.core.base.config import Config, HostConfig
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dflash_tui.app.logs.export import save_lines
+from dflash_tui.app.host.logs.export import save_lines
 from dflash_tui.cli.supervise import log_path
 from dflash_tui.core.base.config import HostConfig, resolve
 from dflash_tui.core.base.paths import config_dir, state_dir
