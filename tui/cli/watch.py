@@ -24,6 +24,7 @@ from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.text import terminal_safe
 from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.link.connect import make_transport
+from dflash_tui.core.link.fanout import MAX_OPENING, opened_under
 from dflash_tui.core.link.feed import Disconnected
 from dflash_tui.core.link.local_feed import feed_for
 
@@ -108,7 +109,11 @@ def print_lines(label: str, lines: list[str], several: bool, write: Callable[[st
         write(terminal_safe(f"{stamp}{where} {line}".replace("\n", " ")) + "\n")
 
 
-async def _watch_host(cfg: Config, host: HostConfig, progress_every: float) -> None:
+async def _watch_host(
+    cfg: Config, host: HostConfig, progress_every: float, opening: asyncio.Semaphore
+) -> None:
+    """One host's lines; its connection and first sample wait for one of ``opening``'s slots
+    (core/link/fanout.py), so every host opens concurrently, a bounded number at a time."""
     watch, several = Watch(host.label, progress_every), len(cfg.hosts) > 1
     transport = make_transport(host)
     tracker = Tracker(host.topology)
@@ -118,7 +123,7 @@ async def _watch_host(cfg: Config, host: HostConfig, progress_every: float) -> N
         sys.stdout.flush()
 
     try:
-        async for ev in feed_for(transport, host, cfg.interval).events():
+        async for ev in opened_under(opening, feed_for(transport, host, cfg.interval).events()):
             if isinstance(ev, Snapshot):
                 doc = status_doc(host, tracker, ev)[0]
             elif isinstance(ev, Disconnected):
@@ -135,7 +140,8 @@ async def _watch(cfg: Config, progress_every: float) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    tasks = [asyncio.create_task(_watch_host(cfg, h, progress_every)) for h in cfg.hosts]
+    opening = asyncio.Semaphore(MAX_OPENING)
+    tasks = [asyncio.create_task(_watch_host(cfg, h, progress_every, opening)) for h in cfg.hosts]
     waiter = asyncio.create_task(stop.wait())
     await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
     for t in [waiter, *tasks]:
