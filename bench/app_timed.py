@@ -3,11 +3,14 @@
 (for bench/hosts_cost.py, which runs this in place of the app).
 
 - the overview's redraw (``DflashApp.refresh_overview``: every host's row summarised, the
-  overview's text built and set): the seconds of each call;
+  overview's text built and set): the seconds of each call; and its paint, Textual's
+  ``render_lines`` of the overview widget when the compositor asks for its lines (the text
+  laid out into the lines on screen);
 - the GPU grid's redraws (``GpuGrid.redraw``): how many, which says whether hosts not on
   screen draw (with one pane shown, about one a sample of that host).
 
-Once a second a daemon thread appends ``{"t": epoch, "overview_s": [...], "grid": N}`` to the
+Once a second a daemon thread appends ``{"t": epoch, "overview_s": [...],
+"overview_paint_s": [...], "grid": N}`` to the
 file ``$DFLASH_BENCH_TIMINGS`` (the calls since the last line). A tree where a name is missing
 (an older or restructured app) runs untimed for that name, and the line says so in
 ``missing``. The timer's own cost is a clock read and a list append per call.
@@ -25,6 +28,7 @@ from typing import Any
 
 TIMED = (
     ("overview_s", "dflash_tui.app.app", "DflashApp", "refresh_overview", True),
+    ("overview_paint_s", "dflash_tui.app.overview", "HostOverview", "render_lines", True),
     ("grid", "dflash_tui.app.gpus.grid", "GpuGrid", "redraw", False),
 )
 

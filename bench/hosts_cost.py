@@ -17,12 +17,14 @@ Measured over windows of --seconds after the warm-up (--warmup, plus --warmup-pe
 each host: every host's probe must be streaming before a window starts): CPU % of a core of
 the app's process tree (the client: the app alone, its probes run on the hosts) and of the
 sshd's tree (the hosts' side: sshd sessions, probes, the GPU tool), the app's peak RSS, and,
-from bench/app_timed.py (the app run with two drawing calls timed), the overview's redraw time
-and how often the GPU grid redraws (one pane is shown: about one redraw a second at 1 Hz, not
-one per host); ``--job`` makes the hosts one job's members, whose overview row moves with every
-sample of every host (the overview's worst case). Medians and ranges over --repeats; the host counts alternate within a repeat.
-The per-host columns divide by N; their ratio to the first N is the growth test (1.0: linear).
-With --baseline-dir the same against that tree, interleaved.
+from bench/app_timed.py (the app run with its drawing calls timed), the overview's redraw time
+(our code: rows summarised, text built), its paint time (Textual laying the text out into the
+lines on screen) and how often the GPU grid redraws (one pane is shown: about one redraw a
+second at 1 Hz, not one per host). ``--job`` makes the hosts one job's members, whose overview
+row moves with every sample of every host (the overview's worst case). Medians and ranges over
+--repeats; the host counts alternate within a repeat. The per-host columns divide by N; their
+ratio to the first N is the growth test (1.0: linear). With --baseline-dir the same against
+that tree, interleaved.
 
     .venv/bin/python bench/hosts_cost.py [--hosts 8,16,64] [--interval 1] [--seconds 20]
         [--warmup 12] [--warmup-per-host 0.3] [--repeats 3] [--gpu nvml|smi]
@@ -159,20 +161,25 @@ def drawing(path: Path, since: float, until: float) -> dict[str, float]:
     """The app's drawing calls within [since, until] (bench/app_timed.py's lines): the
     overview's redraws (median and 90th percentile ms, per second) and grid redraws a second."""
     calls: list[float] = []
+    paints: list[float] = []
     grid, seconds = 0, 0
     for line in path.read_text().splitlines() if path.exists() else ():
         row = json.loads(line)
         if since <= row["t"] <= until:
             calls += row.get("overview_s", [])
+            paints += row.get("overview_paint_s", [])
             grid += row.get("grid", 0)
             seconds += 1
     if not seconds:
         return {}
     ms = sorted(1000 * c for c in calls) or [float("nan")]
+    paint = sorted(1000 * c for c in paints) or [float("nan")]
     return {
         "overview_ms": statistics.median(ms),
         "overview_p90_ms": ms[int(0.9 * (len(ms) - 1))],
         "overview_per_s": len(calls) / seconds,
+        "paint_ms": statistics.median(paint),
+        "paint_per_s": len(paints) / seconds,
         "grid_per_s": grid / seconds,
     }
 
@@ -246,8 +253,9 @@ def report(results: Results, args: argparse.Namespace, counts: list[int]) -> str
     lines = [
         "| tree | hosts | app CPU % of a core | app own process % | app CPU % per host "
         "| per host vs first | app RSS MiB | RSS MiB per host | overview redraw ms (p90) "
-        "| overview redraws/s | grid redraws/s | hosts' side % (sshd + probes) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| overview redraws/s | overview paint ms | paints/s | grid redraws/s "
+        "| hosts' side % (sshd + probes) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     first: dict[str, float] = {}
     for (label, n), rows in results.items():
@@ -258,6 +266,7 @@ def report(results: Results, args: argparse.Namespace, counts: list[int]) -> str
             f"{per_host:.3f} | {per_host / base:.2f}x | {spread(rows, 'rss_mib', '.0f')} | "
             f"{med(rows, 'rss_mib') / n:.2f} | {med(rows, 'overview_ms'):.2f} "
             f"({med(rows, 'overview_p90_ms'):.2f}) | {med(rows, 'overview_per_s'):.1f} | "
+            f"{med(rows, 'paint_ms'):.2f} | {med(rows, 'paint_per_s'):.1f} | "
             f"{med(rows, 'grid_per_s'):.1f} | {spread(rows, 'sshd_cpu_pct', '.1f')} |"
         )
     lines.append("")

@@ -18,7 +18,7 @@ the first tenth grows at most 10 MiB to the end; CPU per sample in the last tent
 of the second tenth; no recording over its cap.
 
     .venv/bin/python bench/soak.py [--minutes 30] [--rate 20] [--what app,supervise]
-        [--cap-mib 1] [--out DIR]
+        [--cap-mib 1] [--run-samples 3000] [--out DIR]
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def setup(home: Path, args: argparse.Namespace) -> tuple[Path, Path, dict[str, s
     config.write_text(f"[record]\nenabled = true\nmax_mib = {args.cap_mib}\nsegment_s = 300\n")
     starter = home / "feed.sh"
     feed = [sys.executable, str(FEED), "--rate", f"{args.rate:g}", "--run-root", str(run_root)]
-    feed += ["--state", str(state)]
+    feed += ["--state", str(state), "--run-samples", str(args.run_samples)]
     starter.write_text("#!/bin/sh\nexec " + " ".join(f"'{a}'" for a in feed) + ' "$@"\n')
     starter.chmod(0o755)
     return run_root, config, {"DFLASH_TUI_PYTHON": str(starter)}
@@ -182,6 +182,9 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=20.0, help="samples a second")
     ap.add_argument("--what", default="app,supervise", help="app, supervise or both")
     ap.add_argument("--cap-mib", type=int, default=1, help="[record] max_mib (>= 1)")
+    ap.add_argument(
+        "--run-samples", type=int, default=3000, help="a run's length in samples (then a gap)"
+    )
     ap.add_argument("--out", type=Path, help="write the rows as JSON and the tables here")
     args = ap.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)

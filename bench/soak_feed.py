@@ -9,7 +9,8 @@ Each sample is --step seconds of the feed's own clock (default 1: 20 samples a s
 run watched at 1 Hz twenty times as fast, so time-kept state, the history, segments of the
 recording, ages, sees the hours a 1 Hz viewer would):
 
-- 8 H200s whose readings move every sample, a machine of --procs processes;
+- 8 H200s whose readings move every sample, a machine of --procs processes (--busy-procs of
+  them with CPU and memory that move every sample);
 - runs that start and end: a run of --run-samples (8 ranks on the 8 GPUs, a pgid of their own,
   a run directory under --run-root, made as a launcher would), --gap-samples with no run, the
   next; every other run ends with exit 1 (a crash), the others with 0;
@@ -68,6 +69,14 @@ def machine_procs(n: int) -> list[dict[str, Any]]:
                      "start_ticks": 100 + k, "rss_kb": 4000 + 17 * k, "cpu_pct": 0.0,
                      "user": "root", "cmd": f"/usr/sbin/daemon-{k % 23} --worker {k}"})  # fmt: skip
     return rows
+
+
+def busy(base: list[dict[str, Any]], n: int, i: int) -> list[dict[str, Any]]:
+    """The machine's processes, the first ``n`` of them with CPU and memory that move (rows a
+    recording must write again every sample, as on a machine with busy services)."""
+    moved = [row | {"cpu_pct": float((i * 7 + k) % 100), "rss_kb": row["rss_kb"] + i % 97}
+             for k, row in enumerate(base[:n])]  # fmt: skip
+    return moved + base[n:]
 
 
 def run_record(args: argparse.Namespace, r: int, start: float, end: float | None) -> dict:
@@ -136,7 +145,7 @@ def sample(args: argparse.Namespace, tl: Timeline, base: list[dict], i: int, t: 
     r, pos, running = tl.at(i)
     start = t0 + r * tl.cycle * args.step
     end = None if running else start + tl.run_len * args.step
-    procs, gprocs = list(base), []
+    procs, gprocs = busy(base, args.busy_procs, i), []
     if running:
         procs += run_procs(r, i)
         pgid = RUN_PGID + 100 * r
@@ -188,6 +197,7 @@ def main() -> int:
     ap.add_argument("--run-samples", type=int, default=3000, help="a run's length")
     ap.add_argument("--gap-samples", type=int, default=100, help="between two runs")
     ap.add_argument("--procs", type=int, default=100, help="the machine's processes")
+    ap.add_argument("--busy-procs", type=int, default=20, help="of them, moving every sample")
     ap.add_argument("--lines-per-s", type=float, default=50.0, help="each log's")
     args, _probe_args = ap.parse_known_args()
     sys.stdin.buffer.read()  # the probe's source: not needed, drained so its writer goes on
