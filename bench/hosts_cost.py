@@ -22,13 +22,13 @@ from bench/app_timed.py (the app run with its drawing calls timed), the overview
 lines on screen) and how often the GPU grid redraws (one pane is shown: about one redraw a
 second at 1 Hz, not one per host). ``--job`` makes the hosts one job's members, whose overview
 row moves with every sample of every host (the overview's worst case). Medians and ranges over
---repeats; the host counts alternate within a repeat. The per-host columns divide by N; their
-ratio to the first N is the growth test (1.0: linear). With --baseline-dir the same against
-that tree, interleaved.
+--repeats; the host counts alternate within a repeat. CPU per host divides by N, and its ratio
+to the first N is the growth test (1.0: linear); RSS per host added is the slope from the first
+N. With --baseline-dir the same against that tree, interleaved.
 
     .venv/bin/python bench/hosts_cost.py [--hosts 8,16,64] [--interval 1] [--seconds 20]
         [--warmup 12] [--warmup-per-host 0.3] [--repeats 3] [--gpu nvml|smi]
-        [--baseline-dir .baseline-6edd788]
+        [--baseline-dir DIR]
         [--profile app.svg [--gil]]   # py-spy (pip install py-spy) on the app instead
 """
 
@@ -252,19 +252,20 @@ def report(results: Results, args: argparse.Namespace, counts: list[int]) -> str
     figures and their ratio to the first count side by side."""
     lines = [
         "| tree | hosts | app CPU % of a core | app own process % | app CPU % per host "
-        "| per host vs first | app RSS MiB | RSS MiB per host | overview redraw ms (p90) "
+        "| per host vs first | app RSS MiB | RSS MiB per host added | overview redraw ms (p90) "
         "| overview redraws/s | overview paint ms | paints/s | grid redraws/s "
         "| hosts' side % (sshd + probes) |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    first: dict[str, float] = {}
+    first: dict[str, tuple[int, float, float]] = {}  # tree: hosts, CPU % per host, RSS
     for (label, n), rows in results.items():
-        per_host = med(rows, "cpu_pct") / n
-        base = first.setdefault(label, per_host)
+        per_host, rss = med(rows, "cpu_pct") / n, med(rows, "rss_mib")
+        n0, base, rss0 = first.setdefault(label, (n, per_host, rss))
+        added = f"{(rss - rss0) / (n - n0):.2f}" if n != n0 else "-"
         lines.append(
             f"| {label} | {n} | {spread(rows, 'cpu_pct')} | {spread(rows, 'own_pct')} | "
             f"{per_host:.3f} | {per_host / base:.2f}x | {spread(rows, 'rss_mib', '.0f')} | "
-            f"{med(rows, 'rss_mib') / n:.2f} | {med(rows, 'overview_ms'):.2f} "
+            f"{added} | {med(rows, 'overview_ms'):.2f} "
             f"({med(rows, 'overview_p90_ms'):.2f}) | {med(rows, 'overview_per_s'):.1f} | "
             f"{med(rows, 'paint_ms'):.2f} | {med(rows, 'paint_per_s'):.1f} | "
             f"{med(rows, 'grid_per_s'):.1f} | {spread(rows, 'sshd_cpu_pct', '.1f')} |"
