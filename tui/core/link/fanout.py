@@ -6,9 +6,10 @@ latency, and a host that does not answer holds up every host after it. Here each
 own task: a slow or unreachable host costs the others nothing beyond the slot it holds until
 its own timeout (the transport's connect timeout, the sample's timeout) gives it up.
 
-The bound keeps a large allocation from opening hundreds of connections in the same instant:
-file descriptors (1024 by default per process), and the SSH handshakes a shared bastion
-(ProxyJump) or one login node would otherwise see all at once.
+The bound keeps a large allocation from opening hundreds of connections and starting hundreds
+of probes in the same instant (file descriptors: 1024 by default per process). The SSH
+handshakes themselves have a tighter bound of their own (ssh_connect.MAX_HANDSHAKES), for the
+sshd of a shared bastion or login node.
 """
 
 from __future__ import annotations
