@@ -20,7 +20,7 @@ sample in the last tenth within 10 % of the second tenth; no recording's closed 
 the cap.
 
     .venv/bin/python bench/soak.py [--minutes 30] [--rate 20] [--what app,supervise]
-        [--cap-mib 1] [--run-samples 3000] [--out DIR]
+        [--cap-mib 1] [--run-samples 3000] [--no-record] [--out DIR]
 """
 
 from __future__ import annotations
@@ -79,7 +79,8 @@ def setup(home: Path, args: argparse.Namespace) -> tuple[Path, Path, dict[str, s
     run_root, state = home / "runs", home / "feed.state"
     run_root.mkdir(parents=True)
     config = home / "soak.toml"
-    config.write_text(f"[record]\nenabled = true\nmax_mib = {args.cap_mib}\nsegment_s = 300\n")
+    enabled = "false" if args.no_record else "true"
+    config.write_text(f"[record]\nenabled = {enabled}\nmax_mib = {args.cap_mib}\nsegment_s = 300\n")
     starter = home / "feed.sh"
     feed = [sys.executable, str(FEED), "--rate", f"{args.rate:g}", "--run-root", str(run_root)]
     feed += ["--state", str(state), "--run-samples", str(args.run_samples)]
@@ -196,6 +197,11 @@ def main() -> int:
     ap.add_argument(
         "--run-samples", type=int, default=3000, help="a run's length in samples (then a gap)"
     )
+    ap.add_argument(
+        "--no-record",
+        action="store_true",
+        help="[record] enabled = false: what the recorder adds to the process's memory",
+    )
     ap.add_argument("--out", type=Path, help="write the rows as JSON and the tables here")
     args = ap.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
@@ -205,7 +211,7 @@ def main() -> int:
         texts.append(report(what, docs[what], args))
     text = "\n\n".join(texts) + (
         f"\n\n{args.minutes:g} minutes each at {args.rate:g} samples/s, {os.cpu_count()} CPU "
-        "cores\n"
+        f"cores{', recorder off' if args.no_record else ''}\n"
     )
     print(text)
     if args.out:
