@@ -1,30 +1,41 @@
 #!/usr/bin/env python3
-"""What the app costs watching 8 hosts x 8 GPUs over SSH at 1 Hz (the goal: <= 5 % of a
-core): the real loopback OpenSSH sshd of tests/integration (root, /usr/sbin/sshd), a config
-with 8 ``[[hosts]]`` that all reach it (labels h1..h8, one address, a run root each), the app
-in a 120x40 pty whose master a thread drains, as bench/monitor_cost.py runs it (its helpers,
-imported).
+"""What the app costs watching N hosts x 8 GPUs over SSH at 1 Hz, for several N in one run, and
+whether that grows faster than the hosts: the real loopback OpenSSH sshd of tests/integration
+(root, /usr/sbin/sshd), a config with N ``[[hosts]]`` that all reach it (labels h1..hN, one
+address, a run root each), the app in a 120x40 pty whose master a thread drains, as
+bench/monitor_cost.py runs it (its helpers, imported). One sshd stands for N machines, so it is
+given ``MaxStartups`` above N (OpenSSH's default drops connections beyond 10 opening at once).
 
 Inside the sshd's sessions the GPUs are monitor_cost's stand-in: 8 H200s with a real process
 each, their readings moving every 0.5 s. ``--gpu nvml`` (default): the fake pynvml, re-reading
 the moving scenario (FAKE_NVML_RELOAD), as a host with nvidia-ml-py reads its GPUs in the
 probe; ``--gpu smi``: the fake nvidia-smi first on PATH, two Python starts a sample on each
-host, which on a 2-core machine takes well over a core for 8 hosts and starves the app
-(it then draws fewer samples and looks cheaper than it is).
+host, which on a small machine takes well over a core and starves the app (it then draws
+fewer samples and looks cheaper than it is).
 
-Measured over windows of --seconds after --warmup: CPU % of a core of the app's process tree
-(the client: the app alone, its probes run on the hosts) and of the sshd's tree (the 8 hosts'
-side: sshd sessions, probes, the GPU tool), medians and ranges over --repeats; with
---baseline-dir the same against that tree (another revision's), interleaved.
+Measured over windows of --seconds after the warm-up (--warmup, plus --warmup-per-host for
+each host: every host's probe must be streaming before a window starts): CPU % of a core of
+the app's process tree (the client: the app alone, its probes run on the hosts) and of the
+sshd's tree (the hosts' side: sshd sessions, probes, the GPU tool), the app's peak RSS, and,
+from bench/app_timed.py (the app run with its drawing calls timed), the overview's redraw time
+(our code: rows summarised, text built), its paint time (Textual laying the text out into the
+lines on screen) and how often the GPU grid redraws (one pane is shown: about one redraw a
+second at 1 Hz, not one per host). ``--job`` makes the hosts one job's members, whose overview
+row moves with every sample of every host (the overview's worst case). Medians and ranges over
+--repeats; the host counts alternate within a repeat. CPU per host divides by N, and its ratio
+to the first N is the growth test (1.0: linear); RSS per host added is the slope from the first
+N. With --baseline-dir the same against that tree, interleaved.
 
-    .venv/bin/python bench/hosts_cost.py [--hosts 8] [--interval 1] [--seconds 20]
-        [--warmup 12] [--repeats 3] [--gpu nvml|smi] [--baseline-dir DIR]
+    .venv/bin/python bench/hosts_cost.py [--hosts 8,16,64] [--interval 1] [--seconds 20]
+        [--warmup 12] [--warmup-per-host 0.3] [--repeats 3] [--gpu nvml|smi]
+        [--baseline-dir DIR]
         [--profile app.svg [--gil]]   # py-spy (pip install py-spy) on the app instead
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -82,13 +93,17 @@ class ProbeCount:
         return self.most
 
 
-def write_config(path: Path, hosts: int, runs: Path) -> Path:
-    """``hosts`` entries on the one sshd alias, each with its own label and run root."""
+def write_config(path: Path, hosts: int, runs: Path, job: str | None = None) -> Path:
+    """``hosts`` entries on the one sshd alias, each with its own label and run root; with
+    ``job``, all members of that job (the overview then has the job's row, which moves with
+    every host's step: redrawn on every sample of every host)."""
     lines = []
     for i in range(1, hosts + 1):
         root = runs / f"h{i}"
         root.mkdir(parents=True, exist_ok=True)
-        lines += ["[[hosts]]", f'label = "h{i}"', f'address = "{ALIAS}"', "[hosts.run]"]
+        lines += ["[[hosts]]", f'label = "h{i}"', f'address = "{ALIAS}"']
+        lines += [f'job = "{job}"'] if job else []
+        lines += ["[hosts.run]"]
         lines += [f'run_root = "{root}"', ""]
     path.write_text("\n".join(lines))
     return path
@@ -103,13 +118,29 @@ def session_env(stand_in: StandIn, gpu: str) -> dict[str, str]:
     return env
 
 
-def monitors(args: argparse.Namespace, home: Path, server: LoopbackSshd) -> list[Monitor]:
+APP_TIMED = ROOT / "bench" / "app_timed.py"
+Results = dict[tuple[str, int], list[dict[str, float]]]  # (tree, hosts): one dict a window
+
+
+def monitors(
+    args: argparse.Namespace, home: Path, server: LoopbackSshd, hosts: int
+) -> list[Monitor]:
+    """This tree (and the baseline's) watching ``hosts`` hosts, through bench/app_timed.py."""
     env = dict(os.environ) | server.env
-    config = write_config(home / "hosts.toml", args.hosts, home / "runs")
+    job = "bench" if args.job else None
+    config = write_config(home / f"hosts-{hosts}.toml", hosts, home / "runs", job)
     cli = ["--config", str(config)]
-    out = [dflash_monitor("this tree", ROOT, home / "a", env, cli)]
+    trees = [("this tree", ROOT, home / "a")]
     if args.baseline_dir:
-        out.append(dflash_monitor("baseline", args.baseline_dir, home / "b", env, cli))
+        trees.append(("baseline", args.baseline_dir, home / "b"))
+    out = []
+    for label, tree_dir, where in trees:
+        mon = dflash_monitor(label, tree_dir, where, env, cli)
+
+        def argv(interval: float, cli: list[str] = cli) -> list[str]:
+            return [sys.executable, str(APP_TIMED), "--interval", f"{interval:g}", *cli]
+
+        out.append(Monitor(label, argv, mon.env))
     return out
 
 
@@ -126,35 +157,77 @@ def profile(mon: Monitor, args: argparse.Namespace) -> None:
         subprocess.run(cmd, check=True)
 
 
-def run(args: argparse.Namespace) -> dict[str, list[dict[str, float]]]:
+def drawing(path: Path, since: float, until: float) -> dict[str, float]:
+    """The app's drawing calls within [since, until] (bench/app_timed.py's lines): the
+    overview's redraws (median and 90th percentile ms, per second) and grid redraws a second."""
+    calls: list[float] = []
+    paints: list[float] = []
+    grid, seconds = 0, 0
+    for line in path.read_text().splitlines() if path.exists() else ():
+        row = json.loads(line)
+        if since <= row["t"] <= until:
+            calls += row.get("overview_s", [])
+            paints += row.get("overview_paint_s", [])
+            grid += row.get("grid", 0)
+            seconds += 1
+    if not seconds:
+        return {}
+    ms = sorted(1000 * c for c in calls) or [float("nan")]
+    paint = sorted(1000 * c for c in paints) or [float("nan")]
+    return {
+        "overview_ms": statistics.median(ms),
+        "overview_p90_ms": ms[int(0.9 * (len(ms) - 1))],
+        "overview_per_s": len(calls) / seconds,
+        "paint_ms": statistics.median(paint),
+        "paint_per_s": len(paints) / seconds,
+        "grid_per_s": grid / seconds,
+    }
+
+
+def window(mon: Monitor, args: argparse.Namespace, hosts: int, server: LoopbackSshd, home: Path):
+    """One measured window of ``mon`` watching ``hosts`` hosts (every host's probe must run)."""
+    assert server.proc is not None
+    timings = home / f"timings-{time.monotonic_ns()}.jsonl"
+    mon.env["DFLASH_BENCH_TIMINGS"] = str(timings)
+    warmup = args.warmup + args.warmup_per_host * hosts
+    count = ProbeCount(server.proc.pid)
+    t0 = time.time()
+    r = measure(mon, args.interval, args.seconds, warmup, {"sshd": server.proc.pid})
+    if count.close() < hosts:
+        raise SystemExit(f"{mon.label}: {count.most} of {hosts} hosts' probes ran")
+    return r | drawing(timings, t0 + warmup, time.time()) | {"probes": float(count.most)}
+
+
+def run(args: argparse.Namespace, counts: list[int]) -> Results:
     WORK.mkdir(parents=True, exist_ok=True)
     home = Path(tempfile.mkdtemp(prefix="hosts-", dir=WORK))
     stand_in = StandIn(home)
     server = LoopbackSshd(
-        home / "sshd", path_prefix=str(FAKES), session_env=session_env(stand_in, args.gpu)
+        home / "sshd",
+        path_prefix=str(FAKES),
+        session_env=session_env(stand_in, args.gpu),
+        extra_config=f"MaxStartups {4 * max(counts)}\n",
     )
     server.start()
-    results: dict[str, list[dict[str, float]]] = {}
+    results: Results = {}
     try:
-        assert server.proc is not None
-        mons, sshd = monitors(args, home, server), {"sshd": server.proc.pid}
+        mons = {n: monitors(args, home, server, n) for n in counts}
         if args.profile:
-            profile(mons[0], args)
+            profile(mons[counts[0]][0], args)
             return results
         for rep in range(args.repeats):
-            for mon in mons:  # interleaved: A, B, A, B, ...
-                count = ProbeCount(server.proc.pid)
-                r = measure(mon, args.interval, args.seconds, args.warmup, sshd)
-                if count.close() < args.hosts:
-                    raise SystemExit(f"{mon.label}: {count.most} of {args.hosts} hosts' probes ran")
-                results.setdefault(mon.label, []).append(r)
-                print(
-                    f"  rep {rep + 1} {mon.label}: app tree {r['cpu_pct']:.2f} % "
-                    f"(own {r['own_pct']:.2f} %), {r['ms_per_sample']:.1f} ms/sample; "
-                    f"sshd side {r['sshd_cpu_pct']:.1f} % ({count.most} probes); "
-                    f"{r['rss_mib']:.0f} MiB",
-                    flush=True,
-                )
+            for n in counts:
+                for mon in mons[n]:  # interleaved: A, B, A, B, ...
+                    r = window(mon, args, n, server, home)
+                    results.setdefault((mon.label, n), []).append(r)
+                    print(
+                        f"  rep {rep + 1} {n} hosts {mon.label}: app tree {r['cpu_pct']:.2f} % "
+                        f"(own {r['own_pct']:.2f} %), {r['rss_mib']:.0f} MiB; overview "
+                        f"{r.get('overview_ms', float('nan')):.2f} ms x "
+                        f"{r.get('overview_per_s', 0):.1f}/s, grid {r.get('grid_per_s', 0):.1f}/s;"
+                        f" sshd side {r['sshd_cpu_pct']:.1f} % ({r['probes']:.0f} probes)",
+                        flush=True,
+                    )
     finally:
         server.stop()
         stand_in.close()
@@ -162,42 +235,68 @@ def run(args: argparse.Namespace) -> dict[str, list[dict[str, float]]]:
     return results
 
 
+def med(rows: list[dict[str, float]], key: str) -> float:
+    xs = [r[key] for r in rows if key in r]
+    return statistics.median(xs) if xs else float("nan")
+
+
 def spread(rows: list[dict[str, float]], key: str, fmt: str = ".2f") -> str:
-    xs = [r[key] for r in rows]
+    xs = [r[key] for r in rows if key in r]
+    if not xs:
+        return "-"
     return f"{statistics.median(xs):{fmt}} ({min(xs):{fmt}}-{max(xs):{fmt}})"
 
 
-def report(results: dict[str, list[dict[str, float]]], args: argparse.Namespace) -> str:
-    """Medians (min-max) as a Markdown table."""
+def report(results: Results, args: argparse.Namespace, counts: list[int]) -> str:
+    """Medians (min-max) as a Markdown table, one row per tree and host count; per-host
+    figures and their ratio to the first count side by side."""
     lines = [
-        "| tree | app CPU % of a core | app own process % | app ms/sample | app RSS MiB "
-        "| sshd side (the hosts' probes) % |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| tree | hosts | app CPU % of a core | app own process % | app CPU % per host "
+        "| per host vs first | app RSS MiB | RSS MiB per host added | overview redraw ms (p90) "
+        "| overview redraws/s | overview paint ms | paints/s | grid redraws/s "
+        "| hosts' side % (sshd + probes) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for label, rows in results.items():
+    first: dict[str, tuple[int, float, float]] = {}  # tree: hosts, CPU % per host, RSS
+    for (label, n), rows in results.items():
+        per_host, rss = med(rows, "cpu_pct") / n, med(rows, "rss_mib")
+        n0, base, rss0 = first.setdefault(label, (n, per_host, rss))
+        added = f"{(rss - rss0) / (n - n0):.2f}" if n != n0 else "-"
         lines.append(
-            f"| {label} | {spread(rows, 'cpu_pct')} | {spread(rows, 'own_pct')} | "
-            f"{spread(rows, 'ms_per_sample', '.1f')} | {spread(rows, 'rss_mib', '.0f')} | "
-            f"{spread(rows, 'sshd_cpu_pct', '.1f')} |"
+            f"| {label} | {n} | {spread(rows, 'cpu_pct')} | {spread(rows, 'own_pct')} | "
+            f"{per_host:.3f} | {per_host / base:.2f}x | {spread(rows, 'rss_mib', '.0f')} | "
+            f"{added} | {med(rows, 'overview_ms'):.2f} "
+            f"({med(rows, 'overview_p90_ms'):.2f}) | {med(rows, 'overview_per_s'):.1f} | "
+            f"{med(rows, 'paint_ms'):.2f} | {med(rows, 'paint_per_s'):.1f} | "
+            f"{med(rows, 'grid_per_s'):.1f} | {spread(rows, 'sshd_cpu_pct', '.1f')} |"
         )
     lines.append("")
     lines.append(
-        f"{args.hosts} host{'s' * (args.hosts != 1)} x 8 moving stand-in GPUs ({args.gpu}) "
-        "over the loopback sshd, "
-        f"--interval {args.interval:g}, 120x40 pty, medians (min-max) of {args.repeats} windows "
-        f"of {args.seconds:g} s after {args.warmup:g} s, {os.cpu_count()} CPU cores"
+        f"{','.join(map(str, counts))} hosts x 8 moving stand-in GPUs ({args.gpu}) over the "
+        f"loopback sshd, --interval {args.interval:g}, 120x40 pty, medians (min-max) of "
+        f"{args.repeats} windows of {args.seconds:g} s after {args.warmup:g} s + "
+        f"{args.warmup_per_host:g} s a host, {os.cpu_count()} CPU cores"
+        + (", the hosts one job's members" if args.job else "")
     )
     return "\n".join(lines)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--hosts", type=int, default=8)
+    ap.add_argument("--hosts", default="8", help="host counts, comma-separated (e.g. 8,16,64)")
     ap.add_argument("--interval", type=float, default=1.0)
     ap.add_argument("--seconds", type=float, default=20.0, help="one window (default 20)")
     ap.add_argument("--warmup", type=float, default=12.0, help="seconds before a window")
+    ap.add_argument(
+        "--warmup-per-host", type=float, default=0.3, help="more warm-up seconds per host"
+    )
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--gpu", choices=("smi", "nvml"), default="nvml")
+    ap.add_argument(
+        "--job",
+        action="store_true",
+        help="the hosts are one job's members: the overview's job row redraws every sample",
+    )
     ap.add_argument(
         "--baseline-dir",
         type=Path,
@@ -217,9 +316,10 @@ def main() -> int:
     if why:
         print(f"hosts_cost: {why}", file=sys.stderr)
         return 2
-    results = run(args)
+    counts = [int(x) for x in args.hosts.split(",")]
+    results = run(args, counts)
     if not args.profile:
-        print(report(results, args))
+        print(report(results, args, counts))
     return 0
 
 

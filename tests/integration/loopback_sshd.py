@@ -78,6 +78,9 @@ class LoopbackSshd:
     root: Path
     path_prefix: str = ""  # prepended to PATH in sessions (e.g. the fake nvidia-smi's folder)
     session_env: dict[str, str] = field(default_factory=dict)  # more variables for sessions
+    # More sshd_config lines, e.g. "MaxStartups 256" where one sshd stands for many hosts
+    # (OpenSSH's default, 10:30:100, drops unauthenticated connections beyond 10 at random).
+    extra_config: str = ""
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
 
@@ -112,7 +115,7 @@ class LoopbackSshd:
             "UsePAM no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
             "PubkeyAuthentication yes\nPermitRootLogin yes\nStrictModes no\n"
             "AllowTcpForwarding yes\nMaxSessions 10\nLogLevel INFO\nUseDNS no\n"
-            f"AllowUsers root\nSetEnv {setenv}\n"
+            f"AllowUsers root\nSetEnv {setenv}\n{self.extra_config}"
         )
         common = (
             f"  HostName 127.0.0.1\n  Port {self.port}\n  User root\n"

@@ -95,10 +95,11 @@ async def _nodes(host: HostConfig, job_id: str, nodes: Sequence[str]) -> list[di
 
 
 async def _gather(hosts: list[HostConfig], table: bool) -> list[Result]:
-    import asyncio
-
+    """Every host at once (core/link/fanout.py), each within its own connect and sample
+    timeouts: an unreachable host is reported as such without holding up the others."""
     from dflash_tui.cli.status_doc import host_document, unreachable
     from dflash_tui.core.link.connect import make_transport
+    from dflash_tui.core.link.fanout import each_host
     from dflash_tui.core.link.feed import sample_once
 
     async def one(h: HostConfig) -> Result:
@@ -112,7 +113,7 @@ async def _gather(hosts: list[HostConfig], table: bool) -> list[Result]:
             return unreachable(h, str(exc)), []
         return host_document(h, snap, table)
 
-    return list(await asyncio.gather(*(one(h) for h in hosts)))
+    return await each_host(hosts, one)
 
 
 def run_status(cfg: Config, args: argparse.Namespace) -> int:

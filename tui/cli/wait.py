@@ -50,7 +50,7 @@ class HostWait:
             feed = feed_for(transport, self.host, interval)
             unreachable_since: float | None = None
             rechecks = 0
-            async for doc in host_documents(self.host, transport, feed):
+            async for doc in host_documents(self.host, transport, feed.events()):
                 self.doc = doc
                 self.verdict, self.line = verdict_on(doc, self.until)
                 now = time.monotonic()

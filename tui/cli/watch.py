@@ -25,7 +25,8 @@ from dflash_tui.core.base.text import terminal_safe
 from dflash_tui.core.diagnosis.thresholds import thresholds_for
 from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.link.connect import make_transport
-from dflash_tui.core.link.feed import Disconnected, Feed
+from dflash_tui.core.link.fanout import MAX_OPENING, opened_under
+from dflash_tui.core.link.feed import Disconnected, FeedEvent
 from dflash_tui.core.link.local_feed import feed_for
 from dflash_tui.core.link.transport import Transport
 
@@ -111,14 +112,14 @@ def print_lines(label: str, lines: list[str], several: bool, write: Callable[[st
 
 
 async def host_documents(
-    host: HostConfig, transport: Transport, feed: Feed
+    host: HostConfig, transport: Transport, events: AsyncIterator[FeedEvent]
 ) -> AsyncIterator[dict[str, Any]]:
-    """The host's status document at every sample of its live feed, and an unreachable
-    host's document whenever the feed loses it (the feed reconnects by itself). ``status
-    --watch`` and ``wait`` read the same stream. Under Slurm the run is its job, as Slurm says
-    it, through the same transport (the login node)."""
+    """The host's status document at every sample of its live feed's ``events``, and an
+    unreachable host's document whenever the feed loses it (the feed reconnects by itself).
+    ``status --watch`` and ``wait`` read the same stream. Under Slurm the run is its job, as
+    Slurm says it, through the same transport (the login node)."""
     tracker = Tracker(host.topology, thresholds_for(host))
-    async for ev in feed.events():
+    async for ev in events:
         if isinstance(ev, Snapshot):
             doc = status_doc(host, tracker, ev)[0]
             if host.scheduler == "slurm":
@@ -130,7 +131,11 @@ async def host_documents(
             yield unreachable(host, ev.error)
 
 
-async def _watch_host(cfg: Config, host: HostConfig, progress_every: float) -> None:
+async def _watch_host(
+    cfg: Config, host: HostConfig, progress_every: float, opening: asyncio.Semaphore
+) -> None:
+    """One host's lines; its connection and first sample wait for one of ``opening``'s slots
+    (core/link/fanout.py), so every host opens concurrently, a bounded number at a time."""
     watch, several = Watch(host.label, progress_every), len(cfg.hosts) > 1
     transport = make_transport(host)
 
@@ -138,8 +143,9 @@ async def _watch_host(cfg: Config, host: HostConfig, progress_every: float) -> N
         sys.stdout.write(text)
         sys.stdout.flush()
 
+    events = opened_under(opening, feed_for(transport, host, cfg.interval).events())
     try:
-        async for doc in host_documents(host, transport, feed_for(transport, host, cfg.interval)):
+        async for doc in host_documents(host, transport, events):
             print_lines(host.label, watch.lines(doc, time.monotonic()), several, write)
     finally:
         await transport.close()
@@ -150,7 +156,8 @@ async def _watch(cfg: Config, progress_every: float) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    tasks = [asyncio.create_task(_watch_host(cfg, h, progress_every)) for h in cfg.hosts]
+    opening = asyncio.Semaphore(MAX_OPENING)
+    tasks = [asyncio.create_task(_watch_host(cfg, h, progress_every, opening)) for h in cfg.hosts]
     waiter = asyncio.create_task(stop.wait())
     await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
     for t in [waiter, *tasks]:

@@ -7,6 +7,7 @@
   of GPU processes mapped to container PIDs; ``connect``: the transport for a host.
 - ``feed``: runs the probe through a transport and yields Snapshots, reconnecting with
   backoff (``Feed``, ``sample_once``, ``Disconnected``, ``Malformed``).
+- ``fanout``: many hosts at once, a bounded number of them opening at a time.
 
 Uses ``base`` and ``probe``; never ``diagnosis`` or ``control``.
 """

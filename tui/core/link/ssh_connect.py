@@ -14,6 +14,7 @@ import asyncio
 import getpass
 import os
 import re
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,15 @@ ENV_CONFIG = "DFLASH_TUI_SSH_CONFIG"  # ssh config file(s), os.pathsep-separated
 ENV_KNOWN_HOSTS = "DFLASH_TUI_KNOWN_HOSTS"  # known_hosts file(s), os.pathsep-separated
 ENV_KEY = "DFLASH_TUI_SSH_KEY"  # private key file(s), os.pathsep-separated
 MAX_HOPS = 5
+# SSH handshakes under way at once in this process (each hop's too). OpenSSH's MaxStartups
+# (10:30:100 by default) drops unauthenticated connections beyond 10 at random, and every host
+# reached through one bastion (ProxyJump) or on one login node counts there. Below 10: the sshd
+# counts a handshake a moment longer than the client waits on it, and other users' logins
+# count too. A handshake takes a fraction of a second: 64 hosts still connect in about one.
+MAX_HANDSHAKES = 8
+_handshakes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+    weakref.WeakKeyDictionary()
+)
 # Letters, digits, ".", "_", "-" (never first: no word may read as an option), or [v6].
 _ADDR = re.compile(
     r"(?:(?P<user>[A-Za-z0-9_][A-Za-z0-9._-]*)@)?"
@@ -177,6 +187,15 @@ class _KeyPolicy(asyncssh.SSHClient):
             f.write(f"{pattern} {line[0]} {line[1]}\n")
 
 
+def _handshake_slots() -> asyncio.Semaphore:
+    """This event loop's bound on handshakes under way (a semaphore belongs to one loop)."""
+    loop = asyncio.get_running_loop()
+    slots = _handshakes.get(loop)
+    if slots is None:
+        slots = _handshakes[loop] = asyncio.Semaphore(MAX_HANDSHAKES)
+    return slots
+
+
 def _client_keys(settings: SshSettings) -> tuple[str, ...] | None:
     keys = settings.client_keys or _env_paths(ENV_KEY)
     return tuple(os.path.expanduser(k) for k in keys) if keys else None
@@ -208,7 +227,8 @@ async def _connect_one(
         kwargs["keepalive_count_max"] = settings.keepalive_count
     name = _describe(target)
     try:
-        return await asyncssh.connect(target.host, **kwargs)
+        async with _handshake_slots():  # the connect timeout runs once the slot is ours
+            return await asyncssh.connect(target.host, **kwargs)
     except asyncssh.HostKeyNotVerifiable as exc:
         raise TransportError(f"{name}: {policy.problem or exc}") from None
     except asyncssh.PermissionDenied:
