@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 from support import until
@@ -15,7 +16,7 @@ from textual.widgets import Static
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.host.history.plot import HistoryPlot
-from dflash_tui.app.host.history.view import HistoryView
+from dflash_tui.app.host.history.view import HistoryView, build
 from dflash_tui.app.host.source import ScriptedSource
 from dflash_tui.app.screens.help import HelpScreen
 from dflash_tui.core.base.config import Config, HostConfig
@@ -32,6 +33,22 @@ def x_ticks(plot: HistoryPlot) -> list[str]:
     rows = plot.text.plain.splitlines()
     bottom = next(i for i, r in enumerate(rows) if "└" in r)
     return rows[bottom + 1].split()
+
+
+def test_a_plot_wider_and_taller_than_the_terminal_plotext_read_keeps_its_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Served in a browser, the terminal size plotext reads (COLUMNS/LINES, the browser's at
+    start) can be smaller than the widget: the plot is built at the widget's size anyway."""
+    from textual_plotext.plot import Plot
+
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("LINES", "24")
+    plt = Plot()
+    plt.plot([0.0, 1.0, 2.0], [1.0, 2.0, 4.0])
+    (text,) = build([(cast(HistoryPlot, None), plt, (100, 30), "clear")])
+    rows = text.plain.splitlines()
+    assert (max(map(len, rows)), len(rows)) == (100, 30)
 
 
 def footer_actions(app: DflashApp) -> set[str]:

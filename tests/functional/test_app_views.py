@@ -8,7 +8,6 @@ import subprocess
 
 from support import pick_signal, screen_text, until
 from textual.pilot import Pilot
-from textual.widgets import Log
 
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
@@ -17,6 +16,7 @@ from dflash_tui.app.host.gpus.fit import PANEL_W, columns_for, fit_grid
 from dflash_tui.app.host.gpus.grid import GpuGrid
 from dflash_tui.app.host.header import RunHeader
 from dflash_tui.app.host.logs.tail import LogTail
+from dflash_tui.app.host.logs.widget import TailLog
 from dflash_tui.app.host.procs.gpu_table import GpuProcView
 from dflash_tui.app.host.source import ScriptedSource
 from dflash_tui.core.base.config import Config, HostConfig
@@ -138,7 +138,7 @@ async def test_plus_zooms_the_focused_log_and_back() -> None:
         await settle(pilot, app, len(snaps))
         pane = app.detail()
         tail = pane.query_one(LogTail)
-        tail.query_one(Log).focus()
+        tail.query_one(TailLog).focus()
         await pilot.press("plus")
         await pilot.pause(0.2)
         assert pane.zoom.area is tail

@@ -1,12 +1,13 @@
-"""The tail's Log measures plain batches inline and finds its style once a draw: the same
-widths and the same drawn rows as Textual's own Log, and no thread worker per write (a flood's
-writes start none)."""
+"""The tail's log widget (on Textual's Line API) measures every batch inline and finds its
+style once a draw: the same widths, lines, drawn rows and selected text as Textual's own Log,
+and no thread worker per write (a flood's writes start none, nor do wide characters)."""
 
 from __future__ import annotations
 
 import pytest
 from textual.app import App, ComposeResult
-from textual.geometry import Region
+from textual.geometry import Offset, Region
+from textual.selection import Selection
 from textual.widgets import Log
 
 from dflash_tui.app.host.logs.widget import TailLog, plain_width
@@ -55,6 +56,28 @@ async def test_plain_batches_start_no_worker() -> None:
         log.write_lines([f"step={i} loss=1.25" for i in range(2000)])
         assert len(app.workers) == before
         assert log.virtual_size.width == len("step=1999 loss=1.25")
+
+
+async def test_wide_batches_start_no_worker_either() -> None:
+    app = Pair()
+    async with app.run_test(size=(60, 20)):
+        log = app.query_one("#tail", TailLog)
+        before = len(app.workers)
+        log.write_lines(["wide 漢字 line", "tab\there"])
+        assert len(app.workers) == before
+        assert log.virtual_size.width == len("wide ") + 4 + len(" line")
+
+
+async def test_selected_text_matches_textuals_log() -> None:
+    app = Pair()
+    async with app.run_test(size=(60, 20)):
+        ours, theirs = app.query_one("#tail", TailLog), app.query_one("#textual", Log)
+        lines = ["step=1 loss=2.0", "漢字 wide", "third line"]
+        picks = [Selection(Offset(2, 0), Offset(4, 2)), Selection(None, None)]
+        for log in (ours, theirs):
+            log.write_lines(lines)
+        for pick in picks:
+            assert ours.get_selection(pick) == theirs.get_selection(pick)
 
 
 async def test_drawn_rows_match_textuals_log() -> None:

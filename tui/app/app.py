@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 
 from textual.app import App, SystemCommand
+from textual.driver import Driver
 from textual.markup import escape
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
@@ -30,6 +31,7 @@ from dflash_tui.app.keys.table import DESTRUCTIVE, HISTORY_ACTIONS, HOST_ACTIONS
 from dflash_tui.app.screens.help import HelpScreen
 from dflash_tui.app.screens.main import MainScreen
 from dflash_tui.app.screens.overview import HostOverview
+from dflash_tui.app.terminal import announcing_driver
 from dflash_tui.app.widgets.themes import AppThemes
 from dflash_tui.app.widgets.waits import WaitBar
 from dflash_tui.core.base.config import Config
@@ -55,6 +57,7 @@ class DflashApp(ViewKeys, App[None]):
         """``source`` (the first host's) or ``sources`` (one per host, in config order)
         replace the live probes: tests and replays; ``control`` stands in for the first
         host's run control."""
+        self.terminal_driver: Driver | None = None  # the one Textual built for the terminal
         super().__init__()
         self.cfg = cfg
         self.read_only = cfg.read_only
@@ -110,10 +113,20 @@ class DflashApp(ViewKeys, App[None]):
         await self.feeds.stop()
         await self.alerts.stop()
 
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's pick, announcing the driver it builds (``write_terminal`` writes
+        through it; tui/app/terminal.py says why)."""
+        return announcing_driver(super().get_driver_class(), self._driver_built)
+
+    def _driver_built(self, driver: Driver) -> None:
+        self.terminal_driver = driver
+
     def write_terminal(self, data: str) -> None:
-        """Raw bytes to the terminal (the opt-in bell / OSC 9 / OSC 777 of the app's alerts)."""
-        if not self.is_headless and self._driver is not None:
-            self._driver.write(data)
+        """Raw bytes to the terminal (the opt-in bell / OSC 9 / OSC 777 of the app's alerts),
+        queued behind the frame being written. Headless (tests) Textual builds its own
+        driver, not the one announced: nothing is written."""
+        if self.terminal_driver is not None and not self.is_headless:
+            self.terminal_driver.write(data)
 
     def action_control(self, key: str) -> None:
         """A run key (launch, kill, restart, kill_process, auto_restart, cancel_wait): one

@@ -48,7 +48,14 @@ def build(jobs: Sequence[tuple[HistoryPlot, Plot, tuple[int, int], str]]) -> lis
     out = []
     for _widget, plt, (w, h), theme in jobs:
         plt.plotsize(w, h)
-        plt._set_size(w, h)  # as PlotextPlot.render does
+        # plotsize cuts the plot to the terminal size plotext read when the Plot was made
+        # (shutil's: COLUMNS/LINES, else 80x24 without a TTY). Served in a browser that size is
+        # the browser's at start (textual-serve sets COLUMNS), so a grown window's plots would
+        # be cut. plotext lifts that cut only on its global figure (plotext.limit_size); a
+        # Plot of its own has no public way, so its size is set again under the cut, as
+        # textual-plotext's PlotextPlot.render does, with plotext's private _set_size
+        # (tests/functional/test_app_history.py fails if a plotext release changes it).
+        plt._set_size(w, h)
         plt.theme(theme)
         out.append(Text.from_ansi(plt.build()))
     return out

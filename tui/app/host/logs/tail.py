@@ -57,7 +57,7 @@ class LogTail(Vertical):
         &.-missing .tail-missing { display: block; }
         .tail-hidden { height: auto; max-height: 3; padding: 0 1; display: none; }
         &.-hiding .tail-hidden { display: block; }
-        Log { height: 1fr; scrollbar-size-vertical: 1; }
+        TailLog { height: 1fr; scrollbar-size-vertical: 1; }
         &:focus-within .tail-title { background: $primary 40%; }
     }
     """
