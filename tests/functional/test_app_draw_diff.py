@@ -180,8 +180,9 @@ def test_a_held_time_coarsens_as_it_grows_and_never_rounds_up() -> None:
 
 
 async def test_a_steady_panel_redraws_once_a_minute_past_its_first_minute() -> None:
-    """The seed incident's labels have held for 6 minutes: the same readings 20 s later say
-    the same (``>= 6m``: they held at the first sample) and draw nothing; past the next minute the chips say ``>= 7m``."""
+    """The seed incident's labels have held for at least 6 minutes (since before the first
+    sample): the same readings 20 s later say the same (``>= 6m``) and draw nothing; past the
+    next minute the chips say ``>= 7m``."""
     async with seeded() as (app, pilot, source, last):
         start = app.samples
         grid = app.detail().query_one(GpuGrid)
