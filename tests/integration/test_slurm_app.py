@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import subprocess
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -41,9 +42,9 @@ def cluster(slurm: Cluster, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster
     slurm.reset()
 
 
-def app_on(root: Path, nodes: int) -> DflashApp:
+def app_on(root: Path, nodes: int, command: str = "echo started; sleep 300") -> DflashApp:
     host = HostConfig(
-        command="echo started; sleep 300",
+        command=command,
         run_root=str(root),
         scheduler="slurm",
         slurm=SlurmConfig(nodes=nodes, gpus_per_node=1),
@@ -156,3 +157,34 @@ async def test_the_overview_lists_both_nodes_of_a_two_node_job(
         assert f"Slurm job {job} RUNNING on n1, n2" in header(app), header(app)
         said = await kill_and_confirm(pilot, app, cluster, job)
         assert f"Slurm job {job}" in said and "on n1, n2" in said, said
+
+
+async def test_auto_restart_in_the_app_requeues_a_job_killed_from_outside(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """``A`` on a Slurm host: a job Slurm ended for someone else is requeued (the same job id,
+    through Slurm), never started around it on the login node."""
+    app = app_on(tmp_path / "runs", nodes=1, command="echo started; sleep 300; :")  # `:` takes
+    # the `--resume auto` a restart adds
+    policy = replace(app.cfg.hosts[0].restart, backoff_s=0.5, max_backoff_s=0.5)
+    app.host_states[0].cfg = replace(app.cfg.hosts[0], restart=policy)
+    app.host_states[0].bridge.supervise_poll = 0.5
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.samples >= 1, 30)
+        await pilot.press("l")
+        await until(pilot, lambda: " RUNNING on n1" in header(app), 40)
+        job = re.search(r"Slurm job (\d+) RUNNING", header(app))
+        assert job, header(app)
+        await pilot.press("A")
+        await until(pilot, lambda: app.host_states[0].auto == "on", 10)
+        await pilot.pause(1.5)  # a poll sees the job running first
+        cluster.run("scancel", "--signal=KILL", job.group(1))
+        await until(pilot, lambda: job_state(cluster, job.group(1)) != "RUNNING", 20)
+        # Requeued: the same job runs again once the cluster's credential lifetime passed.
+        await until(pilot, lambda: job_state(cluster, job.group(1)) == "RUNNING", 30)
+        log = sorted((tmp_path / "runs").iterdir())[-1] / "output.log"
+        await until(pilot, lambda: log.read_text().count("started") == 2, 20)
+        runs = [p.name for p in (tmp_path / "runs").iterdir() if not p.name.startswith(".")]
+        assert runs == [log.parent.name], runs  # no run started around Slurm
+        await pilot.press("A")
+        cluster.run("scancel", job.group(1))
