@@ -264,6 +264,8 @@ class DflashApp(ViewKeys, App[None]):
             run = diag.run if diag else None
             if diag is None or run is None or diag.run_state not in ALIVE_STATES:
                 continue
+            if state.slurm_host is not None:  # a node of a Slurm job: its Slurm host says it
+                continue
             where = f" on {state.key}" if len(self.host_states) > 1 else ""
             kill, again = quit_commands(state.cfg, self.cfg)
             notes.append(

@@ -18,9 +18,14 @@ from dataclasses import replace
 from dflash_tui.app.host.source import LiveSource, probe_feed
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
-from dflash_tui.core.control.slurm.findings import REPLACED, SchedulerView, findings, read_view
+from dflash_tui.core.control.slurm.findings import (
+    REPLACED,
+    SchedulerView,
+    findings,
+    lines,
+    read_view,
+)
 from dflash_tui.core.diagnosis.diagnose import Diagnosis
-from dflash_tui.core.diagnosis.finding import duration
 from dflash_tui.core.link.feed import Disconnected, FeedEvent
 from dflash_tui.core.link.slurm_node import node_transport
 from dflash_tui.core.link.transport import Transport, TransportError
@@ -127,9 +132,9 @@ def slurm_diagnosis(diag: Diagnosis, view: SchedulerView | None, node: bool) -> 
 
 
 def job_line(view: SchedulerView | None, node: str | None = None) -> str | None:
-    """The header's line of the job: ``Slurm job 12 PENDING (Resources), expected start
-    ...``, or ``node n1 of Slurm job 12 RUNNING ...``. Slurm's strings came through
-    ``safe_label`` (tui/core/control/slurm/query.py)."""
+    """The header's line of the job, as ``status`` words it (``lines``), with the expected
+    start of a queued job when Slurm knows one: ``Slurm job 12 PENDING (Resources), expected
+    start ...``; on a node's host ``node n1 of Slurm job 12 RUNNING ...``."""
     if view is None:
         return None
     if view.error is not None:
@@ -137,10 +142,7 @@ def job_line(view: SchedulerView | None, node: str | None = None) -> str | None:
     job = view.job
     if job is None or not job.job_id:
         return "Slurm: no job submitted yet"
-    where = f"node {node} of " if node else ""
-    why = f" ({job.reason})" if job.reason and job.run_state != "running" else ""
-    start = f", expected start {job.start}" if job.start and job.run_state == "queued" else ""
-    on = f" on {', '.join(job.nodes)}" if job.nodes and not node else ""
-    left = f", {duration(job.time_left_s)} left" if job.time_left_s else ""
-    code = f", exit code {job.exit_code}" if job.exit_code is not None else ""
-    return f"{where}Slurm job {job.job_id} {job.state}{why}{start}{on}{left}{code}"
+    text = lines({"scheduler": job.to_json()})[0]
+    if job.start and job.run_state == "queued":
+        text += f", expected start {job.start}"
+    return f"node {node} of {text}" if node else text
