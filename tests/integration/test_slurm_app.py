@@ -17,13 +17,14 @@ from pathlib import Path
 
 import pytest
 from slurm_cluster import Cluster
-from support import until
+from support import pick_signal, until
 from textual.pilot import Pilot
 
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.control.confirm import ConfirmScreen
 from dflash_tui.app.host.findings.panel import FindingsList
 from dflash_tui.app.host.header import RunHeader
+from dflash_tui.app.host.slurm import NodeLink
 from dflash_tui.app.screens.overview import HostOverview
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.config_slurm import SlurmConfig
@@ -188,3 +189,45 @@ async def test_auto_restart_in_the_app_requeues_a_job_killed_from_outside(
         assert runs == [log.parent.name], runs  # no run started around Slurm
         await pilot.press("A")
         cluster.run("scancel", job.group(1))
+
+
+async def test_k_on_a_nodes_pane_signals_the_process_on_that_node(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """The process keys of a node's host act on the node, through a step inside the job
+    (the process is verified by its start time there, as on any host)."""
+    app = app_on(tmp_path / "runs", nodes=1)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.samples >= 1, 30)
+        await pilot.press("l")
+        node = app.host_states[1]
+
+        def sleeper() -> int | None:
+            procs = node.snapshot.procs if node.snapshot else ()
+            return next((p.pid for p in procs if p.cmd.startswith("sleep 300")), None)
+
+        await until(pilot, lambda: sleeper() is not None, 40)
+        pid = sleeper()
+        assert pid is not None
+        app.action_show_host(1)
+        tree = app.detail().procs()
+        await pilot.press("w")
+        await until(pilot, lambda: pid in tree.nodes, 20)
+        item = tree.nodes[pid]
+        parent = item.parent
+        while parent is not None:
+            parent.expand()
+            parent = parent.parent
+        await pilot.pause(0.1)
+        tree.move_cursor(item)
+        await pilot.pause(0.05)
+        await pilot.press("K")
+        await pick_signal(pilot, app, "TERM")
+        assert f"{pid}" in str(app.screen.query_one("#confirm-body").render())
+        await pilot.press("y")
+        await until(pilot, lambda: not Path(f"/proc/{pid}").exists(), 30)
+        await until(pilot, lambda: not app.control.running, 30)
+        assert any(f"PID {pid}" in step for step in app.control.steps), app.control.steps
+        # Sent through the step on the node the job holds (srun --jobid --overlap -w n1).
+        link = node.transport
+        assert isinstance(link, NodeLink) and [n for _, n in link.links] == ["n1"]

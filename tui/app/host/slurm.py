@@ -28,7 +28,7 @@ from dflash_tui.core.control.slurm.findings import (
 from dflash_tui.core.diagnosis.diagnose import Diagnosis
 from dflash_tui.core.link.feed import Disconnected, FeedEvent
 from dflash_tui.core.link.slurm_node import node_transport
-from dflash_tui.core.link.transport import Transport, TransportError
+from dflash_tui.core.link.transport import CommandResult, Transport, TransportError
 
 
 class SlurmWatch:
@@ -104,6 +104,39 @@ class NodeSource:
 
     async def close(self) -> None:
         pass  # each node's transport is closed with its stream
+
+
+class NodeLink(Transport):
+    """The transport to the node that node host ``index`` shows now: the job's nodes come and
+    go with it, so each command goes to the node the job holds when it is sent (``K`` and the
+    process menu act there); none while the job does not run there."""
+
+    def __init__(self, watch: SlurmWatch, host: HostConfig, index: int) -> None:
+        super().__init__()
+        self.watch, self.host, self.index = watch, host, index
+        self.label = f"{host.label}/node{index + 1}"
+        self.links: dict[tuple[str, str], Transport] = {}  # (job id, node) -> its transport
+
+    def now(self) -> Transport:
+        target = self.watch.node(self.index)
+        if target is None:
+            raise TransportError(f"{self.label}: no node of the Slurm job runs here now")
+        if target not in self.links:
+            self.links[target] = node_transport(self.host, *target)
+        return self.links[target]
+
+    def stream(self, cmd: str, stdin: bytes | None = None) -> AsyncIterator[str]:
+        return self.now().stream(cmd, stdin)
+
+    async def run(
+        self, cmd: str, stdin: bytes | None = None, timeout: float = 30.0
+    ) -> CommandResult:
+        return await self.now().run(cmd, stdin, timeout)
+
+    async def close(self) -> None:
+        links, self.links = list(self.links.values()), {}
+        for link in links:
+            await link.close()
 
 
 def node_of(watch: SlurmWatch, index: int | None) -> str | None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from dflash_tui.app.host.sample import SampleReady
 from dflash_tui.app.host.slurm import (
+    NodeLink,
     NodeSource,
     SlurmSource,
     SlurmWatch,
@@ -57,9 +58,11 @@ class HostState:
         source: EventSource | None = None,
         bridge: Any | None = None,
         make_bridge: MakeBridge | None = None,
+        transport: Transport | None = None,
     ) -> None:
         """``bridge`` stands in for the host's run control; else ``make_bridge`` makes it
-        on first use, on the host's one transport (tui/app/control/bridge.py)."""
+        on first use, on the host's one transport (tui/app/control/bridge.py): ``transport``,
+        else the config's."""
         self.index, self.key, self.cfg = index, key, cfg
         self.source = source
         self.tracker = Tracker(cfg.topology, thresholds_for(cfg))
@@ -71,7 +74,7 @@ class HostState:
         self.retry_at: float | None = None  # monotonic time of the feed's next attempt
         self.auto = "off"  # auto-restart (tui/app/control/autorestart.py): off | on | fatal
         self.auto_stop: asyncio.Event | None = None  # set to stop this host's supervisor
-        self._transport: Transport | None = None
+        self._transport: Transport | None = transport
         self._bridge = bridge
         self._make_bridge = make_bridge
         self.recorder: Recorder | None = None  # the flight recorder, on a live feed only
@@ -270,7 +273,7 @@ def make_hosts(
         state = HostState(len(states), key, h, source, bridge, make_bridge)
         states.append(state)
         if h.scheduler == "slurm" and source is None:
-            states += slurm_nodes(state, len(states))
+            states += slurm_nodes(state, len(states), make_bridge)
     for job in cfg.jobs:
         members = tuple(h for h in cfg.hosts if h.job == job.name)
         if tuple(h.label for h in members) != job.members:
@@ -281,13 +284,15 @@ def make_hosts(
     return states
 
 
-def slurm_nodes(host: HostState, first: int) -> list[HostState]:
-    """The Slurm host ``host`` watches its job; one host per node of it follows."""
+def slurm_nodes(host: HostState, first: int, make: MakeBridge | None) -> list[HostState]:
+    """The Slurm host ``host`` watches its job; one host per node of it follows, whose run
+    keys act on the job (through ``host``) and whose process keys act on the node."""
     watch = SlurmWatch(host.transport, host.cfg)
     host.slurm = (watch, None)
     nodes = []
     for n in range(host.cfg.slurm.nodes):
-        node = HostState(first + n, f"{host.key}/node{n + 1}", host.cfg)
+        link = NodeLink(watch, host.cfg, n)  # K and the process menu act on the node
+        node = HostState(first + n, f"{host.key}/node{n + 1}", host.cfg, None, None, make, link)
         node.slurm, node.slurm_host = (watch, n), host
         nodes.append(node)
     return nodes
