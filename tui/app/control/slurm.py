@@ -15,7 +15,7 @@ from typing import Protocol
 
 from rich.text import Text
 
-from dflash_tui.app.control.bridge import Bridge, ControlError, StepFn, _outcome
+from dflash_tui.app.control.bridge import Bridge, ControlError, StepFn, outcome
 from dflash_tui.app.control.confirm import ConfirmScreen
 from dflash_tui.app.control.requests import (
     ControlRequest,
@@ -50,7 +50,7 @@ class SlurmBridge(Bridge):
         step(f"sbatch: {self.host.command}")
         progress = self._progress(step)
         res = await self._slurm(slurm.submit_run(self.transport, self.host, progress=progress))
-        return _outcome(res.ok, res.message)
+        return outcome(res.ok, res.message)
 
     async def kill(self, step: StepFn, run_id: str, job_id: str | None = None) -> str:
         """Cancel job ``job_id`` (the one the confirm named); without one, nothing."""
@@ -61,7 +61,7 @@ class SlurmBridge(Bridge):
             slurm.cancel_run(self.transport, self.host, grace=self.grace,
                              progress=self._progress(step), job_id=job_id)
         )  # fmt: skip
-        return _outcome(res.ok, res.message)
+        return outcome(res.ok, res.message)
 
     async def restart(self, step: StepFn, run_id: str | None) -> str:
         step("scontrol requeue, else scancel and sbatch --resume auto")
@@ -69,7 +69,7 @@ class SlurmBridge(Bridge):
             slurm.requeue_or_resubmit(self.transport, self.host, grace=self.grace,
                                       progress=self._progress(step))
         )  # fmt: skip
-        return _outcome(res.ok, res.message)
+        return outcome(res.ok, res.message)
 
     async def live_job(self) -> tuple[SlurmRun, SlurmJob] | None:
         """The run root's queued or running job, as Slurm says now."""
