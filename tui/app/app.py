@@ -18,7 +18,7 @@ from textual.screen import Screen
 from dflash_tui.app import heap
 from dflash_tui.app.control.actions import ControlActions
 from dflash_tui.app.control.autorestart import AutoRestarts
-from dflash_tui.app.control.bridge import Bridge
+from dflash_tui.app.control.slurm import make_bridge
 from dflash_tui.app.host.alerts import AppAlerts
 from dflash_tui.app.host.feeds import HostFeeds
 from dflash_tui.app.host.log_keys import LogKeys
@@ -61,7 +61,7 @@ class DflashApp(ViewKeys, App[None]):
         super().__init__()
         self.cfg = cfg
         self.read_only = cfg.read_only
-        self.host_states = make_hosts(cfg, sources or [source], control, Bridge)
+        self.host_states = make_hosts(cfg, sources or [source], control, make_bridge)
         self.selected = 0  # the host shown in detail; keys act on it
         self.samples = 0  # samples drawn, all hosts together (tests wait on this)
         self.draw_errors: set[str] = set()
@@ -276,6 +276,8 @@ class DflashApp(ViewKeys, App[None]):
             diag = state.diagnosis
             run = diag.run if diag else None
             if diag is None or run is None or diag.run_state not in ALIVE_STATES:
+                continue
+            if state.slurm_host is not None:  # a node of a Slurm job: its Slurm host says it
                 continue
             where = f" on {state.key}" if len(self.host_states) > 1 else ""
             kill, again = quit_commands(state.cfg, self.cfg)

@@ -22,6 +22,7 @@ from dflash_tui.app.control.bridge import ControlError, Job
 from dflash_tui.app.control.confirm import ConfirmScreen
 from dflash_tui.app.control.requests import (
     ControlRequest,
+    JobKillRequest,
     KillRequest,
     LaunchRequest,
     ProcessRequest,
@@ -31,6 +32,8 @@ from dflash_tui.app.control.requests import (
     restart_text,
 )
 from dflash_tui.app.control.signals import ProcessSignals
+from dflash_tui.app.control.slurm import KEYS as SLURM_KEYS
+from dflash_tui.app.control.slurm import SlurmKeys
 from dflash_tui.app.host.pane import HostPane
 from dflash_tui.app.host.state import HostState
 from dflash_tui.app.ports import AppPort
@@ -71,6 +74,7 @@ class ControlActions:
         self.steps: list[str] = []  # the latest progress texts (tests read them)
         self.running: dict[str, str] = {}  # host key -> the action running there
         self.signals = ProcessSignals(self)  # K: the process menu (tui/app/control/signals.py)
+        self.slurm = SlurmKeys(self)  # l, k, r on a Slurm host (tui/app/control/slurm.py)
 
     def key(self, name: str) -> None:
         """A run key (``KEYS``) pressed on the host shown."""
@@ -79,7 +83,10 @@ class ControlActions:
         elif name == "cancel_wait":
             self.cancel_wait()
         elif name in KEYS and self.reachable(self.app.current, name.replace("_", " ")):
-            getattr(self, name)()
+            if name in SLURM_KEYS and self.app.current.cfg.scheduler == "slurm":
+                self.slurm.key(name)
+            else:
+                getattr(self, name)()
 
     def reachable(self, state: HostState, what: str) -> bool:
         """Whether ``state``'s link is up or coming; else it says so at once. This machine
@@ -178,8 +185,11 @@ class ControlActions:
         """Run control on ``req``'s host, as ``req`` says and nothing else."""
         state = self.app.state_of(req.host)
         bridge = state.bridge
-        if isinstance(req, KillRequest):
-            job: Job = functools.partial(bridge.kill, run_id=req.run_id)
+        if isinstance(req, JobKillRequest):
+            job: Job = functools.partial(bridge.kill, run_id=req.run_id, job_id=req.job_id)
+            self._start(state, "kill", job, f"cancelling Slurm job {req.job_id} …")
+        elif isinstance(req, KillRequest):
+            job = functools.partial(bridge.kill, run_id=req.run_id)
             self._start(state, "kill", job, f"killing on {req.host}: SIGTERM …")
         elif isinstance(req, RestartRequest):
             job = functools.partial(bridge.restart, run_id=req.run_id)

@@ -75,7 +75,7 @@ class Bridge:
                 progress=progress,
                 grace=self.grace,
             )
-        return _outcome(res.ok, "; ".join((res.message, *res.warnings)))
+        return outcome(res.ok, "; ".join((res.message, *res.warnings)))
 
     def request_cancel(self) -> None:
         self.cancel.set()
@@ -111,7 +111,7 @@ class Bridge:
             keep=self.host.keep_runs,
             progress=self._progress(step),
         )
-        return _outcome(res.ok, res.message, res.log_tail)
+        return outcome(res.ok, res.message, res.log_tail)
 
     async def kill(self, step: StepFn, run_id: str) -> str:
         """Kill ``run_id`` (the run the confirm dialog named), never another one."""
@@ -124,8 +124,8 @@ class Bridge:
             control_kill.kill, grace=self.grace, run_id=run_id, progress=self._progress(step)
         )
         if res.gpu_note:
-            return _outcome(res.ok, f"{res.message} ({res.gpu_note})")
-        return _outcome(res.ok, res.message)
+            return outcome(res.ok, f"{res.message} ({res.gpu_note})")
+        return outcome(res.ok, res.message)
 
     async def kill_targets(self, run_id: str) -> tuple[Proc, ...]:
         """Every process a kill of ``run_id`` signals, as control.sh sees them on the host right
@@ -154,7 +154,7 @@ class Bridge:
             progress=self._progress(step),
             run_id=run_id,
         )
-        return _outcome(res.ok, res.message)
+        return outcome(res.ok, res.message)
 
     async def supervise(
         self,
@@ -211,7 +211,7 @@ class Bridge:
             progress=self._progress(step),
             signal=signal,
         )
-        return _outcome(res.ok, res.message)
+        return outcome(res.ok, res.message)
 
     async def host_tools(self) -> dict[str, str]:
         """The process menu's helpers on the host's PATH (py-spy), name -> path."""
@@ -237,7 +237,7 @@ class Bridge:
         return res.message, res.lines
 
 
-def _outcome(ok: bool, message: str, log_tail: tuple[str, ...] = ()) -> str:
+def outcome(ok: bool, message: str, log_tail: tuple[str, ...] = ()) -> str:
     if ok:
         return message
     tail = "; ".join(x for x in log_tail[-3:] if x.strip())

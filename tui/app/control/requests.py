@@ -55,6 +55,18 @@ class RestartRequest:
     command: str
 
 
+@dataclass(frozen=True)
+class JobKillRequest:
+    """Cancel Slurm job ``job_id`` of run ``run_id`` (scancel), on ``nodes``; ``text`` is
+    what the confirm said it does (tui/app/control/slurm.py)."""
+
+    host: str
+    run_id: str
+    job_id: str
+    nodes: tuple[str, ...]
+    text: str
+
+
 DUMP = "py-spy"  # a ProcessRequest's "signal" that is a py-spy dump, not a signal
 
 
@@ -74,7 +86,7 @@ class ProcessRequest:
         return ", ".join(str(i.pid) for i in self.procs[:8]) + more
 
 
-ControlRequest = LaunchRequest | KillRequest | RestartRequest | ProcessRequest
+ControlRequest = LaunchRequest | KillRequest | RestartRequest | ProcessRequest | JobKillRequest
 
 
 def kill_request(

@@ -7,5 +7,7 @@ drawn: the header (``header.py``), the GPU grid (``gpus/``), the metrics strip (
 and host strip (``strip.py``), the logs (``logs/``), the findings and timeline
 (``findings/``), the process tree and GPU process table (``procs/``) and the History tab
 (``history/``); ``zoom.py`` lets one area fill it. The keys that only change the view act on
-it: ``view_keys.py``, and ``log_keys.py`` for search, save and the pager.
+it: ``view_keys.py``, and ``log_keys.py`` for search, save and the pager. A host under Slurm
+(``slurm.py``) reads its job's word after each sample, and one host per node of the job is fed
+by the probe inside the allocation.
 """

@@ -88,6 +88,7 @@ class RunHeader(Static, Themed):
         self.link = "connecting"  # connecting | connected | down
         self.link_detail = ""
         self.diag: Diagnosis | None = None
+        self.job: str | None = None  # under Slurm: the job's line (tui/app/host/slurm.py)
         self.auto = "off"  # auto-restart: off | on | fatal (nothing drawn while off)
         # Problem GPUs whose panel is scrolled out of the grid: (index, codes, arrow).
         self.offscreen: tuple[tuple[int, tuple[str, ...], str], ...] = ()
@@ -111,8 +112,9 @@ class RunHeader(Static, Themed):
         self.redraw()
         self.call_after_refresh(self.recheck)  # the grid reflows its columns too
 
-    def show(self, diag: Diagnosis) -> None:
-        self.diag, self.link, self.link_detail = diag, "connected", diag.telemetry_source
+    def show(self, diag: Diagnosis, job: str | None = None) -> None:
+        self.diag, self.job = diag, job
+        self.link, self.link_detail = "connected", diag.telemetry_source
         self.stale_s = None
         self.redraw()
         self.call_after_refresh(self.recheck)  # once the grid has drawn this sample
@@ -175,7 +177,7 @@ class RunHeader(Static, Themed):
     def redraw(self) -> None:
         pal = self.palette
         width = self.size.width  # the content area (padding excluded); 0 until laid out
-        top = self._run(pal) + self._auto(pal) + self._pids(pal) + self._where(pal)
+        top = self._run(pal) + self._job(pal) + self._auto(pal) + self._pids(pal) + self._where(pal)
         bottom = self._topology(pal) + self._hint(pal) + self._counts(pal)
         if self.read_only:
             bottom.append(part("  READ-ONLY ", pal.chip("warning")))
@@ -224,6 +226,13 @@ class RunHeader(Static, Themed):
             err = safe_label(run.launch_error, 80)
             out.append(part(f"  {err}", pal.fg("error"), 25, f"  {safe_label(err, 24)}", ""))
         return out
+
+    def _job(self, pal: Palette) -> list[Part]:
+        """The Slurm job: its state, its pending reason and expected start, or its nodes."""
+        if self.job is None:
+            return []
+        return [part(f"  {safe_label(self.job, 120)}", pal.fg("info", bold=True), 50,
+                     f"  {safe_label(self.job, 40)}")]  # fmt: skip
 
     def _auto(self, pal: Palette) -> list[Part]:
         sup = self.diag.supervisor if self.diag else None

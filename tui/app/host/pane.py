@@ -159,7 +159,7 @@ class HostPane(Vertical):
         self.behind = None if shown else msg
         header = self.query_one(RunHeader)
         if shown or header.link != "connected":
-            self._draw("header", lambda: header.show(diag))
+            self._draw("header", lambda: header.show(diag, msg.job))
         self._draw("GPUs", lambda: self.query_one(GpuGrid).show(diag, draw=shown))
         self._draw("logs", lambda: self.query_one(LogArea).show(snap.logs, diag))
         self._draw("timeline", lambda: self.query_one(TimelineList).add(msg.events))
@@ -173,17 +173,17 @@ class HostPane(Vertical):
         msg, self.behind = self.behind, None
         if msg is None or not self.can_draw:
             return
-        self._draw("header", lambda: self._header_caught_up(msg.diagnosis))
+        self._draw("header", lambda: self._header_caught_up(msg.diagnosis, msg.job))
         self._draw("GPUs", self.query_one(GpuGrid).redraw)
         # While the link is down the findings already say so (show_link_down drew them with
         # the latest sample's findings); drawing them again would drop that line.
         self._draw_latest(msg, findings=not self.down)
 
-    def _header_caught_up(self, diag: Diagnosis) -> None:
+    def _header_caught_up(self, diag: Diagnosis, job: str | None) -> None:
         """The header as the samples, link losses and stale checks since it was hidden
         would have left it: the latest sample, then the link down and the age, if so."""
         header = self.query_one(RunHeader)
-        header.show(diag)
+        header.show(diag, job)
         if self.down:
             header.show_link("down", self.down_text)
         header.show_stale(self.stale_s)

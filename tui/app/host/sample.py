@@ -22,3 +22,4 @@ class SampleReady:
     progress: Progress
     metrics: tuple[tuple[float, Metric], ...]
     events: tuple[Event, ...]  # new timeline events of this sample
+    job: str | None = None  # under Slurm: the job's line for the header (host/slurm.py)

@@ -13,13 +13,13 @@ from typing import Protocol
 from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.timings import SAMPLE_TIMEOUT_S
-from dflash_tui.core.link.feed import Disconnected, FeedEvent, Malformed, sample_once
+from dflash_tui.core.link.feed import Disconnected, Feed, FeedEvent, Malformed, sample_once
 from dflash_tui.core.link.local_feed import LocalFeed, Stuck, feed_for, in_daemon_thread
 from dflash_tui.core.link.local_probe import failed, one_sample, probe_args, stuck
 from dflash_tui.core.link.refresh import between
 from dflash_tui.core.link.transport import CommandResult, Transport, TransportError
 
-__all__ = ["Disconnected", "EventSource", "LiveSource", "Malformed", "ScriptedSource"]
+__all__ = ["Disconnected", "EventSource", "LiveSource", "Malformed", "ScriptedSource", "probe_feed"]
 
 
 class EventSource(Protocol):
@@ -50,6 +50,12 @@ class _ExecStream(Transport):
     @property
     def connected(self) -> bool:
         return self.inner.connected
+
+
+def probe_feed(transport: Transport, host: HostConfig, interval: float) -> Feed:
+    """The probe as a process through ``transport`` whatever ``host`` says (a node of a Slurm
+    job is reached through its transport alone, never sampled inside this process)."""
+    return Feed(_ExecStream(transport), host, interval)
 
 
 class LiveSource:

@@ -16,6 +16,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from dflash_tui.app.host.sample import SampleReady
+from dflash_tui.app.host.slurm import (
+    NodeLink,
+    NodeSource,
+    SlurmSource,
+    SlurmWatch,
+    job_line,
+    node_of,
+    slurm_diagnosis,
+)
 from dflash_tui.app.host.source import EventSource, LiveSource
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.config_job import JobConfig
@@ -49,9 +58,11 @@ class HostState:
         source: EventSource | None = None,
         bridge: Any | None = None,
         make_bridge: MakeBridge | None = None,
+        transport: Transport | None = None,
     ) -> None:
         """``bridge`` stands in for the host's run control; else ``make_bridge`` makes it
-        on first use, on the host's one transport (tui/app/control/bridge.py)."""
+        on first use, on the host's one transport (tui/app/control/bridge.py): ``transport``,
+        else the config's."""
         self.index, self.key, self.cfg = index, key, cfg
         self.source = source
         self.tracker = Tracker(cfg.topology, thresholds_for(cfg))
@@ -63,13 +74,18 @@ class HostState:
         self.retry_at: float | None = None  # monotonic time of the feed's next attempt
         self.auto = "off"  # auto-restart (tui/app/control/autorestart.py): off | on | fatal
         self.auto_stop: asyncio.Event | None = None  # set to stop this host's supervisor
-        self._transport: Transport | None = None
+        self._transport: Transport | None = transport
         self._bridge = bridge
         self._make_bridge = make_bridge
         self.recorder: Recorder | None = None  # the flight recorder, on a live feed only
         # A job member (config `job = "..."`): the job and all its members' configs; the run
         # keys act on the whole job (tui/core/control/job.py).
         self.job: tuple[JobConfig, tuple[HostConfig, ...]] | None = None
+        # Under Slurm: the watch of the job's word, and which node of the job this host shows
+        # (None: the Slurm host itself, the login node); ``slurm_host`` is a node's Slurm
+        # host, whose run control its keys use (tui/app/host/slurm.py).
+        self.slurm: tuple[SlurmWatch, int | None] | None = None
+        self.slurm_host: HostState | None = None
         # The overview's row of this host, with what it was made from (``summarize``).
         self.row: tuple[SampleReady | None, str, str, HostSummary] | None = None
 
@@ -92,9 +108,16 @@ class HostState:
     def live_source(self, interval: float, record: RecordSettings | None = None) -> EventSource:
         """The probe; with ``record``, the app records the host while no live headless
         supervisor holds its run root (the supervisor records it then)."""
+        if self.slurm is not None and self.slurm[1] is not None:  # a node of a Slurm job
+            return NodeSource(self.slurm[0], self.cfg, self.slurm[1], interval)
         if record is not None and record.enabled:
             self.recorder = Recorder(self.cfg, record, "app")
-        return LiveSource(self.transport, self.cfg, interval)
+        source = LiveSource(self.transport, self.cfg, interval)
+        return source if self.slurm is None else SlurmSource(source, self.slurm[0])
+
+    def node_name(self) -> str | None:
+        """The node of a Slurm job this host shows, once the job runs there."""
+        return node_of(self.slurm[0], self.slurm[1]) if self.slurm is not None else None
 
     @property
     def diagnosis(self) -> Diagnosis | None:
@@ -116,12 +139,17 @@ class HostState:
     def fold(self, snap: Snapshot) -> SampleReady:
         """Tracker + Timeline (runs in a thread: a big sample must not block drawing)."""
         diag = self.tracker.add(snap)
+        line = None
+        if self.slurm is not None:  # Slurm's word on the run (read just before this sample)
+            view, node = self.slurm[0].view, self.slurm[1]
+            diag = slurm_diagnosis(diag, view, node is not None)
+            line = job_line(view, self.node_name())
         events = tuple(self.timeline.fold(snap, diag))
         sup = diag.supervisor
         if self.recorder is not None and not (sup is not None and sup.live(snap.time)):
             self.recorder.add(snap, diag, events)
         metrics = tuple(self.tracker.metrics)[-200:]
-        return SampleReady(self.key, snap, diag, self.tracker.progress, metrics, events)
+        return SampleReady(self.key, snap, diag, self.tracker.progress, metrics, events, line)
 
     # -- the link --
 
@@ -202,8 +230,9 @@ def _summary(state: HostState, note: str) -> HostSummary:
         return HostSummary(state.key, state.link, note, "?", None, None, None, None, 0, 0)
     counts = Counter(f.severity for f in diag.findings)
     worst_level = worst(f.severity for f in diag.findings)
+    node = state.node_name()
     return HostSummary(
-        key=state.key,
+        key=state.key if node is None else f"{state.key} {node}",
         link=state.link,
         link_note=note,
         run_state=diag.run_state,
@@ -235,12 +264,16 @@ def make_hosts(
 ) -> list[HostState]:
     """One state per configured host; ``sources`` (tests, replays) and ``control`` (a stand-in
     bridge) replace the live ones, the first host's ``control`` only; ``make_bridge`` makes
-    each other host's run control."""
-    states = []
+    each other host's run control. A Slurm host is followed by one host per node of its
+    job (``[slurm] nodes``), named ``KEY/nodeN``, whose run keys act on the job."""
+    states: list[HostState] = []
     for i, (key, h) in enumerate(zip(unique_keys(cfg.hosts), cfg.hosts, strict=True)):
         source = sources[i] if i < len(sources) else None
         bridge = control if i == 0 else None
-        states.append(HostState(i, key, h, source, bridge, make_bridge))
+        state = HostState(len(states), key, h, source, bridge, make_bridge)
+        states.append(state)
+        if h.scheduler == "slurm" and source is None:
+            states += slurm_nodes(state, len(states), make_bridge)
     for job in cfg.jobs:
         members = tuple(h for h in cfg.hosts if h.job == job.name)
         if tuple(h.label for h in members) != job.members:
@@ -249,6 +282,20 @@ def make_hosts(
             if s.cfg.job == job.name:
                 s.job = (job, members)
     return states
+
+
+def slurm_nodes(host: HostState, first: int, make: MakeBridge | None) -> list[HostState]:
+    """The Slurm host ``host`` watches its job; one host per node of it follows, whose run
+    keys act on the job (through ``host``) and whose process keys act on the node."""
+    watch = SlurmWatch(host.transport, host.cfg)
+    host.slurm = (watch, None)
+    nodes = []
+    for n in range(host.cfg.slurm.nodes):
+        link = NodeLink(watch, host.cfg, n)  # K and the process menu act on the node
+        node = HostState(first + n, f"{host.key}/node{n + 1}", host.cfg, None, None, make, link)
+        node.slurm, node.slurm_host = (watch, n), host
+        nodes.append(node)
+    return nodes
 
 
 def job_views(states: Sequence[HostState]) -> list[tuple[str, list[MemberView]]]:

@@ -4,7 +4,9 @@
 Restart = kill, wait (bounded) until no process of the run is left and its GPUs' memory is back
 near idle, optionally clear the compile cache, launch. Auto-restart watches the latest run and
 relaunches it after a crash as a ``RestartPolicy`` says (the pure ``AutoRestart`` in
-tui/core/base/rundir.py decides; ``supervise`` only carries it out).
+tui/core/base/rundir.py decides; ``supervise`` only carries it out). Under Slurm the run is
+its job as Slurm says it, and a restart is a requeue or a new submission
+(tui/core/control/slurm/supervise.py), as for the headless supervisor.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypedDict
 
 from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.rundir import RunReport
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.text import mib
 from dflash_tui.core.base.timings import (
@@ -45,6 +48,7 @@ from dflash_tui.core.control.script import (
     is_cancelled,
     run_script,
 )
+from dflash_tui.core.control.slurm import supervise as slurm
 from dflash_tui.core.control.supervisor_files import live_supervisor
 from dflash_tui.core.diagnosis.thresholds import DEFAULT, Thresholds
 from dflash_tui.core.link.transport import Transport, TransportError
@@ -284,8 +288,12 @@ async def supervise(
     (decision ``off``): two loops never restart one crash twice."""
     machine, last = AutoRestart(policy), None
     while not stop.is_set():
+        rep: RunReport
         try:
-            rep = await fetch_run(transport, host.run_root)
+            if host.scheduler == "slurm":  # the run is its job, as Slurm says it
+                rep = await slurm.job_report(transport, host)
+            else:
+                rep = await fetch_run(transport, host.run_root)
         except (ControlError, TransportError) as exc:
             decision = Decision("watch", f"cannot read the run: {exc}")
         else:
@@ -305,7 +313,10 @@ async def supervise(
                 if decision != last and on_decision is not None:
                     on_decision(decision)
                 last = decision
-                res = await launch(transport, host, start_window=start_window, keep=keep)
+                if host.scheduler == "slurm":  # requeued, or submitted again
+                    res = await slurm.relaunch(transport, host)
+                else:
+                    res = await launch(transport, host, start_window=start_window, keep=keep)
                 if on_launch is not None:
                     on_launch(res)
                 if res.run_id is not None:
