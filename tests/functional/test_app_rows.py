@@ -170,3 +170,21 @@ async def test_a_changed_line_that_wraps_repaints_only_its_rows_that_look_differ
         static.update(Text("\n").join(after))
         await pilot.pause()
         assert looks(drawn(rows)) == looks(drawn(static))
+
+
+async def test_kept_styles_draw_what_textual_draws_after_a_change_and_a_theme_switch() -> None:
+    """The span styles converted once and the offset styles kept per widget (rows.py) give
+    the same rows as Textual's own conversion, drawn again after the lines changed and
+    after the theme changed."""
+    app = Pair()
+    ansi = Text.assemble(("warn", "red"), " mid ", ("ok", "bold green on blue"))
+    async with app.run_test(size=(40, 12)) as pilot:
+        rows, static = app.query_one("#rows", RowStatic), app.query_one("#static", Static)
+        for theme in ("textual-dark", "textual-light"):
+            app.theme = theme
+            for lines in ([ansi, *WRAPPED[:2]], [ansi.copy(), *WRAPPED[1:3]]):
+                rows.show_rows(lines)
+                static.update(Text("\n").join(lines))
+                await pilot.pause()
+                assert looks(drawn(rows)) == looks(drawn(static))
+        assert rows._visual and rows._moved  # the kept ones were used, not only made
