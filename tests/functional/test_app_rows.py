@@ -187,4 +187,30 @@ async def test_kept_styles_draw_what_textual_draws_after_a_change_and_a_theme_sw
                 static.update(Text("\n").join(lines))
                 await pilot.pause()
                 assert looks(drawn(rows)) == looks(drawn(static))
-        assert rows._visual and rows._moved  # the kept ones were used, not only made
+        assert rows._visual  # the kept ones were used, not only made
+
+
+# Lines where a piece's place is harder to tell: a fold inside a run of spaces, spaces that
+# open the line, a run of spaces longer than a row, a word longer than two rows.
+AWKWARD = [
+    Text("x" * 18 + "     tail words here"),
+    Text("   lead and more words to wrap"),
+    Text("a" + " " * 45 + "b"),
+    Text.assemble(("y" * 45, "bold"), " end"),
+]
+
+
+async def test_a_wrapped_line_is_made_as_textual_makes_it_piece_by_piece() -> None:
+    """A line wider than its row: each piece of Textual's ``Content.wrap`` made at its
+    offset in the line, segment for segment what Textual's own layout makes, as line 0
+    and as a later line; where a piece's place cannot be told, Textual makes it."""
+    async with shown_rows() as (rows, width, style):
+        for text in WRAPPED:
+            for y in (0, 3):
+                mine = rows._wrapped_rows(text, width, style, y)
+                assert same_strips(mine, textuals(rows, text, width, style, y))
+        for text in AWKWARD:
+            mine = rows._wrapped_rows(text, width, style, 2)
+            if mine is not None:
+                assert same_strips(mine, textuals(rows, text, width, style, 2)), text.plain
+        assert rows._wrapped_rows(Text("ab日" * 10), width, style, 0) is None  # wide: Textual's

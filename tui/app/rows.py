@@ -103,6 +103,25 @@ def _at_line_style(
     return kept
 
 
+def _piece_starts(plain: str, pieces: list[str]) -> list[int] | None:
+    """Where each wrapped piece of ``plain`` starts. Textual's wrap cuts a line into
+    consecutive pieces and drops only the spaces each piece but the last ends with, so a
+    piece starts within the run of spaces after the one before, as many cells before the
+    run's end as it has spaces of its own: one place only. None when a piece is not there
+    (cut with an ellipsis, or not Textual's wrap)."""
+    starts, at = [], 0
+    for piece in pieces:
+        gap = at
+        while gap < len(plain) and plain[gap].isspace():
+            gap += 1
+        x = gap - (len(piece) - len(piece.lstrip()))
+        if not piece.strip() or x < at or not plain.startswith(piece, x):
+            return None
+        starts.append(x)
+        at = x + len(piece)
+    return starts if not plain[at:].strip() else None
+
+
 class RowStatic(Static):
     """``show_rows(lines)`` instead of ``update``: each line of Rich Text may wrap onto
     several rows; only the rows that changed are rendered and repainted. ``render()`` gives
@@ -162,6 +181,8 @@ class RowStatic(Static):
             if kept is None or kept[1] != width or kept[2] != style or not same_text(kept[0], text):
                 strips = self._one_row(text, width, style, i)
                 if strips is None:
+                    strips = self._wrapped_rows(text, width, style, i)
+                if strips is None:
                     strips = Visual.to_strips(self, visualize(self, text), width, None, style)
                     strips = at_line(strips, i, self._moved)
                 kept = made[i] = (text, width, style, strips)
@@ -186,6 +207,31 @@ class RowStatic(Static):
         if styles.content_align_horizontal not in ("left", "start"):
             return None
         return [self._strip(self._content(text), 0, y, style)]
+
+    def _wrapped_rows(
+        self, text: Text, width: int, style: VisualStyle, y: int
+    ) -> list[Strip] | None:
+        """A line wider than its row, wrapped by Textual's public ``Content.wrap`` (its own
+        breaks) and each piece made as ``_one_row`` makes a line, at its offset in the line;
+        None when Textual must make it: anything ``_one_row`` leaves to it but the width,
+        wide or combining characters, a piece cut with an ellipsis, or a piece whose place in
+        the line is not certain (a fold inside a run of spaces)."""
+        plain = text.plain
+        if "\n" in plain or "\t" in plain or _linked(text) or len(plain) != text.cell_len:
+            return None
+        styles = self.styles
+        if styles.text_wrap == "nowrap" or styles.line_pad:
+            return None
+        if styles.text_align not in ("left", "start"):
+            return None
+        if styles.content_align_horizontal not in ("left", "start"):
+            return None
+        content = self._content(text)
+        pieces = content.wrap(width, overflow=styles.text_overflow)
+        starts = _piece_starts(plain, [piece.plain for piece in pieces])
+        if starts is None:
+            return None
+        return [self._strip(p, x, y, style) for p, x in zip(pieces, starts, strict=True)]
 
     def _content(self, text: Text) -> Content:
         """``Content.from_rich_text(text)`` (what ``visualize`` makes of a Text), each span's
