@@ -214,3 +214,5 @@ async def test_a_wrapped_line_is_made_as_textual_makes_it_piece_by_piece() -> No
             if mine is not None:
                 assert same_strips(mine, textuals(rows, text, width, style, 2)), text.plain
         assert rows._wrapped_rows(Text("ab日" * 10), width, style, 0) is None  # wide: Textual's
+        rows.styles.text_overflow = "ellipsis"  # a piece may be cut: Textual's to make
+        assert rows._wrapped_rows(WRAPPED[2], width, style, 0) is None

@@ -214,20 +214,20 @@ class RowStatic(Static):
         """A line wider than its row, wrapped by Textual's public ``Content.wrap`` (its own
         breaks) and each piece made as ``_one_row`` makes a line, at its offset in the line;
         None when Textual must make it: anything ``_one_row`` leaves to it but the width,
-        wide or combining characters, a piece cut with an ellipsis, or a piece whose place in
-        the line is not certain (a fold inside a run of spaces)."""
+        wide or combining characters, an overflow other than folding, or a piece not found
+        at its place in the line."""
         plain = text.plain
         if "\n" in plain or "\t" in plain or _linked(text) or len(plain) != text.cell_len:
             return None
         styles = self.styles
-        if styles.text_wrap == "nowrap" or styles.line_pad:
-            return None
+        if styles.text_wrap == "nowrap" or styles.text_overflow != "fold" or styles.line_pad:
+            return None  # a piece clipped or cut with an ellipsis: no longer the line's text
         if styles.text_align not in ("left", "start"):
             return None
         if styles.content_align_horizontal not in ("left", "start"):
             return None
         content = self._content(text)
-        pieces = content.wrap(width, overflow=styles.text_overflow)
+        pieces = content.wrap(width, overflow="fold")
         starts = _piece_starts(plain, [piece.plain for piece in pieces])
         if starts is None:
             return None
