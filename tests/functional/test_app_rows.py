@@ -170,3 +170,49 @@ async def test_a_changed_line_that_wraps_repaints_only_its_rows_that_look_differ
         static.update(Text("\n").join(after))
         await pilot.pause()
         assert looks(drawn(rows)) == looks(drawn(static))
+
+
+async def test_kept_styles_draw_what_textual_draws_after_a_change_and_a_theme_switch() -> None:
+    """The span styles converted once and the offset styles kept per widget (rows.py) give
+    the same rows as Textual's own conversion, drawn again after the lines changed and
+    after the theme changed."""
+    app = Pair()
+    ansi = Text.assemble(("warn", "red"), " mid ", ("ok", "bold green on blue"))
+    async with app.run_test(size=(40, 12)) as pilot:
+        rows, static = app.query_one("#rows", RowStatic), app.query_one("#static", Static)
+        for theme in ("textual-dark", "textual-light"):
+            app.theme = theme
+            for lines in ([ansi, *WRAPPED[:2]], [ansi.copy(), *WRAPPED[1:3]]):
+                rows.show_rows(lines)
+                static.update(Text("\n").join(lines))
+                await pilot.pause()
+                assert looks(drawn(rows)) == looks(drawn(static))
+        assert rows._visual  # the kept ones were used, not only made
+
+
+# Lines where a piece's place is harder to tell: a fold inside a run of spaces, spaces that
+# open the line, a run of spaces longer than a row, a word longer than two rows.
+AWKWARD = [
+    Text("x" * 18 + "     tail words here"),
+    Text("   lead and more words to wrap"),
+    Text("a" + " " * 45 + "b"),
+    Text.assemble(("y" * 45, "bold"), " end"),
+]
+
+
+async def test_a_wrapped_line_is_made_as_textual_makes_it_piece_by_piece() -> None:
+    """A line wider than its row: each piece of Textual's ``Content.wrap`` made at its
+    offset in the line, segment for segment what Textual's own layout makes, as line 0
+    and as a later line; where a piece's place cannot be told, Textual makes it."""
+    async with shown_rows() as (rows, width, style):
+        for text in WRAPPED:
+            for y in (0, 3):
+                mine = rows._wrapped_rows(text, width, style, y)
+                assert same_strips(mine, textuals(rows, text, width, style, y))
+        for text in AWKWARD:
+            mine = rows._wrapped_rows(text, width, style, 2)
+            if mine is not None:
+                assert same_strips(mine, textuals(rows, text, width, style, 2)), text.plain
+        assert rows._wrapped_rows(Text("ab日" * 10), width, style, 0) is None  # wide: Textual's
+        rows.styles.text_overflow = "ellipsis"  # a piece may be cut: Textual's to make
+        assert rows._wrapped_rows(WRAPPED[2], width, style, 0) is None

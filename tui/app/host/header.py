@@ -134,8 +134,13 @@ class RunHeader(Static, Themed):
         self.call_after_refresh(self.recheck)
 
     def _grid(self) -> GpuGrid | None:
+        """The grid beside the header: the one watched while it is still there (a query of
+        the pane's children after every sample cost as much as the check itself)."""
         if self.parent is None:
             return None
+        watched = self._watched
+        if watched is not None and watched.parent is self.parent:
+            return watched
         grids = self.parent.query_children(GpuGrid)
         return grids.first() if grids else None
 

@@ -8,7 +8,7 @@ its meaning as text, so the high-contrast theme (or no colour at all) loses noth
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rich.style import Style
 from textual.color import Color, ColorParseError
@@ -19,6 +19,7 @@ from dflash_tui.core.diagnosis.severity import LEVELS
 # How bad each GPU label is, for its chip colour (idle is worse while a run should be active).
 SEVERITIES = LEVELS  # the levels of tui/core/diagnosis/severity.py; colours only here
 _TEXT = {"ok": "success", "info": "secondary", "warning": "warning", "error": "error"}
+_MADE_MAX = 64  # styles kept per palette (two kinds, a few levels, bold or not: about 20)
 
 
 def _resolve(variables: Mapping[str, str], name: str, fallback: str) -> Color:
@@ -39,13 +40,32 @@ class Palette:
     text: Mapping[str, str]  # severity -> foreground hex on the normal background
     muted: str
     accent: str
+    # Each style made once per palette: a sample's rows ask for the same few thousands of
+    # times, and a new Rich Style is a construction, then a hash made anew wherever it is
+    # looked up (Rich styles are immutable: one object serves every Text).
+    made: dict[tuple[str, str, bool], Style] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def chip(self, severity: str) -> Style:
-        bg, fg = self.chips.get(severity, self.chips["info"])
-        return Style(bgcolor=bg, color=fg, bold=True)
+        style = self.made.get(("chip", severity, True))
+        if style is None:
+            bg, fg = self.chips.get(severity, self.chips["info"])
+            style = self._keep(("chip", severity, True), Style(bgcolor=bg, color=fg, bold=True))
+        return style
 
     def fg(self, severity: str, bold: bool = False) -> Style:
-        return Style(color=self.text.get(severity, self.muted), bold=bold)
+        style = self.made.get(("fg", severity, bold))
+        if style is None:
+            made = Style(color=self.text.get(severity, self.muted), bold=bold)
+            style = self._keep(("fg", severity, bold), made)
+        return style
+
+    def _keep(self, key: tuple[str, str, bool], style: Style) -> Style:
+        if len(self.made) >= _MADE_MAX:  # a bound, not an LRU: callers ask for a few levels
+            self.made.clear()
+        self.made[key] = style
+        return style
 
 
 def palette_from(variables: Mapping[str, str]) -> Palette:

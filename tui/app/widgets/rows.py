@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from rich.segment import Segment
 from rich.style import Style as RichStyle
 from rich.text import Text
-from textual.content import Content
+from textual.content import Content, Span
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.style import Style as VisualStyle
@@ -26,6 +26,7 @@ from textual.widgets import Static
 from dflash_tui.app.widgets.themed import fixed_size, same_text, same_texts
 
 _STYLED_MAX = 1024  # Rich styles kept per widget (a few hundred are in use; ~360 B each)
+_VISUAL_MAX = 256  # span styles kept converted per widget (a palette's few dozen are in use)
 
 
 def _runs(rows: Sequence[int]) -> Iterator[tuple[int, int]]:
@@ -63,10 +64,14 @@ def _linked(text: Text) -> bool:
     return False
 
 
-def at_line(strips: list[Strip], y: int) -> list[Strip]:
+def at_line(
+    strips: list[Strip], y: int, moved: dict[tuple[RichStyle, int], RichStyle] | None = None
+) -> list[Strip]:
     """The strips of a line rendered alone (its segments say line 0) as line ``y`` of the
     whole content: Textual maps a mouse position to the text under it (where a selection
-    starts and ends) by these offsets."""
+    starts and ends) by these offsets. ``moved`` keeps each style made for a line (a style
+    with another offset is a Rich style addition and a meta encoding): a wrapped line that
+    changed a little is re-made with the styles of its pieces at the same places."""
     if y == 0:
         return strips
     out = []
@@ -74,12 +79,47 @@ def at_line(strips: list[Strip], y: int) -> list[Strip]:
         segments = []
         for seg in strip:
             style = seg.style
-            offset = style.meta.get("offset") if style is not None else None
-            if offset is not None:
-                style = style + RichStyle.from_meta({"offset": (offset[0], y)})  # type: ignore[operator]
+            if style is not None:
+                style = _at_line_style(style, y, moved)
             segments.append(Segment(seg.text, style, seg.control))
         out.append(Strip(segments, strip.cell_length))
     return out
+
+
+def _at_line_style(
+    style: RichStyle, y: int, moved: dict[tuple[RichStyle, int], RichStyle] | None
+) -> RichStyle:
+    """``style`` with its offset (if it has one) on line ``y``."""
+    key = (style, y)
+    kept = moved.get(key) if moved is not None else None
+    if kept is None:
+        offset = style.meta.get("offset")
+        at = None if offset is None else RichStyle.from_meta({"offset": (offset[0], y)})
+        kept = style if at is None else style + at
+        if moved is not None:
+            if len(moved) > _STYLED_MAX:  # a bound, not an LRU: the styles in use come back
+                moved.clear()
+            moved[key] = kept
+    return kept
+
+
+def _piece_starts(plain: str, pieces: list[str]) -> list[int] | None:
+    """Where each wrapped piece of ``plain`` starts. Textual's wrap cuts a line into
+    consecutive pieces and drops only the spaces each piece but the last ends with, so a
+    piece starts within the run of spaces after the one before, as many cells before the
+    run's end as it has spaces of its own: one place only. None when a piece is not there
+    (cut with an ellipsis, or not Textual's wrap)."""
+    starts, at = [], 0
+    for piece in pieces:
+        gap = at
+        while gap < len(plain) and plain[gap].isspace():
+            gap += 1
+        x = gap - (len(piece) - len(piece.lstrip()))
+        if not piece.strip() or x < at or not plain.startswith(piece, x):
+            return None
+        starts.append(x)
+        at = x + len(piece)
+    return starts if not plain[at:].strip() else None
 
 
 class RowStatic(Static):
@@ -97,6 +137,8 @@ class RowStatic(Static):
         self._rows: list[Strip] = []
         self._rows_key: tuple[int, object] | None = None  # (width, style) of _rows
         self._styled: dict[tuple[VisualStyle, int, int], RichStyle] = {}  # see _strip
+        self._moved: dict[tuple[RichStyle, int], RichStyle] = {}  # see at_line
+        self._visual: dict[tuple[object, object], VisualStyle] = {}  # see _content
 
     def show_rows(self, lines: Sequence[Text]) -> bool:
         """Show ``lines``; True when anything changed (then only changed rows repaint)."""
@@ -139,8 +181,10 @@ class RowStatic(Static):
             if kept is None or kept[1] != width or kept[2] != style or not same_text(kept[0], text):
                 strips = self._one_row(text, width, style, i)
                 if strips is None:
+                    strips = self._wrapped_rows(text, width, style, i)
+                if strips is None:
                     strips = Visual.to_strips(self, visualize(self, text), width, None, style)
-                    strips = at_line(strips, i)
+                    strips = at_line(strips, i, self._moved)
                 kept = made[i] = (text, width, style, strips)
             rows.extend(kept[3])
         self._rows, self._rows_key = rows, (width, style)
@@ -162,10 +206,56 @@ class RowStatic(Static):
             return None
         if styles.content_align_horizontal not in ("left", "start"):
             return None
-        content = visualize(self, text)
-        if not isinstance(content, Content):
+        return [self._strip(self._content(text), 0, y, style)]
+
+    def _wrapped_rows(
+        self, text: Text, width: int, style: VisualStyle, y: int
+    ) -> list[Strip] | None:
+        """A line wider than its row, wrapped by Textual's public ``Content.wrap`` (its own
+        breaks) and each piece made as ``_one_row`` makes a line, at its offset in the line;
+        None when Textual must make it: anything ``_one_row`` leaves to it but the width,
+        wide or combining characters, an overflow other than folding, or a piece not found
+        at its place in the line."""
+        plain = text.plain
+        if "\n" in plain or "\t" in plain or _linked(text) or len(plain) != text.cell_len:
             return None
-        return [self._strip(content, 0, y, style)]
+        styles = self.styles
+        if styles.text_wrap == "nowrap" or styles.text_overflow != "fold" or styles.line_pad:
+            return None  # a piece clipped or cut with an ellipsis: no longer the line's text
+        if styles.text_align not in ("left", "start"):
+            return None
+        if styles.content_align_horizontal not in ("left", "start"):
+            return None
+        content = self._content(text)
+        pieces = content.wrap(width, overflow="fold")
+        starts = _piece_starts(plain, [piece.plain for piece in pieces])
+        if starts is None:
+            return None
+        return [self._strip(p, x, y, style) for p, x in zip(pieces, starts, strict=True)]
+
+    def _content(self, text: Text) -> Content:
+        """``Content.from_rich_text(text)`` (what ``visualize`` makes of a Text), each span's
+        Rich style converted once per widget and theme: the conversion (``Style.from_rich_style``,
+        its colours' too) is made anew for every span of every line otherwise, which was the
+        costliest part of a GPU panel's row. A Text with a style of its own is converted whole."""
+        if text.style:
+            content = visualize(self, text)
+            assert isinstance(content, Content)  # a Text always visualizes as Content
+            return content
+        app = self.app
+        theme = app.ansi_theme
+        kept = self._visual
+        spans = []
+        for start, end, rich in text.spans:
+            key = (rich, theme)
+            visual = kept.get(key)
+            if visual is None:
+                if len(kept) > _VISUAL_MAX:  # a bound, not an LRU: the styles in use come back
+                    kept.clear()
+                parsed = app.console.get_style(rich) if isinstance(rich, str) else rich
+                visual = kept[key] = VisualStyle.from_rich_style(parsed, theme)
+            spans.append(Span(start, end, visual))
+        return Content(text.plain, spans)
 
     def _strip(self, content: Content, x: int, y: int, style: VisualStyle) -> Strip:
         """One row of ``content``, its first character at offset ``x`` of line ``y``."""
