@@ -208,11 +208,11 @@ class RunHeader(Static, Themed):
             else:
                 out.append(part(up))
         elif run.exit_code is not None or state == "killed":
-            if run.exit_code is not None:
-                out.append(part(f"  exit {run.exit_code}", pal.fg("muted")))
+            shown = "code unknown" if run.exit_code is None else run.exit_code
+            out.append(part(f"  exit {shown}", pal.fg("muted")))
             meaning = exit_meaning(run.exit_code)
             forms = []
-            lead = ": " if run.exit_code is not None else "  "
+            lead = ": "
             for m in (meaning, safe_label(meaning, 24), None):
                 form = Text(lead if m else "", pal.fg("muted"))
                 form.append(m or "", pal.fg("error" if run.exit_code != 0 else "ok"))
