@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from fakes.scenario import FakeSmi
 from support import until
 from textual.pilot import Pilot
 
@@ -316,6 +317,25 @@ async def test_launch_and_kill_act_on_the_shown_host_only(
         await pilot.press("y")
         await until(pilot, lambda: b.diagnosis is not None and b.diagnosis.run_state == "killed")
         assert run_dirs(ha) == []
+
+
+async def test_overview_rows_say_unread_gpus_in_the_headers_words(
+    local_hosts: tuple[HostConfig, HostConfig], fake_smi: FakeSmi
+) -> None:
+    """Two real local hosts whose GPU tool fails (the stand-in nvidia-smi exits 9): no GPU was
+    read, and the overview's rows say ``?/5 unread`` and ``?/3 unread``, the header's and
+    ``status``'s words, never ``0/5`` as if five GPUs were read and found unfit."""
+    fake_smi.raw(b"", rc=9)
+    app = DflashApp(Config(hosts=local_hosts, interval=0.5))
+    a, b = app.host_states
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: a.samples >= 1 and b.samples >= 1)
+        await pilot.pause(0.2)
+        header = str(app.screen.query_one(RunHeader).render())
+        rows = [row(app, i) for i in (0, 1)]
+    for text in [*rows, header]:
+        assert "target ?/5 unread" in text and "drafter ?/3 unread" in text, text
+        assert "0/5" not in text, text
 
 
 # -- the two-host screen --

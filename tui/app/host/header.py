@@ -29,6 +29,9 @@ from dflash_tui.core.diagnosis.diagnose import Diagnosis
 from dflash_tui.core.diagnosis.finding import duration
 from dflash_tui.core.diagnosis.severity import label_severity, run_chip
 
+# GPUs not read are unknown, not unhealthy: muted, not red (the overview's rows too).
+HEALTH_COLOUR = {"ok": "ok", "unknown": "muted", "bad": "error"}
+
 KEEP = 100  # rank of a part that is never shortened
 
 
@@ -321,11 +324,8 @@ class RunHeader(Static, Themed):
             part("  healthy ", pal.fg("muted"), 18, "  "),
         ]
         for role in ("target", "drafter"):
-            ok, want = d.healthy(role)
-            # GPUs not read are unknown, not unhealthy: muted, not red.
-            level = "ok" if ok == want else "muted" if ok + d.unread(role) == want else "error"
             t = Text(f"{role} ")
-            t.append(d.health_text(role), pal.fg(level, bold=True))
+            t.append(d.health_text(role), pal.fg(HEALTH_COLOUR[d.health_level(role)], bold=True))
             t.append("  ")
             out.append(Part([t]))
         return out
