@@ -12,6 +12,7 @@ import re
 from rich.highlighter import Highlighter
 from rich.style import Style
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
@@ -58,7 +59,7 @@ class LogTail(Vertical):
         .tail-hidden { height: auto; max-height: 3; padding: 0 1; display: none; }
         &.-hiding .tail-hidden { display: block; }
         Log { height: 1fr; scrollbar-size-vertical: 1; }
-        &:focus-within .tail-title { background: $primary 40%; }
+        &.-focused .tail-title { background: $accent 50%; text-style: bold; }
     }
     """
 
@@ -95,6 +96,14 @@ class LogTail(Vertical):
         # Lines wider than the pane: the title says they are cut, or how far they are scrolled.
         self.watch(self.log_view, "scroll_x", lambda _x: self._retitle(), init=False)
         self.watch(self.log_view, "virtual_size", lambda _s: self._retitle(), init=False)
+
+    # The title bar shows the focus through a class: Textual does not restyle a sibling of
+    # the focused log on ``:focus-within``, so the bar stayed as it was.
+    def on_descendant_focus(self, _event: events.DescendantFocus) -> None:
+        self.add_class("-focused")
+
+    def on_descendant_blur(self, _event: events.DescendantBlur) -> None:
+        self.remove_class("-focused")
 
     def add_lines(self, lines: tuple[str, ...] | list[str]) -> None:
         if lines:
