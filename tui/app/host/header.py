@@ -356,12 +356,15 @@ class RunHeader(Static, Themed):
         if d is None:
             return []
         counts = {s: sum(1 for f in d.findings if f.severity == s) for s in ("error", "warning")}
+        # No sample measures the host now: the counts are the last sample's, said so and muted,
+        # never shown as current.
+        old = self.link != "connected" or self.stale_s is not None
         t = Text("│ ", pal.fg("muted"))
         if not any(counts.values()):
-            t.append("no problems found", pal.fg("ok"))
+            t.append("no problems found", pal.fg("muted" if old else "ok"))
         said = [(sev, n) for sev, n in counts.items() if n]
         for i, (sev, n) in enumerate(said):
             t.append(", " if i else "", pal.fg("muted"))
-            t.append(f"{n} {sev}{'s' if n > 1 else ''}", pal.fg(sev, bold=True))
-        t.append(" ")
+            t.append(f"{n} {sev}{'s' if n > 1 else ''}", pal.fg("muted" if old else sev, bold=True))
+        t.append(" at the last sample " if old else " ", pal.fg("muted"))
         return [Part([t], 60)]
