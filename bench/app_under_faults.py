@@ -35,6 +35,13 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from dflash_tui.app.app import DflashApp
+from dflash_tui.core.base.alert_config import AlertSettings
+from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.timings import RestartPolicy
+from dflash_tui.core.control import kill as control_kill
+from dflash_tui.core.link.connect import make_transport
+
 ROOT = Path(__file__).resolve().parents[1]
 RECEIVER = ROOT / "tests" / "receiver.py"
 CRASH = "sleep 1; exit 1"  # a crash loop: each run lives about a second
@@ -84,16 +91,17 @@ def trickler(hang_s: float, trickle_s: float) -> Iterator[str]:
         proc.wait(10)
 
 
-def make_app(url: str, root: Path, interval: float, timeout: float):  # type: ignore[no-untyped-def]
-    from dflash_tui.app.app import DflashApp
-    from dflash_tui.core.base.alert_config import AlertSettings
-    from dflash_tui.core.base.config import Config, HostConfig
-    from dflash_tui.core.base.timings import RestartPolicy
-
-    alerts = AlertSettings(webhook=url, on=("run-exited", "launch-failed", "restart", "fatal"),
-                           min_interval_s=0.0, timeout_s=timeout, log_lines=5)  # fmt: skip
-    policy = RestartPolicy(enabled=True, retries=10**6, backoff_s=0.2, max_backoff_s=0.5,
-                           flap_max=10**6)  # fmt: skip
+def make_app(url: str, root: Path, interval: float, timeout: float) -> DflashApp:
+    alerts = AlertSettings(
+        webhook=url,
+        on=("run-exited", "launch-failed", "restart", "fatal"),
+        min_interval_s=0.0,
+        timeout_s=timeout,
+        log_lines=5,
+    )
+    policy = RestartPolicy(
+        enabled=True, retries=10**6, backoff_s=0.2, max_backoff_s=0.5, flap_max=10**6
+    )
     host = HostConfig(command=CRASH, run_root=str(root), restart=policy)
     return DflashApp(Config(hosts=(host,), interval=interval, alerts=alerts))
 
@@ -104,12 +112,12 @@ def runs(root: Path) -> int:
     return sum(1 for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
-def failed(app) -> int:  # type: ignore[no-untyped-def]
+def failed(app: DflashApp) -> int:
     remote = app.alerts.hosts[0].remote
     return remote.failed if remote is not None else 0
 
 
-async def one_second(app, start: float, last_fold: list[float]) -> tuple[int, float]:  # type: ignore[no-untyped-def]
+async def one_second(app: DflashApp, last_fold: list[float]) -> tuple[int, float]:
     """Watch the app's fold counter for a second: (folds, the largest gap ending in it)."""
     end = time.monotonic() + 1.0
     folded, gap, seen = 0, 0.0, app.samples
@@ -139,9 +147,16 @@ async def drive(
         start = time.monotonic()
         last_fold = [start]
         for i in range(seconds):
-            folded, gap = await one_second(app, start, last_fold)
-            row = Second(round(time.monotonic() - start, 2), folded, round(gap, 3),
-                         threading.active_count(), os_threads(), runs(root), failed(app))  # fmt: skip
+            folded, gap = await one_second(app, last_fold)
+            row = Second(
+                round(time.monotonic() - start, 2),
+                folded,
+                round(gap, 3),
+                threading.active_count(),
+                os_threads(),
+                runs(root),
+                failed(app),
+            )
             out.append(row)
             if per_second or (i + 1) % 10 == 0:
                 print(json.dumps(asdict(row)), flush=True)
@@ -150,9 +165,6 @@ async def drive(
 
 def stop_leftovers(root: Path) -> None:
     """The loop's last run may still be alive: kill it through control, as the app would."""
-    from dflash_tui.core.base.config import HostConfig
-    from dflash_tui.core.control import kill as control_kill
-    from dflash_tui.core.link.connect import make_transport
 
     async def kill() -> None:
         h = HostConfig(run_root=str(root))
@@ -181,11 +193,18 @@ def summarize(rows: list[Second], interval: float) -> Summary:
     )
 
 
-def run(minutes: float, interval: float = 1.0, timeout: float = 10.0, trickle: float = 1.0,
-        per_second: bool = False) -> tuple[Summary, list[Second]]:  # fmt: skip
+def run(
+    minutes: float,
+    interval: float = 1.0,
+    timeout: float = 10.0,
+    trickle: float = 1.0,
+    per_second: bool = False,
+) -> tuple[Summary, list[Second]]:
     seconds = max(int(minutes * 60), 1)
-    with tempfile.TemporaryDirectory(prefix="dflash-faults-") as tmp, \
-            trickler(seconds + 120, trickle) as url:  # fmt: skip
+    with (
+        tempfile.TemporaryDirectory(prefix="dflash-faults-") as tmp,
+        trickler(seconds + 120, trickle) as url,
+    ):
         root = Path(tmp) / "runs"
         try:
             rows = asyncio.run(drive(url, root, seconds, interval, timeout, per_second))
@@ -207,13 +226,16 @@ def main() -> int:
     summary, rows = run(args.minutes, args.interval, args.timeout, args.trickle, args.per_second)
     print(json.dumps(asdict(summary), indent=1))
     verdict = "within" if summary.max_gap_s <= 2 * args.interval else "OVER"
-    print(f"largest gap between samples {summary.max_gap_s:.2f} s: {verdict} two intervals; "
-          f"threads {summary.py_threads_first} at the start, peak {summary.py_threads_peak}, "
-          f"{summary.py_threads_last} at the end ({summary.os_threads_peak} kernel threads at "
-          f"most); {summary.runs} runs launched, {summary.alerts_failed} alerts timed out")  # fmt: skip
+    print(
+        f"largest gap between samples {summary.max_gap_s:.2f} s: {verdict} two intervals; "
+        f"threads {summary.py_threads_first} at the start, peak {summary.py_threads_peak}, "
+        f"{summary.py_threads_last} at the end ({summary.os_threads_peak} kernel threads at "
+        f"most); {summary.runs} runs launched, {summary.alerts_failed} alerts timed out"
+    )
     if args.json:
-        args.json.write_text(json.dumps({"summary": asdict(summary),
-                                         "seconds": [asdict(r) for r in rows]}))  # fmt: skip
+        args.json.write_text(
+            json.dumps({"summary": asdict(summary), "seconds": [asdict(r) for r in rows]})
+        )
     return 0
 
 

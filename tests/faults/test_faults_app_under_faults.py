@@ -13,7 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from app_under_faults import run  # noqa: E402
+from app_under_faults import run
 
 pytestmark = pytest.mark.slow
 INTERVAL = 1.0

@@ -14,14 +14,13 @@ from textual.geometry import Region
 from textual.pilot import Pilot
 from textual.widgets import Button, Footer
 
-from dflash_tui.app.keys.footer import KEY as FOOTER_KEY
-
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.control.confirm import ConfirmScreen
 from dflash_tui.app.host.gpus.grid import GpuGrid
 from dflash_tui.app.host.header import RunHeader
 from dflash_tui.app.host.source import ScriptedSource
+from dflash_tui.app.keys.footer import KEY as FOOTER_KEY
 from dflash_tui.app.screens.help import HelpScreen
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
