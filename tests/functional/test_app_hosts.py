@@ -80,11 +80,19 @@ async def test_overview_lists_every_host_with_its_summary() -> None:
         da, db = (s.diagnosis for s in app.host_states)
         assert da is not None and db is not None
         assert (ra.key, ra.link, ra.run_state, ra.run_id) == (A, "connected", "none", None)
-        assert (ra.target, ra.drafter) == ((3, 5), (2, 3))  # idle, no run: fit
+        assert (ra.target, ra.drafter) == (
+            ("3/5", "bad"),
+            ("2/3", "bad"),
+        )  # idle with no run is fit; busy-no-memory not
         assert ra.worst == da.worst() == "warning" and ra.findings == len(da.findings)
         assert ra.worst_count == sum(f.severity == "warning" for f in da.findings) == 3
         assert (rb.key, rb.run_state, rb.run_id) == (B, "running", "20251202-095500-1a2b")
-        assert (rb.target, rb.drafter, rb.worst, rb.findings) == ((5, 5), (3, 3), None, 0)
+        assert (rb.target, rb.drafter, rb.worst, rb.findings) == (
+            ("5/5", "ok"),
+            ("3/3", "ok"),
+            None,
+            0,
+        )
         text_a, text_b = row(app, 0), row(app, 1)
         assert text_a.startswith("▶ 1 gpu-a") and not text_b.startswith("▶")
         assert "NONE" in text_a and "target 3/5" in text_a and "drafter 2/3" in text_a
