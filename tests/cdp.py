@@ -112,15 +112,22 @@ class Browser:
             await asyncio.sleep(0.2)
         return text
 
-    async def key(self, char: str) -> None:
+    async def key(self, char: str, click: bool = True) -> None:
         """One printable key, as a person types it (keydown with its text, then keyup), into
-        xterm.js's input (its hidden textarea, focused first as a click would)."""
-        await self.call(
-            "Runtime.evaluate",
-            expression="document.querySelector('.xterm-helper-textarea').focus()",
-        )
+        xterm.js's input (its hidden textarea, focused first as a click would, unless
+        ``click`` is False: then wherever the page has its focus)."""
+        if click:
+            await self.call(
+                "Runtime.evaluate",
+                expression="document.querySelector('.xterm-helper-textarea').focus()",
+            )
         await self.call("Input.dispatchKeyEvent", type="keyDown", key=char, text=char)
         await self.call("Input.dispatchKeyEvent", type="keyUp", key=char)
+
+    async def evaluate(self, expression: str) -> Any:
+        """The value of a JavaScript expression in the page."""
+        result = await self.call("Runtime.evaluate", expression=expression, returnByValue=True)
+        return result["result"].get("value")
 
     async def close(self) -> None:
         if self.reader is not None:

@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from fakes.scenario import FakeSmi
 from support import until
 from textual.pilot import Pilot
 
@@ -79,11 +80,19 @@ async def test_overview_lists_every_host_with_its_summary() -> None:
         da, db = (s.diagnosis for s in app.host_states)
         assert da is not None and db is not None
         assert (ra.key, ra.link, ra.run_state, ra.run_id) == (A, "connected", "none", None)
-        assert (ra.target, ra.drafter) == ((3, 5), (2, 3))  # idle, no run: fit
+        assert (ra.target, ra.drafter) == (
+            ("3/5", "bad"),
+            ("2/3", "bad"),
+        )  # idle with no run is fit; busy-no-memory not
         assert ra.worst == da.worst() == "warning" and ra.findings == len(da.findings)
         assert ra.worst_count == sum(f.severity == "warning" for f in da.findings) == 3
         assert (rb.key, rb.run_state, rb.run_id) == (B, "running", "20251202-095500-1a2b")
-        assert (rb.target, rb.drafter, rb.worst, rb.findings) == ((5, 5), (3, 3), None, 0)
+        assert (rb.target, rb.drafter, rb.worst, rb.findings) == (
+            ("5/5", "ok"),
+            ("3/3", "ok"),
+            None,
+            0,
+        )
         text_a, text_b = row(app, 0), row(app, 1)
         assert text_a.startswith("▶ 1 gpu-a") and not text_b.startswith("▶")
         assert "NONE" in text_a and "target 3/5" in text_a and "drafter 2/3" in text_a
@@ -316,6 +325,25 @@ async def test_launch_and_kill_act_on_the_shown_host_only(
         await pilot.press("y")
         await until(pilot, lambda: b.diagnosis is not None and b.diagnosis.run_state == "killed")
         assert run_dirs(ha) == []
+
+
+async def test_overview_rows_say_unread_gpus_in_the_headers_words(
+    local_hosts: tuple[HostConfig, HostConfig], fake_smi: FakeSmi
+) -> None:
+    """Two real local hosts whose GPU tool fails (the stand-in nvidia-smi exits 9): no GPU was
+    read, and the overview's rows say ``?/5 unread`` and ``?/3 unread``, the header's and
+    ``status``'s words, never ``0/5`` as if five GPUs were read and found unfit."""
+    fake_smi.raw(b"", rc=9)
+    app = DflashApp(Config(hosts=local_hosts, interval=0.5))
+    a, b = app.host_states
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: a.samples >= 1 and b.samples >= 1)
+        await pilot.pause(0.2)
+        header = str(app.screen.query_one(RunHeader).render())
+        rows = [row(app, i) for i in (0, 1)]
+    for text in [*rows, header]:
+        assert "target ?/5 unread" in text and "drafter ?/3 unread" in text, text
+        assert "0/5" not in text, text
 
 
 # -- the two-host screen --

@@ -14,10 +14,13 @@ from support import pick_signal, screen_text, until
 from textual.pilot import Pilot
 from textual.widgets import TabbedContent
 
+from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.control.confirm import ConfirmScreen
 from dflash_tui.app.host.findings.panel import FindingsList
 from dflash_tui.app.host.gpus.grid import GpuGrid
+from dflash_tui.app.host.logs.tail import LogTail
+from dflash_tui.app.host.logs.widget import TailLog
 from dflash_tui.app.host.procs.tree import ProcTree
 from dflash_tui.app.host.source import ScriptedSource
 from dflash_tui.core.base.config import Config, HostConfig
@@ -168,16 +171,34 @@ async def test_l_in_the_tree_expands_and_a_launch_beside_foreign_holders_asks() 
 
 
 async def test_the_focused_area_is_marked() -> None:
-    app = DflashApp(Config(hosts=(HostConfig(),)), source=ScriptedSource([machine()]))
+    """What is drawn, not only the styles: the cell that marks each area (the grid's and the
+    lists' left column, the log's title bar) is drawn otherwise while that area has the focus.
+    The grid's panels covered its mark, and the log's title bar never changed."""
+    snaps = scenes.seed_incident()  # a log pane, findings, GPUs and a tree
+    app = DflashApp(Config(hosts=(HostConfig(),)), source=ScriptedSource(snaps))
     async with app.run_test(size=(120, 40)) as pilot:
-        await started(pilot, app)
-        for widget in (
-            app.screen.query_one(GpuGrid),
-            findings(app),
-            app.screen.query_one(ProcTree),
-        ):
+        await until(pilot, lambda: app.samples >= len(snaps))
+        screen = app.screen
+        grid, tree, found = screen.query_one(GpuGrid), screen.query_one(ProcTree), findings(app)
+        log = screen.query_one(TailLog)
+        title = screen.query_one(LogTail).title_bar
+        marks = {  # each area, and the cell that shows its focus
+            "grid": (grid, (grid.region.x, grid.region.y + 1)),
+            "findings": (found, (found.region.x, found.region.y + 1)),
+            "tree": (tree, (tree.region.x, tree.region.y)),
+            "log": (log, (title.region.x + 1, title.region.y)),
+        }
+
+        def drawn(cell: tuple[int, int]) -> tuple[object, object]:
+            style = screen.get_style_at(*cell)
+            return style.color, style.bgcolor
+
+        for name, (widget, cell) in marks.items():
+            other = tree if widget is not tree else grid
+            other.focus()
+            await pilot.pause(0.1)
+            blurred = drawn(cell)
             widget.focus()
-            await pilot.pause()
-            assert widget.styles.outline_left[0] == "thick", widget
-            others = [w for w in (app.screen.query_one(GpuGrid), findings(app)) if w is not widget]
-            assert all(w.styles.outline_left[0] in ("", "none") for w in others)
+            await pilot.pause(0.1)
+            assert app.focused is widget
+            assert drawn(cell) != blurred, (name, cell, blurred)

@@ -13,7 +13,6 @@ from support import until
 from textual.geometry import Region
 from textual.pilot import Pilot
 from textual.widgets import Button, Footer
-from textual.widgets._footer import FooterKey
 
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
@@ -21,6 +20,7 @@ from dflash_tui.app.control.confirm import ConfirmScreen
 from dflash_tui.app.host.gpus.grid import GpuGrid
 from dflash_tui.app.host.header import RunHeader
 from dflash_tui.app.host.source import ScriptedSource
+from dflash_tui.app.keys.footer import KEY as FOOTER_KEY
 from dflash_tui.app.screens.help import HelpScreen
 from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
@@ -134,13 +134,38 @@ async def test_a_wrapped_title_still_leaves_room_for_the_buttons() -> None:
         await until(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
 
 
+@pytest.mark.parametrize("width", [80, 100, 120, 160])
+async def test_the_footer_shows_whole_key_labels_only(width: int) -> None:
+    """Every key the footer shows ends before the palette's key: a label that would not fit
+    whole is left out ("tab Are…" at 120 columns was cut mid-word), help and quit stay, and a
+    key left out at 120 columns comes back when the terminal grows."""
+    app = make_app(scenes.healthy_run(samples=1))
+    async with app.run_test(size=(width, 30)) as pilot:
+        await settle(pilot, app, 1)
+        await pilot.pause(0.2)
+        footer = app.screen.query_one(Footer)
+        keys = list(footer.query(FOOTER_KEY))
+        palette = next(k for k in keys if k.has_class("-command-palette"))
+        shown = [k for k in keys if k.display and k is not palette]
+        assert {"question_mark", "q"} <= {k.key for k in shown}
+        for k in shown:
+            assert k.region.right <= palette.region.x, (k.key, k.region, palette.region)
+        dropped = [k.key for k in keys if not k.display]
+        assert all(not k.display for k in keys[keys.index(shown[-1]) + 1 : -1]), dropped
+        if width == 120:
+            assert "tab" in dropped, dropped
+            await pilot.resize_terminal(200, 30)
+            await pilot.pause(0.3)
+            assert all(k.display for k in footer.query(FOOTER_KEY))
+
+
 async def test_footer_keeps_help_and_quit_at_80x24_and_help_lists_every_key() -> None:
     snaps = scenes.healthy_run(samples=1)
     app = make_app(snaps)
     async with app.run_test(size=SMALL) as pilot:
         await settle(pilot, app, 1)
         footer = app.screen.query_one(Footer)
-        keys = {k.key: k for k in footer.query(FooterKey)}
+        keys = {k.key: k for k in footer.query(FOOTER_KEY)}
         palette = next(k for k in keys.values() if k.has_class("-command-palette"))
         for key in ("question_mark", "q"):
             region = keys[key].region

@@ -183,3 +183,43 @@ async def test_samples_in_time_wake_nothing_between_them(monkeypatch: pytest.Mon
         first = age_in(titles(app)[0])
         await pilot.pause(2.2)
         assert age_in(titles(app)[0]) >= first + 2, titles(app)
+
+
+async def test_the_headers_counts_are_the_last_samples_while_stale() -> None:
+    """The seed incident's three warnings, then the link goes down: the header says they are
+    the last sample's (muted), not warnings counted now; the next sample makes them current."""
+    snaps = [replace(s, interval=INTERVAL) for s in scenes.seed_incident()]
+    source = ScriptedSource(snaps[:-1])
+    app = DflashApp(Config(hosts=(HostConfig(),)), source=source)
+
+    def counts() -> str:
+        return str(app.screen.query_one(RunHeader).render()).split("\n")[1].split("│")[-1]
+
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.samples >= len(snaps) - 1)
+        await pilot.pause(0.1)
+        assert counts().strip() == "3 warnings", counts()
+        source.push(Disconnected("ssh: connection to box lost", 30.0))
+        await until(pilot, lambda: app.current.link == "down")
+        await until(pilot, lambda: "last sample" in counts())
+        assert counts().strip() == "3 warnings at the last sample", counts()
+        source.push(snaps[-1])
+        await until(pilot, lambda: app.samples >= len(snaps))
+        await until(pilot, lambda: counts().strip() == "3 warnings")
+
+
+async def test_an_unreachable_host_offers_no_key() -> None:
+    """The seed incident's log-missing finding offers ``(press l)``; once the link is down the
+    launch could not be sent, so the finding offers no key until samples come again."""
+    snaps = [replace(s, interval=INTERVAL) for s in scenes.seed_incident()]
+    source = ScriptedSource(snaps[:-1])
+    app = DflashApp(Config(hosts=(HostConfig(),)), source=source)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.samples >= len(snaps) - 1)
+        await until(pilot, lambda: "(press l)" in findings_text(app))
+        source.push(Disconnected("ssh: connection to box lost", 30.0))
+        await until(pilot, lambda: "LINK" in findings_text(app))
+        text = findings_text(app)
+        assert "log-missing" in text and "(press" not in text, text
+        source.push(snaps[-1])
+        await until(pilot, lambda: "(press l)" in findings_text(app))

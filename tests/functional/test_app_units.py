@@ -174,4 +174,4 @@ def test_timeline_keeps_time_order_across_sources() -> None:
     ev = fold(tl, snap(T0 + 12, {"id": "b", "dir": f"{ROOT}/b", "launch_error": "x"}, [], []))
     assert ev[0] == ("launched", "launched run b (after a)")
     ev = fold(tl, snap(T0 + 14, {"id": "c", "dir": f"{ROOT}/c", "pid": 80, "pgid": 80}, [], []))
-    assert ("crash", "crashed: no exit code recorded: the process group vanished (killed)") in ev
+    assert ("crash", "crashed: exit code unknown: the process group vanished (killed)") in ev

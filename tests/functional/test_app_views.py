@@ -85,7 +85,7 @@ async def test_compact_mode_at_80x24_shows_every_gpu_on_its_line() -> None:
         for i, line in grid.lines.items():
             assert viewport.contains_region(line.region), i
         text = screen_text(app)
-        row7 = next(x for x in text.splitlines() if x.startswith(" 7 drafter"))
+        row7 = next(x for x in text.splitlines() if x[1:].startswith(" 7 drafter"))  # after the bar
         assert "util █████ 100%" in row7 and "busy-no-memory >= 6m " in row7, row7
         assert "58°C 612W" in row7
         header = str(app.screen.query_one(RunHeader).render()).split("\n")[1]

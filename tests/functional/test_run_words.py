@@ -59,3 +59,30 @@ def test_a_vanished_group_has_an_unknown_exit_code(tmp_path: Path) -> None:
     exited = [f["message"] for f in doc["findings"] if f["code"] == "run-exited"]
     assert exited and "exit code unknown" in exited[0], doc["findings"]
     assert "none" not in exited[0]
+
+
+async def test_the_alert_for_a_vanished_group_says_exit_code_unknown(tmp_path: Path) -> None:
+    """The app's own alert (to a real HTTP receiver) for a run SIGKILLed with its wrapper: the
+    exit code is unknown, and the alert says so in the words of the finding and the timeline,
+    never ``exit ?``."""
+    from receiver import Receiver
+
+    from dflash_tui.core.base.alert_config import AlertSettings
+
+    root = tmp_path / "runs"
+    with Receiver() as rx:
+        alerts = AlertSettings(webhook=rx.url, on=("run-exited",), log_lines=0, timeout_s=5.0)
+        app = DflashApp(Config(hosts=(HostConfig(run_root=str(root)),), interval=0.3,
+                               alerts=alerts))  # fmt: skip
+        async with app.run_test(size=(120, 40)) as pilot:
+            await until(pilot, lambda: app.samples >= 1)
+            args = ["--run-root", str(root), "--command", "sleep 120", "--start-window", "1"]
+            run = json.loads(dflash("launch", "--json", *args).stdout)
+            assert run["ok"], run
+            await until(pilot, lambda: app.current.last is not None
+                        and app.current.last.diagnosis.run_state == "running", 20)  # fmt: skip
+            os.killpg(run["pgid"], signal.SIGKILL)
+            await until(pilot, lambda: "run-exited" in rx.codes(), 30)
+        messages = [b["alert"]["message"] for b in rx.bodies]
+    assert "exit code unknown: the process group vanished" in messages[0], messages
+    assert "exit ?" not in messages[0]

@@ -97,6 +97,40 @@ def test_the_browser_shows_the_app_read_only(served: tuple[str, Path], tmp_path:
     asyncio.run(drive())
 
 
+def test_the_page_says_what_it_is_and_takes_keys_without_a_click(
+    served: tuple[str, Path], tmp_path: Path
+) -> None:
+    """The tab is titled and the terminal labelled; once the app is drawn the terminal has
+    the keyboard's focus: ``?`` typed with no click opens the help."""
+    chromium = need_chromium()
+    url, _ = served
+
+    async def drive() -> None:
+        browser = Browser(chromium, tmp_path / "profile")
+        try:
+            await browser.start()
+            await browser.call("Page.navigate", url=url)
+            await browser.wait_text("busy-no-memory", 90)
+            title = await browser.evaluate("document.title")
+            label = await browser.evaluate(
+                "document.getElementById('terminal').getAttribute('aria-label')"
+            )
+            assert title == label == "dflash-tui: the training run's monitor", (title, label)
+            for _ in range(50):  # the page focuses the terminal once the app is drawn
+                active = await browser.evaluate("document.activeElement.className")
+                if "xterm-helper-textarea" in active:
+                    break
+                await asyncio.sleep(0.2)
+            assert "xterm-helper-textarea" in active, active
+            mark = len(browser.frames)
+            await browser.key("?", click=False)
+            await browser.wait_text("closes this help", 30, since=mark)
+        finally:
+            await browser.close()
+
+    asyncio.run(drive())
+
+
 def test_a_request_without_the_token_is_refused(served: tuple[str, Path]) -> None:
     url, _ = served
     base, token = url.split("/?token=")

@@ -10,7 +10,9 @@ Access: loopback by default (another address needs ``--allow-remote``, as ``metr
 and a random token that every request but the static assets must carry: ``/?token=T`` for the
 page, ``/ws/T`` for the websocket the page opens. A websocket whose ``Origin`` is not the page's
 own (another site's page) is refused too. Anything else is refused with 403. The page's URLs
-are built from the request's Host header, so an SSH tunnel on another local port works.
+are built from the request's Host header, so an SSH tunnel on another local port works. The page
+says what it is (a title, a label on the terminal) and focuses the terminal once the app is
+drawn, so keys work without a click.
 """
 
 from __future__ import annotations
@@ -77,6 +79,33 @@ def origin_ok(request: Any) -> bool:
     return hmac.compare_digest(origin.encode(), f"{scheme}://{request.host}".encode())
 
 
+# What the page is, in its tab and to a screen reader: textual-serve's page has no title and
+# its terminal no label.
+TITLE = "dflash-tui: the training run's monitor"
+# textual-serve's terminal takes no key until it is clicked: the page focuses it once the app's
+# first bytes are drawn (the body gets -first-byte), and again whenever the window is focused.
+FOCUS_SCRIPT = """<script>
+(function () {
+  function focusTerminal() {
+    var input = document.querySelector("#terminal .xterm-helper-textarea");
+    if (input && document.body.classList.contains("-first-byte")) { input.focus(); return true; }
+    return false;
+  }
+  var timer = setInterval(function () { if (focusTerminal()) clearInterval(timer); }, 200);
+  window.addEventListener("focus", focusTerminal);
+})();
+</script>"""
+
+
+def labelled(page: str) -> str:
+    """textual-serve's page with a title, a label on its terminal and the focus script."""
+    page = page.replace("<head>", f"<head>\n    <title>{TITLE}</title>", 1)
+    page = page.replace(
+        'id="terminal"', f'id="terminal" role="application" aria-label="{TITLE}"', 1
+    )
+    return page.replace("</body>", f"{FOCUS_SCRIPT}\n  </body>", 1)
+
+
 def make_web_app(command: str, token: str) -> Any:
     """The aiohttp application: textual-serve's handlers behind the token check."""
     import aiohttp_jinja2
@@ -108,7 +137,8 @@ def make_web_app(command: str, token: str) -> Any:
             "config": {"static": {"url": f"{http}://{request.host}/static/"}},
             "application": {"name": "dflash-tui"},
         }
-        return aiohttp_jinja2.render_template("app_index.html", request, context)
+        page = aiohttp_jinja2.render_string("app_index.html", request, context)
+        return web.Response(text=labelled(page), content_type="text/html")
 
     app = web.Application(middlewares=[guard])
     aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(server.templates_path))

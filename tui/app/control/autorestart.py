@@ -121,10 +121,14 @@ class AutoRestarts:
         for state in self.app.host_states:
             if state.auto_stop is not None:
                 state.auto_stop.set()
-        if workers:
-            await asyncio.wait([asyncio.create_task(w.wait()) for w in workers], timeout=STOP_WAIT)
+        waits = [asyncio.create_task(w.wait()) for w in workers]
+        if waits:
+            await asyncio.wait(waits, timeout=STOP_WAIT)
         for w in workers:
             w.cancel()
+        # A worker cancelled here ends its wait with WorkerCancelled: collected, so asyncio
+        # never logs "Task exception was never retrieved" on the way out.
+        await asyncio.gather(*waits, return_exceptions=True)
 
     # -- what the supervisor reports (called on the app's loop: the worker is async) --
 

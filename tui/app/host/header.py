@@ -29,6 +29,9 @@ from dflash_tui.core.diagnosis.diagnose import Diagnosis
 from dflash_tui.core.diagnosis.finding import duration
 from dflash_tui.core.diagnosis.severity import label_severity, run_chip
 
+# GPUs not read are unknown, not unhealthy: muted, not red (the overview's rows too).
+HEALTH_COLOUR = {"ok": "ok", "unknown": "muted", "bad": "error"}
+
 KEEP = 100  # rank of a part that is never shortened
 
 
@@ -215,11 +218,11 @@ class RunHeader(Static, Themed):
             else:
                 out.append(part(up))
         elif run.exit_code is not None or state == "killed":
-            if run.exit_code is not None:
-                out.append(part(f"  exit {run.exit_code}", pal.fg("muted")))
+            shown = "code unknown" if run.exit_code is None else run.exit_code
+            out.append(part(f"  exit {shown}", pal.fg("muted")))
             meaning = exit_meaning(run.exit_code)
             forms = []
-            lead = ": " if run.exit_code is not None else "  "
+            lead = ": "
             for m in (meaning, safe_label(meaning, 24), None):
                 form = Text(lead if m else "", pal.fg("muted"))
                 form.append(m or "", pal.fg("error" if run.exit_code != 0 else "ok"))
@@ -335,11 +338,8 @@ class RunHeader(Static, Themed):
             part("  healthy ", pal.fg("muted"), 18, "  "),
         ]
         for role in ("target", "drafter"):
-            ok, want = d.healthy(role)
-            # GPUs not read are unknown, not unhealthy: muted, not red.
-            level = "ok" if ok == want else "muted" if ok + d.unread(role) == want else "error"
             t = Text(f"{role} ")
-            t.append(d.health_text(role), pal.fg(level, bold=True))
+            t.append(d.health_text(role), pal.fg(HEALTH_COLOUR[d.health_level(role)], bold=True))
             t.append("  ")
             out.append(Part([t]))
         return out
@@ -370,12 +370,15 @@ class RunHeader(Static, Themed):
         if d is None:
             return []
         counts = {s: sum(1 for f in d.findings if f.severity == s) for s in ("error", "warning")}
+        # No sample measures the host now: the counts are the last sample's, said so and muted,
+        # never shown as current.
+        old = self.link != "connected" or self.stale_s is not None
         t = Text("│ ", pal.fg("muted"))
         if not any(counts.values()):
-            t.append("no problems found", pal.fg("ok"))
+            t.append("no problems found", pal.fg("muted" if old else "ok"))
         said = [(sev, n) for sev, n in counts.items() if n]
         for i, (sev, n) in enumerate(said):
             t.append(", " if i else "", pal.fg("muted"))
-            t.append(f"{n} {sev}{'s' if n > 1 else ''}", pal.fg(sev, bold=True))
-        t.append(" ")
+            t.append(f"{n} {sev}{'s' if n > 1 else ''}", pal.fg("muted" if old else sev, bold=True))
+        t.append(" at the last sample " if old else " ", pal.fg("muted"))
         return [Part([t], 60)]

@@ -204,8 +204,8 @@ class HostSummary:
     link_note: str
     run_state: str
     run_id: str | None
-    target: tuple[int, int] | None
-    drafter: tuple[int, int] | None
+    target: tuple[str, str] | None  # Diagnosis.health_text and health_level: ``?/5 unread``
+    drafter: tuple[str, str] | None
     worst: str | None  # error | warning | info | None (no findings)
     worst_count: int
     findings: int
@@ -237,8 +237,8 @@ def _summary(state: HostState, note: str) -> HostSummary:
         link_note=note,
         run_state=diag.run_state,
         run_id=diag.run.id if diag.run else None,
-        target=diag.healthy("target"),
-        drafter=diag.healthy("drafter"),
+        target=(diag.health_text("target"), diag.health_level("target")),
+        drafter=(diag.health_text("drafter"), diag.health_level("drafter")),
         worst=worst_level,
         worst_count=counts[worst_level] if worst_level else 0,
         findings=len(diag.findings),

@@ -18,11 +18,12 @@ from textual.app import ComposeResult
 from textual.binding import ActiveBinding, Binding, BindingType
 from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import ContentSwitcher, Footer, Input, TabbedContent
+from textual.widgets import ContentSwitcher, Input, TabbedContent
 
 from dflash_tui.app.host.findings.panel import TimelineList
 from dflash_tui.app.host.header import RunHeader
 from dflash_tui.app.host.pane import HostPane, pane_id
+from dflash_tui.app.keys.footer import KeyFooter
 from dflash_tui.app.keys.table import MAIN_BINDINGS
 from dflash_tui.app.screens.overview import HostOverview
 from dflash_tui.app.widgets.waits import WaitBar
@@ -63,7 +64,7 @@ class MainScreen(Screen[None], inherit_bindings=False):
                 for i, host in enumerate(self.hosts):
                     yield HostPane(host, i, self.read_only)
         yield WaitBar()
-        yield Footer(compact=len(self.hosts) > 1)  # one more key to fit in 120 columns
+        yield KeyFooter(compact=len(self.hosts) > 1)  # one more key to fit in 120 columns
 
     def pane(self, index: int) -> HostPane | None:
         """Where the detail widgets of host ``index`` live; None once that pane is gone."""

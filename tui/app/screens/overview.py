@@ -15,6 +15,7 @@ from textual.events import Click
 from textual.message import Message
 from textual.widgets import Static
 
+from dflash_tui.app.host.header import HEALTH_COLOUR
 from dflash_tui.app.host.state import HostSummary
 from dflash_tui.app.widgets.palette import Palette
 from dflash_tui.app.widgets.themed import Themed, show_changed
@@ -102,8 +103,8 @@ def _row(t: Text, i: int, row: HostSummary, selected: bool, pal: Palette, width:
         if health is None:
             t.append("?/? ", pal.fg("muted"))
         else:
-            ok, want = health
-            t.append(f"{ok}/{want}", pal.fg("ok" if ok == want else "error", bold=True))
+            text, level = health  # the header's and status's words: ``?/5 unread``
+            t.append(text, pal.fg(HEALTH_COLOUR[level], bold=True))
             t.append(" ")
     _findings(t, row, pal)
 

@@ -14,7 +14,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from dflash_tui.core.base.rundir import ALIVE_STATES, exit_meaning
+from dflash_tui.core.base.rundir import ALIVE_STATES, exit_text
 from dflash_tui.core.base.snapshot import RunRecord
 
 # Codes said from the run directory (RunWatch) or by the supervisor itself, not from findings.
@@ -61,13 +61,11 @@ class RunWatch:
             return Said(STOPPED, "info", f"run {run.id} was stopped on request ({state})", run.id)
         code = run.exit_code
         if state == "launch-failed":
-            why = run.launch_error or f"exit {code}"
+            why = run.launch_error or exit_text(code)
             return Said("launch-failed", "error", f"run {run.id} failed to start: {why}", run.id)
         if state == "exited" and code in success:
             return Said("run-finished", "info", f"run {run.id} finished (exit {code})", run.id)
-        shown = code if code is not None else "?"
-        msg = f"run {run.id} {state} (exit {shown}: {exit_meaning(code)})"
-        return Said("run-exited", "error", msg, run.id)
+        return Said("run-exited", "error", f"run {run.id} {state} ({exit_text(code)})", run.id)
 
 
 @dataclass

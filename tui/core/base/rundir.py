@@ -105,7 +105,7 @@ SIGNALS = {1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 9: "SIGKILL", 11: "SIGSEGV", 
 def exit_meaning(code: int | None) -> str:
     """What an exit code usually means, for people reading a crash."""
     if code is None:
-        return "no exit code recorded: the process group vanished (killed)"
+        return "the process group vanished (killed)"
     if code == 0:
         return "success"
     if code == 137:
@@ -123,9 +123,12 @@ def exit_meaning(code: int | None) -> str:
 
 
 def exit_text(code: int | None) -> str:
-    """``exit 3: exited with status 3``, or, with no exit code, what that means (never
-    ``exit None``)."""
-    return exit_meaning(code) if code is None else f"exit {code}: {exit_meaning(code)}"
+    """``exit 3: exited with status 3``, or with no exit code ``exit code unknown: the process
+    group vanished (killed)`` (never ``exit None`` or ``exit ?``): the one wording of an exit
+    for findings, alerts, the timeline and the supervisor."""
+    if code is None:
+        return f"exit code unknown: {exit_meaning(code)}"
+    return f"exit {code}: {exit_meaning(code)}"
 
 
 # ---- what tui/core/control/control.sh prints: `key value` lines -----------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from dflash_tui.core.base.rundir import ALIVE_STATES as ACTIVE
-from dflash_tui.core.base.rundir import exit_meaning
+from dflash_tui.core.base.rundir import exit_meaning, exit_text
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.diagnosis.finding import Finding, duration
 from dflash_tui.core.diagnosis.progress import Progress
@@ -85,7 +85,7 @@ def run_findings(diag: Diagnosis, th: Thresholds, progress: Progress | None) -> 
         return []
     if state == "launch-failed":
         why = run.launch_error or (
-            f"exit {run.exit_code}: {exit_meaning(run.exit_code)}"
+            exit_text(run.exit_code)
             if run.exit_code is not None
             else "its directory has a start time but no readable pid file (a broken record)"
         )

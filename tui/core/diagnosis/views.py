@@ -110,6 +110,14 @@ class Diagnosis:
     def role_gpus(self, role: str) -> tuple[int, ...]:
         return tuple(self.topology.target if role == "target" else self.topology.drafter)
 
+    def health_level(self, role: str) -> str:
+        """How ``health_text`` is coloured: ``ok`` (all fit), ``unknown`` (the rest were not
+        read: unknown, not unhealthy) or ``bad`` (a GPU was read and is not fit)."""
+        ok, want = self.healthy(role)
+        if ok == want:
+            return "ok"
+        return "unknown" if ok + self.unread(role) == want else "bad"
+
     def health_text(self, role: str) -> str:
         """``5/5``; ``3/5 (2 unread)``; ``?/5 unread`` when none was read."""
         ok, want = self.healthy(role)

@@ -179,7 +179,8 @@ class FindingsList(_TextScroll):
             if f.gpus:
                 b.append(f"  GPU {','.join(str(g) for g in f.gpus)}", pal.fg("muted"))
             b.append(f"\n{safe_label(f.message, 2000)}")
-            if key := self.key_for(f.action):
+            # A host that cannot be reached takes no key: no hint that cannot work.
+            if not (self.down or self.note) and (key := self.key_for(f.action)):
                 b.append(f" (press {key})", pal.fg("muted"))
             b.append("\n")
             parts.append(b)

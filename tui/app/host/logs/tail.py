@@ -12,6 +12,7 @@ import re
 from rich.highlighter import Highlighter
 from rich.style import Style
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
@@ -58,7 +59,7 @@ class LogTail(Vertical):
         .tail-hidden { height: auto; max-height: 3; padding: 0 1; display: none; }
         &.-hiding .tail-hidden { display: block; }
         TailLog { height: 1fr; scrollbar-size-vertical: 1; }
-        &:focus-within .tail-title { background: $primary 40%; }
+        &.-focused .tail-title { background: $accent 50%; text-style: bold; }
     }
     """
 
@@ -70,6 +71,7 @@ class LogTail(Vertical):
         self.view: LogView | None = None
         self.now = 0.0
         self.missing_from: float | None = None  # our own first sighting of the file missing
+        self.missing_at_least = False  # it was missing at the first sample: since is a bound
         self.follow = True
         self.highlighter = ErrorHighlighter()
         # Following is ours (flush scrolls to the end), never Log's own auto_scroll.
@@ -96,6 +98,14 @@ class LogTail(Vertical):
         self.watch(self.log_view, "scroll_x", lambda _x: self._retitle(), init=False)
         self.watch(self.log_view, "virtual_size", lambda _s: self._retitle(), init=False)
 
+    # The title bar shows the focus through a class: Textual does not restyle a sibling of
+    # the focused log on ``:focus-within``, so the bar stayed as it was.
+    def on_descendant_focus(self, _event: events.DescendantFocus) -> None:
+        self.add_class("-focused")
+
+    def on_descendant_blur(self, _event: events.DescendantBlur) -> None:
+        self.remove_class("-focused")
+
     def add_lines(self, lines: tuple[str, ...] | list[str]) -> None:
         if lines:
             self.store.add(lines)
@@ -112,14 +122,19 @@ class LogTail(Vertical):
     def set_state(self, view: LogView | None, now: float) -> None:
         self.view, self.now = view, now
         missing = view is not None and not view.exists
-        if missing:
-            since = view.missing_since if view and view.missing_since is not None else now
+        if missing and view is not None:
+            known = view.missing_since is not None
+            since = view.missing_since if view.missing_since is not None else now
+            # Missing at the first sample there is: it went missing before, when is not known,
+            # so the duration is a bound ("at least"), as the finding says.
+            bound = view.missing_at_least if known else True
             # The diagnosis only looks back a minute; remember the earliest sighting ourselves.
-            self.missing_from = (
-                since if self.missing_from is None else min(self.missing_from, since)
-            )
+            if self.missing_from is None or since < self.missing_from:
+                self.missing_from, self.missing_at_least = since, bound
+            elif since == self.missing_from:
+                self.missing_at_least = self.missing_at_least and bound
         else:
-            self.missing_from = None
+            self.missing_from, self.missing_at_least = None, False
         if self.is_mounted:
             self.redraw()
 
@@ -277,7 +292,8 @@ class LogTail(Vertical):
         how_long = duration(self.now - since)
         t = Text()
         t.append(" MISSING ", pal.chip("error"))
-        t.append(f" the file does not exist (missing for {how_long})", pal.fg("error"))
+        bound = "at least " if self.missing_at_least else ""
+        t.append(f" the file does not exist (missing for {bound}{how_long})", pal.fg("error"))
         if self.view is not None and self.view.error:
             t.append(f": {safe_label(self.view.error)}", pal.fg("muted"))
         return t
