@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import logging
 import re
+import tracemalloc
 from dataclasses import replace
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.record.recorder import Recorder, enforce_cap
 from dflash_tui.core.record.replay import Cursor, RecordError, load, parse_time, status_at
 from dflash_tui.core.record.segments import read_segment, segment_files, thin_level
+from dflash_tui.core.record.thin import thin_segment
 
 # Host health and worker heartbeats travel in samples too (they once failed to record: not
 # JSON, and every live sample's diagnosis failed with them).
@@ -210,3 +212,23 @@ def test_one_writer_per_record_dir(tmp_path: Path) -> None:
     assert rec.samples == 6 and len(load(run).samples) == 6
     rec.release()
     assert not (where / ".writer").exists()
+
+
+def test_thinning_holds_one_record_not_the_segment(tmp_path: Path) -> None:
+    """A segment is thinned as a stream: what thinning allocates at its peak stays a small
+    part of the segment's decompressed size, which a whole-segment read would exceed."""
+    host, snaps, run = _run(tmp_path, samples=480)
+    _record(host, snaps, segment_s=1e6)  # one segment
+    (path,) = segment_files(run / "record")
+    with gzip.open(path) as f:
+        raw = len(f.read())
+    tracemalloc.start()
+    try:
+        new, _ = thin_segment(path, 4)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < raw / 4, f"thinning peaked at {peak:,} bytes for {raw:,} decompressed"
+    kept = [r for r in read_segment(new).records if r.get("k") == "s"]
+    # 1 in 4, and the last sample
+    assert len(kept) == 480 // 4 + 1 and read_segment(new).records[0]["thin"] == 4

@@ -192,38 +192,53 @@ class _Lines:
         return len(self.z.unused_data) + os.fstat(f.fileno()).st_size - here
 
 
-def read_segment(path: Path) -> SegmentRead:
-    """Every readable record of the segment; a note for each thing skipped or cut."""
-    seg = SegmentRead(path)
+def stream_segment(seg: SegmentRead) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each readable record of ``seg.path`` with its line number, one at a time (memory holds
+    one record, not the segment); once the stream is spent, ``seg`` says what was skipped or
+    cut. ``seg.records`` is left as it is: the caller keeps what it needs."""
     lines = _Lines(seg)
+    count = 0
     try:
-        with open(path, "rb") as f:
+        with open(seg.path, "rb") as f:
             for line in lines.read(f):
                 rec, why = _parse(line)
                 if rec is None:
                     seg.skip(lines.number, why or "unreadable")
                 else:
-                    seg.records.append(rec)
-                    seg.numbers.append(lines.number)
+                    count += 1
+                    yield lines.number, rec
             garbage = lines.trailing(f) if lines.z.eof else 0
     except OSError as exc:
         seg.complete = False
-        seg.notes.append(f"{path.name}: unreadable ({exc.strerror or exc})")
-        return seg
+        seg.notes.append(f"{seg.path.name}: unreadable ({exc.strerror or exc})")
+        return
+    _end_notes(seg, lines, garbage, count)
+
+
+def _end_notes(seg: SegmentRead, lines: _Lines, garbage: int, count: int) -> None:
+    name = seg.path.name
     if seg.skipped > NOTES_MAX:
-        seg.notes.append(f"{path.name}: {seg.skipped} records skipped in all")
+        seg.notes.append(f"{name}: {seg.skipped} records skipped in all")
     if garbage:
         seg.complete = False
-        seg.notes.append(f"{path.name}: {garbage:,} bytes after the end of its data ignored")
+        seg.notes.append(f"{name}: {garbage:,} bytes after the end of its data ignored")
     elif not lines.z.eof and not lines.capped:
         seg.complete = False
         why = f" ({lines.error})" if lines.error else ""
         tail = len(lines.buf) + lines.over
         cut = f", {tail} bytes of a cut record dropped" if tail else ""
         seg.notes.append(
-            f"{path.name} ends mid-stream{why}: read up to its last whole record "
-            f"({len(seg.records)} records{cut}); a writer cut off, or one still writing"
+            f"{name} ends mid-stream{why}: read up to its last whole record "
+            f"({count} records{cut}); a writer cut off, or one still writing"
         )
+
+
+def read_segment(path: Path) -> SegmentRead:
+    """Every readable record of the segment; a note for each thing skipped or cut."""
+    seg = SegmentRead(path)
+    for number, rec in stream_segment(seg):
+        seg.records.append(rec)
+        seg.numbers.append(number)
     return seg
 
 

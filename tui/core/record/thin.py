@@ -8,14 +8,17 @@ process tables, labels and findings of the samples in between.
 
 from __future__ import annotations
 
+import itertools
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from dflash_tui.core.record.codec import Decoder, Encoder, dumps
 from dflash_tui.core.record.segments import (
+    SegmentRead,
     SegmentWriter,
-    read_segment,
+    stream_segment,
     thin_level,
     thinned_name,
 )
@@ -61,32 +64,34 @@ def _steps(pending: dict[str, Any] | None, steps: dict[str, Any] | None) -> dict
     return {**pending, "points": points}
 
 
+def _samples(seg: SegmentRead, meta: dict[str, Any]) -> Iterator[tuple[dict[str, Any], bool]]:
+    """The segment's samples one at a time, each with whether it is the last (one read ahead).
+    The segment's meta record (the writer puts it before any sample) is put into ``meta``
+    by the time the first sample comes."""
+    held: dict[str, Any] | None = None
+    for _, rec in stream_segment(seg):
+        if rec.get("k") == "meta" and held is None and not meta:
+            meta.update(rec)
+        if rec.get("k") != "s" or not isinstance(rec.get("snap"), dict):
+            continue
+        if held is not None:
+            yield held, False
+        held = rec
+    if held is not None:
+        yield held, True
+
+
 def thin_segment(path: Path, factor: int) -> tuple[Path, int]:
     """Rewrite ``path`` keeping 1 sample in ``factor``: the new file (its name says the level,
-    ``seg-...-PID.tN.jsonl.gz``) and its size in bytes."""
-    seg = read_segment(path)
-    samples = [r for r in seg.records if r.get("k") == "s" and isinstance(r.get("snap"), dict)]
-    meta = next((r for r in seg.records if r.get("k") == "meta"), {"k": "meta"})
+    ``seg-...-PID.tN.jsonl.gz``) and its size in bytes. The segment is read as a stream, one
+    record held at a time: a segment can be hundreds of MiB decompressed, and memory a
+    process once grew to is rarely given back to the system."""
     level = thin_level(path) * factor
     tmp = path.with_name(path.name + ".thin")
     tmp.unlink(missing_ok=True)
     out = SegmentWriter(tmp)
     try:
-        out.write(dumps({**meta, "thin": level}))
-        dec, enc = Decoder(), Encoder()
-        pending: _Pending = {}
-        steps: dict[str, Any] | None = None
-        last = len(samples) - 1
-        for i, rec in enumerate(samples):
-            d = dec.snap(rec)
-            if not (i % factor == 0 or i == last or rec.get("events")):
-                _carry(pending, d.get("logs") or [])
-                steps = _steps(steps, d.get("steps"))
-                continue
-            d["logs"] = _merge(pending, d.get("logs") or [])
-            d["steps"], steps = _steps(steps, d.get("steps")), None
-            rows = {r.get("pid"): r for r in d.pop("procs")}
-            out.write(dumps(enc.record(d, rows, rec.get("diag"), rec.get("events") or [])))
+        _thin_into(out, SegmentRead(path), factor, level)
         out.close()
     except BaseException:
         out.close()
@@ -97,3 +102,25 @@ def thin_segment(path: Path, factor: int) -> tuple[Path, int]:
     if new != path:
         path.unlink()
     return new, out.size
+
+
+def _thin_into(out: SegmentWriter, seg: SegmentRead, factor: int, level: int) -> None:
+    meta: dict[str, Any] = {}
+    samples = _samples(seg, meta)
+    first = next(samples, None)
+    out.write(dumps({"k": "meta", **meta, "thin": level}))
+    if first is None:
+        return
+    dec, enc = Decoder(), Encoder()
+    pending: _Pending = {}
+    steps: dict[str, Any] | None = None
+    for i, (rec, last) in enumerate(itertools.chain([first], samples)):
+        d = dec.snap(rec)
+        if not (i % factor == 0 or last or rec.get("events")):
+            _carry(pending, d.get("logs") or [])
+            steps = _steps(steps, d.get("steps"))
+            continue
+        d["logs"] = _merge(pending, d.get("logs") or [])
+        d["steps"], steps = _steps(steps, d.get("steps")), None
+        rows = {r.get("pid"): r for r in d.pop("procs")}
+        out.write(dumps(enc.record(d, rows, rec.get("diag"), rec.get("events") or [])))
