@@ -11,10 +11,10 @@ import time
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Log
 
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
+from dflash_tui.app.host.logs.widget import TailLog
 from dflash_tui.app.host.source import ScriptedSource
 from dflash_tui.core.base.config import Config
 
@@ -87,7 +87,7 @@ def test_zoomed_log(snap_compare) -> None:  # type: ignore[no-untyped-def]
 
     async def run_before(pilot: Pilot) -> None:
         await settled(app, n)(pilot)
-        app.detail().logs().query_one(Log).focus()
+        app.detail().logs().query_one(TailLog).focus()
         await pilot.press("plus")
         await pilot.pause(0.3)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from fakes.rows import gpu_row as gpu
 
 from dflash_train.topology import Topology
-from dflash_tui.app.host.slurm import job_line, slurm_diagnosis
+from dflash_tui.app.host.slurm import slurm_diagnosis, slurm_job_line
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.control.slurm.findings import SchedulerView
 from dflash_tui.core.control.slurm.query import SlurmJob
@@ -50,15 +50,17 @@ def test_slurm_unavailable_makes_the_state_unknown_and_says_so() -> None:
     got = slurm_diagnosis(diag, view, node=False)
     assert got.run_state == "unknown"
     assert next(f.code for f in got.findings) == "scheduler-unavailable"
-    assert job_line(view) == "Slurm cannot be asked"
+    assert slurm_job_line(view) == "Slurm cannot be asked"
 
 
 def test_the_header_line_says_the_reason_and_expected_start_then_the_nodes() -> None:
-    line = job_line(SchedulerView(RUN, PENDING))
+    line = slurm_job_line(SchedulerView(RUN, PENDING))
     assert line == "Slurm job 12 PENDING (ReqNodeNotAvail), expected start 2026-12-06T03:00:00"
     running = SlurmJob("12", "RUNNING", nodes=("n1", "n2"), time_left_s=600)
-    assert job_line(SchedulerView(RUN, running)) == "Slurm job 12 RUNNING on n1, n2, 10m00s left"
-    assert job_line(SchedulerView(RUN, running), "n2") == (
+    assert (
+        slurm_job_line(SchedulerView(RUN, running)) == "Slurm job 12 RUNNING on n1, n2, 10m00s left"
+    )
+    assert slurm_job_line(SchedulerView(RUN, running), "n2") == (
         "node n2 of Slurm job 12 RUNNING on n1, n2, 10m00s left"
     )
-    assert job_line(None) is None
+    assert slurm_job_line(None) is None

@@ -138,7 +138,7 @@ class SlurmKeys:
             text = slurm.kill_confirm(run, job)
             req = JobKillRequest(state.key, run.run_id, job.job_id, job.nodes, text)
             title = f"Cancel Slurm job {job.job_id} on {state.key}?"
-            self.control.ask(req, ConfirmScreen(title, job_text(req), "Kill"))
+            self.control.ask(req, ConfirmScreen(title, slurm_kill_text(req), "Kill"))
 
         app.notify(f"asking Slurm for the job of {state.key} …", timeout=2)
         app.run_worker(ask_then_confirm(), name=f"slurm job {state.key}",
@@ -156,7 +156,7 @@ class SlurmKeys:
         self.control.ask(req, ConfirmScreen(f"Restart {what} on {state.key}?", body, "Restart"))
 
 
-def job_text(req: JobKillRequest) -> Text:
+def slurm_kill_text(req: JobKillRequest) -> Text:
     """The kill confirm's body: what ``y`` does, naming the job id and its nodes."""
     t = Text(safe_label(req.text, 600) + "\n", style="bold")
     t.append(f"Slurm sends TERM to every process of job {req.job_id}, KILL after its KillWait; ")

@@ -164,7 +164,7 @@ def slurm_diagnosis(diag: Diagnosis, view: SchedulerView | None, node: bool) -> 
     return replace(diag, run_state=state, findings=found + kept)
 
 
-def job_line(view: SchedulerView | None, node: str | None = None) -> str | None:
+def slurm_job_line(view: SchedulerView | None, node: str | None = None) -> str | None:
     """The header's line of the job, as ``status`` words it (``lines``), with the expected
     start of a queued job when Slurm knows one: ``Slurm job 12 PENDING (Resources), expected
     start ...``; on a node's host ``node n1 of Slurm job 12 RUNNING ...``."""

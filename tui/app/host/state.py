@@ -21,9 +21,9 @@ from dflash_tui.app.host.slurm import (
     NodeSource,
     SlurmSource,
     SlurmWatch,
-    job_line,
     node_of,
     slurm_diagnosis,
+    slurm_job_line,
 )
 from dflash_tui.app.host.source import EventSource, LiveSource
 from dflash_tui.core.base.config import Config, HostConfig
@@ -143,7 +143,7 @@ class HostState:
         if self.slurm is not None:  # Slurm's word on the run (read just before this sample)
             view, node = self.slurm[0].view, self.slurm[1]
             diag = slurm_diagnosis(diag, view, node is not None)
-            line = job_line(view, self.node_name())
+            line = slurm_job_line(view, self.node_name())
         events = tuple(self.timeline.fold(snap, diag))
         sup = diag.supervisor
         if self.recorder is not None and not (sup is not None and sup.live(snap.time)):
