@@ -81,12 +81,12 @@ def test_status_watch_prints_its_lines_escaped(probe: dict[str, str], tmp_path: 
 async def test_the_app_screen_shows_no_escape(probe: dict[str, str], tmp_path: Path) -> None:
     app = DflashApp(Config(hosts=(HostConfig(run_root=str(tmp_path)),), interval=0.5))
     async with app.run_test(size=(160, 50)) as pilot:
-        await until(pilot, lambda: app.last is not None and RUN_ID in screen_text(app))
+        await until(pilot, lambda: app.current.last is not None and RUN_ID in screen_text(app))
         await pilot.pause(0.5)
         screen = screen_text(app)
         assert raw_in(screen) == []
-        assert app.last is not None and app.last.snapshot.run is not None
-        assert app.last.snapshot.run.id == RUN_ID + PAYLOAD  # the hostile line was shown
+        assert app.current.last is not None and app.current.last.snapshot.run is not None
+        assert app.current.last.snapshot.run.id == RUN_ID + PAYLOAD  # the hostile line was shown
 
 
 def _hostile_recording(probe: dict[str, str], tmp_path: Path) -> Path:

@@ -70,7 +70,7 @@ async def test_the_app_header_and_timeline_show_the_supervisors_fatal(fatal_root
         assert " FATAL " in text and "gave up after 2 restarts at" in text, text
         assert "supervised" in text, text
         assert "auto-restart on" not in text
-        said = [e.text for e in app.timeline.events if e.kind == "supervisor"]
+        said = [e.text for e in app.current.timeline.events if e.kind == "supervisor"]
     restarts = [t for t in said if "restarted run" in t]
     assert len(restarts) == 2 and all(t.startswith(f"supervisor PID {pid}: ") for t in said), said
     assert "FATAL: gave up after 2 restarts" in said[-1], said

@@ -74,7 +74,7 @@ async def test_the_gpu_panel_shows_the_heaviest_first(
     async with dflash.run_test(size=(160, 50)) as pilot:
 
         def gpu1_order() -> list[int]:
-            last = dflash.last
+            last = dflash.current.last
             views = last.diagnosis.gpus if last is not None else ()
             return [p.pid for v in views if v.index == 1 for p in v.processes]
 

@@ -100,7 +100,7 @@ async def test_a_label_held_from_the_first_sample_is_written_as_at_least(
         grid = app.screen.query_one(GpuGrid)
         await until(pilot, lambda: 0 in grid.panels and "idle >= " in grid.panels[0].render().plain,
                     timeout=30)  # fmt: skip
-        last = app.last
+        last = app.current.last
         assert last is not None
         (label,) = last.diagnosis.gpus[0].labels
         assert label.code == "idle" and label.at_least
