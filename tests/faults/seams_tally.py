@@ -32,6 +32,7 @@ TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 
 from hostile_probe import install, raw_in, shouting_probe  # noqa: E402
+from support import live_group  # noqa: E402
 
 from dflash_tui.app import scenes  # noqa: E402
 from dflash_tui.core.base.config import HostConfig  # noqa: E402
@@ -235,19 +236,6 @@ def f_origin(tmp: Path) -> Outcome:
         proc.wait(timeout=20)
     return Outcome("serve: a websocket from another Origin", True, int(status != 403), 0, False,
                    0.0, 0.0)  # fmt: skip
-
-
-def live_group(pgid: int) -> list[int]:
-    out = []
-    for entry in Path("/proc").iterdir():
-        try:
-            text = (entry / "stat").read_text() if entry.name.isdigit() else ""
-        except OSError:
-            continue
-        fields = text.rsplit(")", 1)[-1].split()
-        if len(fields) > 2 and fields[0] != "Z" and int(fields[2]) == pgid:
-            out.append(int(entry.name))
-    return out
 
 
 def f_newline_name(tmp: Path) -> Outcome:
