@@ -196,6 +196,10 @@ def test_restart_requeues_the_same_job(cluster: Cluster, tmp_path: Path) -> None
     res = asyncio.run(actions.cancel_run(LocalTransport(), host, grace=1, job_id=str(int(job) + 1)))
     assert res.refused and not res.ok and f"job {job} is" in res.message
     assert scheduler(root)["state"] == "RUNNING"
+    # A restart that names another run (a confirmation shown before this one) is refused too.
+    res = asyncio.run(actions.requeue_or_resubmit(LocalTransport(), host, run_id="not-this-run"))
+    assert res.refused and not res.ok and "no longer the latest" in res.message
+    assert scheduler(root)["state"] == "RUNNING" and scheduler(root)["job_id"] == job
 
 
 def test_over_ssh_the_login_node_submits_reads_and_cancels(
@@ -256,6 +260,26 @@ def test_restart_of_a_job_slurm_forgot_submits_it_again_resumed(
     assert (root / out["run_id"] / "slurm_command").read_text().endswith("; : --resume auto")
     wait_for(lambda: scheduler(root).get("state") == "RUNNING", 30, "the new job runs")
     assert not (old / "command").exists()  # the forgotten run was left as it was
+
+
+def test_a_warning_sbatch_prints_is_not_taken_for_the_job_id(
+    cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The real sbatch, behind one that first says what sbatch says of a deprecated option.
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    real = subprocess.run(["sh", "-c", "command -v sbatch"], capture_output=True, text=True)
+    warn = "echo 'sbatch: warning: --foo is deprecated' >&2"
+    (shim / "sbatch").write_text(f'#!/bin/sh\n{warn}\nexec {real.stdout.strip()} "$@"\n')
+    (shim / "sbatch").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim}:{os.environ['PATH']}")
+    root = tmp_path / "runs"
+    job = launch(root, "sleep 30; :")
+    assert (run_dir(root) / "slurm_job").read_text().strip() == job
+    assert scheduler(root).get("job_id") == job
+    again = cli("launch", *flags(root), "--command", "true")
+    assert again.returncode == 1 and f"job {job}" in again.stdout, again.stdout  # one live job
+    cli("kill", *flags(root), "--grace", "1")
 
 
 def test_a_command_that_exits_3_reads_failed_3(cluster: Cluster, tmp_path: Path) -> None:

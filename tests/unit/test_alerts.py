@@ -68,3 +68,15 @@ def test_webhook_body_fits_slack_and_ntfy_and_env_is_one_line() -> None:
     assert env["DFLASH_ALERT_CODE"] == "fatal" and env["DFLASH_ALERT_RUN"] == "r1"
     assert all("\n" not in v for v in env.values())
     assert Alert.from_json(a.to_json()) == a
+
+
+def test_an_answer_whose_status_is_not_ascii_digits_is_not_http() -> None:
+    # latin-1 b"\xb2" is "²", which str.isdigit() calls a digit and int() refuses.
+    import pytest
+
+    from dflash_tui.core.alerts.http_post import PostError, _status
+
+    assert _status(b"HTTP/1.1 204 No Content\r\nX: y") == (204, "No Content")
+    for head in (b"HTTP/1.1 \xb2 OK", b"HTTP/1.1", b"SMTP 220 hi"):
+        with pytest.raises(PostError):
+            _status(head)

@@ -185,3 +185,14 @@ def test_config_shows_what_sbatch_is_given(tmp_path: Path) -> None:
     assert any("scheduler slurm: sbatch --job-name=dflash" in ln and "--partition=gpu" in ln
                for ln in lines), lines  # fmt: skip
     assert not any("scheduler" in ln for ln in summary(load_file(write(tmp_path, ""))))
+
+
+def test_an_exit_record_that_is_not_code_and_time_is_an_unknown_end() -> None:
+    # The batch script writes ``CODE TIME`` on the job's machine: anything else is unknown,
+    # never a ValueError out of the supervisor's cycle.
+    from dflash_tui.core.control.slurm.supervise import _ended_at
+
+    assert _ended_at(["0", "1764669600.5"]) == 1764669600.5
+    assert _ended_at(["0", "x"]) is None
+    assert _ended_at(["0", "nan"]) is None
+    assert _ended_at(["3"]) is None

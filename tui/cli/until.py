@@ -27,6 +27,7 @@ NOT_THE_RUN = frozenset(
         "probe-degraded",
         "processes-not-visible",
         "host-unreachable",
+        "scheduler-unavailable",
         "supervisor-stale",
         "host-memory-low",
         "disk-low",

@@ -67,7 +67,7 @@ class SlurmBridge(Bridge):
         step("scontrol requeue, else scancel and sbatch --resume auto")
         res = await self._slurm(
             slurm.requeue_or_resubmit(self.transport, self.host, grace=self.grace,
-                                      progress=self._progress(step))
+                                      progress=self._progress(step), run_id=run_id)
         )  # fmt: skip
         return outcome(res.ok, res.message)
 

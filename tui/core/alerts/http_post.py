@@ -96,7 +96,8 @@ def _read_head(sock: socket.socket, deadline: _Deadline) -> bytes:
 def _status(head: bytes) -> tuple[int, str]:
     line = head.split(b"\r\n", 1)[0].decode("latin-1")
     words = line.split(" ", 2)
-    if len(words) < 2 or not words[0].startswith("HTTP/") or not words[1].isdigit():
+    code = words[1] if len(words) > 1 else ""
+    if not words[0].startswith("HTTP/") or not (code.isascii() and code.isdigit()):
         raise PostError(f"not an HTTP answer: {line[:100]!r}")
     return int(words[1]), words[2] if len(words) > 2 else ""
 
@@ -119,6 +120,30 @@ def _tunnel(sock: socket.socket, t: _Target, auth: str | None, deadline: _Deadli
         raise PostError(f"the proxy refused the tunnel: HTTP {code} {reason}")
 
 
+def _connect(peer: _Target, deadline: _Deadline) -> socket.socket:
+    """A connection to ``peer`` within what is left of the deadline: each address the name
+    resolves to gets only the time left (socket.create_connection would give every one the
+    whole timeout, so a dead first address could double it)."""
+    try:
+        infos = socket.getaddrinfo(peer.host, peer.port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise PostError(f"cannot resolve {peer.host}: {exc.strerror or exc}") from None
+    why: OSError | None = None
+    for family, kind, proto, _name, addr in infos:
+        left = deadline.left()  # PostError once the deadline is spent
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.settimeout(left)
+            sock.connect(addr)
+            return sock
+        except OSError as exc:
+            sock.close()
+            why = exc
+    if why is None or isinstance(why, TimeoutError):
+        raise PostError(f"timed out after {deadline.timeout:g}s")
+    raise PostError(f"cannot reach {peer.host}:{peer.port}: {why.strerror or why}")
+
+
 def post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> int:
     """POST ``body`` to ``url``; the answer's status. PostError for an error status, a
     connection that fails, or ``timeout`` seconds passed (the whole exchange)."""
@@ -126,12 +151,7 @@ def post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> int:
     t = _target(url)
     via = _proxy(t)
     peer = via[0] if via is not None else t
-    try:
-        sock = socket.create_connection((peer.host, peer.port), timeout=deadline.left())
-    except TimeoutError:
-        raise PostError(f"timed out after {timeout:g}s") from None
-    except OSError as exc:
-        raise PostError(f"cannot reach {peer.host}:{peer.port}: {exc.strerror or exc}") from None
+    sock = _connect(peer, deadline)
     try:
         return _exchange(sock, t, via, body, headers, deadline)
     except ssl.SSLError as exc:

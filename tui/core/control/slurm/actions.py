@@ -163,7 +163,11 @@ async def cancel_run(
     # Said in the run directory first: a supervisor restarts a job cancelled by someone else,
     # not one stopped on request.
     mark = shlex.quote(f"{run.dir}/kill_requested")
-    await transport.run(f"date +%s >{mark}", timeout=30)
+    said = await transport.run(f"date +%s >{mark}", timeout=30)
+    if said.rc:  # unsaid, a supervisor would take the cancel for a crash and requeue the job
+        why = safe_label(said.stderr, 300) or f"exit {said.rc}"
+        msg = f"run {run.run_id}: cannot mark the kill as asked ({why}): job {job.job_id} left"
+        return _result(False, msg, run, job, refused=True)
     ended = await cancel(transport, str(job.job_id), grace, progress)
     ok = not ended.live
     word = "ended" if ok else "is still ending"
@@ -198,9 +202,18 @@ async def requeue_or_resubmit(
     *,
     grace: float = KILL_GRACE_S,
     progress: ProgressFn | None = None,
+    run_id: str | None = None,
 ) -> SlurmResult:
-    """Requeue the latest job where Slurm may; else cancel it and submit with --resume auto."""
+    """Requeue the latest job where Slurm may; else cancel it and submit with --resume auto.
+    With ``run_id`` (the run a confirm named) it acts only while that run is still the latest:
+    a run submitted since is another's to restart, and is refused, not requeued."""
     found = await latest(transport, host)
+    if run_id is not None and (found is None or found[0].run_id != run_id):
+        latest_id = found[0].run_id if found is not None else "none"
+        return SlurmResult(
+            False, f"run {run_id} is no longer the latest (now: {latest_id}): not restarted",
+            state="unknown", run_id=run_id, refused=True, action="restart",
+        )  # fmt: skip
     if found is None or not found[1].job_id:
         return await submit_run(transport, host, progress=progress)
     run, job = found

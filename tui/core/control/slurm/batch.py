@@ -82,12 +82,16 @@ if ! {{ : >>"$d/output.log" && printf '%s' {command} >"$d/command" &&
   echo "cannot write the run directory $d" >&2
   exit 3
 fi
+# The job id is the last line sbatch prints on stdout; its warnings go to stderr, which is
+# kept apart so that a warning is never taken for the id.
 if out=$(sbatch --parsable --output="$d/output.log" --open-mode=append {args} \\
-  "$d/job.sbatch" "$d" 2>&1); then
-  job=${{out%%;*}}
+  "$d/job.sbatch" "$d" 2>"$d/sbatch.err"); then
+  job=$(printf '%s\\n' "$out" | tail -n 1)
+  job=${{job%%;*}}
   printf '%s\\n' "$job" >"$d/slurm_job"
   echo "job $job"
 else
+  out="$out$(head -c 2000 "$d/sbatch.err")"
   printf '%s\\n' "sbatch: $out" >"$d/launch_error"
   printf 'error sbatch: %s\\n' "$out" | head -c 2000
 fi

@@ -11,6 +11,7 @@ policy's retries and backoff.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -49,7 +50,7 @@ async def job_report(transport: Transport, host: HostConfig) -> SlurmReport:
         dir=run.dir,
         started_at=run.started_at,
         exit_code=job.exit_code,
-        ended_at=float(ended[1]) if len(ended) > 1 and not job.live else None,
+        ended_at=_ended_at(ended) if not job.live else None,
         launch_error=run.launch_error,
         kill_requested_at=run.kill_requested,
         log_path=f"{run.dir}/output.log",
@@ -57,6 +58,18 @@ async def job_report(transport: Transport, host: HostConfig) -> SlurmReport:
     )
     state = "launch-failed" if run.launch_error and not job.job_id else job.run_state
     return SlurmReport(now=now, record=record, scheduled=state)
+
+
+def _ended_at(fields: list[str]) -> float | None:
+    """The end time of the exit record the batch script wrote (``CODE TIME``): a file on the
+    job's machine, so anything else in it is unknown, not a crash of the supervisor."""
+    if len(fields) < 2:
+        return None
+    try:
+        value = float(fields[1])
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
 
 
 async def relaunch(transport: Transport, host: HostConfig) -> LaunchResult:
