@@ -28,8 +28,8 @@ from typing import Any
 
 TIMED = (
     ("overview_s", "dflash_tui.app.app", "DflashApp", "refresh_overview", True),
-    ("overview_paint_s", "dflash_tui.app.overview", "HostOverview", "render_lines", True),
-    ("grid", "dflash_tui.app.gpus.grid", "GpuGrid", "redraw", False),
+    ("overview_paint_s", "dflash_tui.app.screens.overview", "HostOverview", "render_lines", True),
+    ("grid", "dflash_tui.app.host.gpus.grid", "GpuGrid", "redraw", False),
 )
 
 

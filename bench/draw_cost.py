@@ -58,7 +58,11 @@ async def one_run(samples: int, warmup: int) -> float:
     """ms of process CPU a sample, in this interpreter."""
     from dflash_tui.app import scenes
     from dflash_tui.app.app import DflashApp
-    from dflash_tui.app.source import ScriptedSource
+
+    try:
+        from dflash_tui.app.host.source import ScriptedSource
+    except ImportError:  # a tree from before the app's folders by role (--trees)
+        from dflash_tui.app.source import ScriptedSource  # type: ignore[no-redef]
     from dflash_tui.core.base.config import Config
 
     seed = scenes.seed_incident()

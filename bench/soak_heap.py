@@ -28,7 +28,7 @@ sys.path[:0] = [str(ROOT / "bench")]
 import soak_feed  # noqa: E402
 
 from dflash_tui.app.app import DflashApp  # noqa: E402
-from dflash_tui.app.source import ScriptedSource  # noqa: E402
+from dflash_tui.app.host.source import ScriptedSource  # noqa: E402
 from dflash_tui.core.base.config import Config  # noqa: E402
 from dflash_tui.core.base.snapshot import Snapshot  # noqa: E402
 

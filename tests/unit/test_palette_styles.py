@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rich.style import Style
 
-from dflash_tui.app.palette import FALLBACK, palette_from
+from dflash_tui.app.widgets.palette import FALLBACK, palette_from
 
 
 def test_a_style_asked_for_again_is_the_one_made_with_its_colours() -> None:
