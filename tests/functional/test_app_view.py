@@ -67,7 +67,7 @@ async def test_seed_screen_labels_missing_log_and_findings() -> None:
         tail = app.screen.query_one(LogTail)
         assert tail.has_class("-missing")
         missing = str(tail.query_one(".tail-missing").render())
-        assert "does not exist (missing for 6m00s)" in missing
+        assert "does not exist (missing for at least 6m00s)" in missing
         findings = {f.code: f.message for f in app.current.last.diagnosis.findings}  # type: ignore[union-attr]
         assert "does not exist" in findings["log-missing"]
         assert "GPUs 2, 3, 7" in findings["busy-no-memory"]
