@@ -55,8 +55,8 @@ async def test_the_app_alerts_when_nobody_supervises(root: Path, tmp_path: Path)
         app = app_for(root, job, replace(alerts, webhook=rx.url), policy)
         async with app.run_test(size=SIZE) as pilot:
             await pilot.press("l")
-            await until(pilot, lambda: "fatal" in rx.codes(), 60)
-            await until(pilot, lambda: len(hook_alerts(out)) >= 3, 20)
+            await until(pilot, lambda: "fatal" in rx.codes(), 120)
+            await until(pilot, lambda: len(hook_alerts(out)) >= 3, 60)
             await pilot.pause(2.0)  # nothing more may follow FATAL
         assert len(run_dirs(root)) == 2  # retries + 1
         assert sorted(rx.codes()) == ["fatal", "restart", "run-exited"], rx.codes()
