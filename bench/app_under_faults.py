@@ -37,7 +37,7 @@ from pathlib import Path
 
 from dflash_tui.app.app import DflashApp
 from dflash_tui.core.base.alert_config import AlertSettings
-from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.base.timings import RestartPolicy
 from dflash_tui.core.control import kill as control_kill
 from dflash_tui.core.link.connect import make_transport

@@ -63,7 +63,7 @@ async def one_run(samples: int, warmup: int) -> float:
         from dflash_tui.app.host.source import ScriptedSource
     except ImportError:  # a tree from before the app's folders by role (--trees)
         from dflash_tui.app.source import ScriptedSource  # type: ignore[no-redef]
-    from dflash_tui.core.base.config import Config
+    from dflash_tui.core.base.config import Config  # this path in older trees too (--trees)
 
     seed = scenes.seed_incident()
     source = ScriptedSource(seed)

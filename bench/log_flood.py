@@ -22,7 +22,7 @@ from dflash_tui.app.app import DflashApp
 from dflash_tui.app.host.logs.area import LogArea
 from dflash_tui.app.host.logs.tail import LogTail
 from dflash_tui.app.host.source import ScriptedSource
-from dflash_tui.core.base.config import Config
+from dflash_tui.core.base.config import Config  # this path in older trees too (alternating)
 from dflash_tui.core.base.snapshot import Snapshot
 
 

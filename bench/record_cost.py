@@ -32,8 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a plain checkout
 
 from dflash_train.topology import Topology  # noqa: E402
-from dflash_tui.core.base.config import HostConfig  # noqa: E402
 from dflash_tui.core.base.config_record import RecordSettings  # noqa: E402
+from dflash_tui.core.base.config_types import HostConfig  # noqa: E402
 from dflash_tui.core.base.snapshot import Snapshot  # noqa: E402
 from dflash_tui.core.diagnosis.tracker import Tracker  # noqa: E402
 from dflash_tui.core.diagnosis.views import Diagnosis  # noqa: E402

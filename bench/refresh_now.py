@@ -13,7 +13,7 @@ import tempfile
 import time
 
 from dflash_tui.app.app import DflashApp
-from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.config_types import Config, HostConfig
 
 
 async def measure(presses: int, run_root: str) -> list[float]:

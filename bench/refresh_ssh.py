@@ -31,7 +31,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "integratio
 from fakes.scenario import FAKES, NVML_FAKE_DIR, box, write_scenario  # noqa: E402
 from loopback_sshd import ALIAS, LoopbackSshd, sshd_unavailable  # noqa: E402
 
-from dflash_tui.core.base.config import HostConfig  # noqa: E402
+from dflash_tui.core.base.config_types import HostConfig  # noqa: E402
 from dflash_tui.core.link.feed import probe_command  # noqa: E402
 from dflash_tui.core.link.ssh import SshTransport  # noqa: E402
 from dflash_tui.core.probe.bundle import probe_source  # noqa: E402

@@ -29,7 +29,7 @@ import soak_feed  # noqa: E402
 
 from dflash_tui.app.app import DflashApp  # noqa: E402
 from dflash_tui.app.host.source import ScriptedSource  # noqa: E402
-from dflash_tui.core.base.config import Config  # noqa: E402
+from dflash_tui.core.base.config_types import Config  # noqa: E402
 from dflash_tui.core.base.snapshot import Snapshot  # noqa: E402
 
 

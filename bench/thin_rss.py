@@ -30,8 +30,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from record_cost import samples  # noqa: E402
 
 from dflash_train.topology import Topology  # noqa: E402
-from dflash_tui.core.base.config import HostConfig  # noqa: E402
 from dflash_tui.core.base.config_record import RecordSettings  # noqa: E402
+from dflash_tui.core.base.config_types import HostConfig  # noqa: E402
 from dflash_tui.core.record.recorder import Recorder  # noqa: E402
 from dflash_tui.core.record.thin import thin_segment  # noqa: E402
 

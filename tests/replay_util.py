@@ -12,8 +12,8 @@ from pathlib import Path
 from tmux_util import Tmux
 
 from dflash_tui.app import scenes
-from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.config_record import RecordSettings
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.record.recorder import Recorder

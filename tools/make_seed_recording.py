@@ -41,8 +41,8 @@ def gpu_rows() -> list[tuple[int, int, int]]:
 def build(out: Path) -> None:
     from dflash_train.topology import Topology
     from dflash_tui.app import scenes
-    from dflash_tui.core.base.config import HostConfig
     from dflash_tui.core.base.config_record import RecordSettings
+    from dflash_tui.core.base.config_types import HostConfig
     from dflash_tui.core.base.snapshot import Gpu
     from dflash_tui.core.diagnosis.tracker import Tracker
     from dflash_tui.core.record.recorder import Recorder

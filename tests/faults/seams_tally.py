@@ -35,8 +35,8 @@ from hostile_probe import install, raw_in, shouting_probe  # noqa: E402
 from support import live_group  # noqa: E402
 
 from dflash_tui.app import scenes  # noqa: E402
-from dflash_tui.core.base.config import HostConfig  # noqa: E402
 from dflash_tui.core.base.config_record import RecordSettings  # noqa: E402
+from dflash_tui.core.base.config_types import HostConfig  # noqa: E402
 from dflash_tui.core.diagnosis.tracker import Tracker  # noqa: E402
 from dflash_tui.core.record.recorder import Recorder  # noqa: E402
 from dflash_tui.core.record.segments import GZIP, SegmentWriter  # noqa: E402

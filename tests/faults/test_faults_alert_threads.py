@@ -139,7 +139,7 @@ async def test_the_app_folds_samples_while_alerts_are_stuck(trickler: str, tmp_p
     from support import until
 
     from dflash_tui.app.app import DflashApp
-    from dflash_tui.core.base.config import Config, HostConfig
+    from dflash_tui.core.base.config_types import Config, HostConfig
     from dflash_tui.core.base.timings import RestartPolicy
     from dflash_tui.core.control.policy import Decision
 

@@ -31,7 +31,7 @@ from control_faults import (
     wait_for,
 )
 
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.control.kill import kill_latest
 from dflash_tui.core.control.launch import launch
 from dflash_tui.core.control.script import ControlError, _script, fetch_run

@@ -19,8 +19,8 @@ from support import screen_text, until
 
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.replay import ReplayApp
-from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.config_record import RecordSettings
+from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.record.recorder import Recorder

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from control_faults import marked, read_only, record, tmpfs
 
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.control.kill import kill_latest
 from dflash_tui.core.control.launch import launch
 from dflash_tui.core.link.transport import LocalTransport

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from hostile_probe import shouting_probe, with_peak_rss
 
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.snapshot import PROBE_LINE_MAX, ROWS_MAX, Snapshot
 from dflash_tui.core.link.feed import Feed, Malformed
 from dflash_tui.core.link.transport import LocalTransport, oversize_of

@@ -23,7 +23,7 @@ from textual.pilot import Pilot
 
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.host.header import RunHeader
-from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.probe import main as probe_main
 
 INTERVAL = 0.5

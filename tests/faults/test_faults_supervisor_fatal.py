@@ -17,7 +17,7 @@ from support import until
 
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.host.header import RunHeader
-from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.base.timings import RestartPolicy
 
 pytestmark = pytest.mark.slow

@@ -24,7 +24,7 @@ import pytest
 from fakes.proberun import ProbeStream, log_lines
 from sshd_fixtures import ALIAS, cli, local_view, make_sshd
 
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.link.feed import Feed
 from dflash_tui.core.link.ssh import SshTransport

@@ -16,7 +16,7 @@ from support import until
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.host.logs.tail import LogTail
 from dflash_tui.app.host.source import ScriptedSource
-from dflash_tui.core.base.config import Config
+from dflash_tui.core.base.config_types import Config
 from dflash_tui.core.base.snapshot import Snapshot
 
 NOT_SHOWN = re.compile(r"^┄┄ ([\d,]+) lines not shown")

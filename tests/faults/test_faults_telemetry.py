@@ -16,7 +16,7 @@ from support import until
 
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.host.gpus.grid import GpuGrid
-from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.config_types import Config, HostConfig
 
 WILD = ("99999999999999991611392", "1e+23", "-1000", "100000", "-5")
 

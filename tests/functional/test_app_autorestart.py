@@ -16,7 +16,7 @@ from dflash_tui.app.control.autorestart import AUTO_GROUP
 from dflash_tui.app.control.confirm import ConfirmScreen
 from dflash_tui.app.host.findings.panel import TimelineList
 from dflash_tui.app.host.header import RunHeader
-from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.base.timings import RestartPolicy
 from dflash_tui.core.control import kill as control_kill
 from dflash_tui.core.link.connect import make_transport

@@ -33,7 +33,7 @@ from dflash_tui.app.host.procs.gpu_table import GpuProcView
 from dflash_tui.app.host.procs.tree import ProcTree
 from dflash_tui.app.host.source import ScriptedSource
 from dflash_tui.app.widgets.waits import WaitBar
-from dflash_tui.core.base.config import Config
+from dflash_tui.core.base.config_types import Config
 from dflash_tui.core.base.snapshot import Snapshot
 
 

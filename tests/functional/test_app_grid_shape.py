@@ -17,7 +17,7 @@ from dflash_tui.app.app import DflashApp
 from dflash_tui.app.host.gpus.fit import PANEL_H
 from dflash_tui.app.host.gpus.grid import GpuGrid
 from dflash_tui.app.host.source import ScriptedSource
-from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 
 SIZE = (120, 40)

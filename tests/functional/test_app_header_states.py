@@ -18,7 +18,7 @@ from support import until
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.host.header import RunHeader
 from dflash_tui.app.host.source import ScriptedSource
-from dflash_tui.core.base.config import Config
+from dflash_tui.core.base.config_types import Config
 from dflash_tui.core.base.snapshot import Snapshot
 
 T = 1_764_700_000.0

@@ -19,7 +19,7 @@ from dflash_tui.app.host.history.plot import HistoryPlot
 from dflash_tui.app.host.history.view import HistoryView, build
 from dflash_tui.app.host.source import ScriptedSource
 from dflash_tui.app.screens.help import HelpScreen
-from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.control import kill as control_kill
 from dflash_tui.core.link.connect import make_transport
 

@@ -13,7 +13,7 @@ from dflash_tui.app.app import DflashApp
 from dflash_tui.app.host.source import ScriptedSource
 from dflash_tui.app.host.strip import HostStrip, host_line, workers_text
 from dflash_tui.app.widgets.palette import FALLBACK
-from dflash_tui.core.base.config import Config
+from dflash_tui.core.base.config_types import Config
 from dflash_tui.core.base.machine import Machine, Worker
 from dflash_tui.core.diagnosis.host_view import host_parts, worker_views
 

@@ -29,7 +29,7 @@ from dflash_tui.app.host.source import Disconnected, ScriptedSource
 from dflash_tui.app.host.state import summarize
 from dflash_tui.app.screens.help import HelpScreen
 from dflash_tui.app.screens.overview import HostOverview
-from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.control import kill as control_kill
 from dflash_tui.core.link.connect import make_transport

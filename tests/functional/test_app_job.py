@@ -24,8 +24,9 @@ from dflash_tui.app.app import DflashApp
 from dflash_tui.app.control.confirm import ConfirmScreen
 from dflash_tui.app.screens.overview import HostOverview, job_text
 from dflash_tui.app.widgets.palette import palette_for
-from dflash_tui.core.base.config import Config, load_file
+from dflash_tui.core.base.config import load_file
 from dflash_tui.core.base.config_record import RecordSettings
+from dflash_tui.core.base.config_types import Config
 from dflash_tui.core.diagnosis.job import MemberView
 
 pytestmark = [pytest.mark.ssh, pytest.mark.slow]

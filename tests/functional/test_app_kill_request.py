@@ -17,7 +17,7 @@ from support import until
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.control.confirm import ConfirmScreen
 from dflash_tui.app.host.source import ScriptedSource
-from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.control.kill import kill, kill_latest
 from dflash_tui.core.control.launch import launch
 from dflash_tui.core.link.feed import sample_once

@@ -26,7 +26,7 @@ from dflash_tui.app.host.header import RunHeader
 from dflash_tui.app.host.logs.tail import LogTail
 from dflash_tui.app.host.procs.tree import ProcTree
 from dflash_tui.app.widgets.waits import WaitBar
-from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.base.rundir import group_members
 from dflash_tui.core.control import kill as control_kill
 from dflash_tui.core.link.connect import make_transport

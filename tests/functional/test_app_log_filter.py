@@ -17,7 +17,7 @@ from textual.pilot import Pilot
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.host.logs.tail import LogTail
 from dflash_tui.app.host.source import ScriptedSource
-from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.control import kill as control_kill
 from dflash_tui.core.link.connect import make_transport

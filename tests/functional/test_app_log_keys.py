@@ -17,7 +17,7 @@ from dflash_tui.app.app import DflashApp
 from dflash_tui.app.host.logs.search import SearchState, hscroll_label
 from dflash_tui.app.host.logs.tail import LogTail
 from dflash_tui.app.host.source import ScriptedSource
-from dflash_tui.core.base.config import Config
+from dflash_tui.core.base.config_types import Config
 from dflash_tui.core.base.snapshot import Snapshot
 
 SIZE = (120, 40)

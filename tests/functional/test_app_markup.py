@@ -7,7 +7,7 @@ from support import until
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.host.source import ScriptedSource
-from dflash_tui.core.base.config import Config
+from dflash_tui.core.base.config_types import Config
 
 
 async def test_hostile_notification_is_shown_as_text() -> None:

@@ -12,7 +12,7 @@ from support import screen_text, until
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.host.source import ScriptedSource
-from dflash_tui.core.base.config import Config
+from dflash_tui.core.base.config_types import Config
 from dflash_tui.core.base.text import mib, mib_pair
 
 QUANTITY = re.compile(r"(\d[\d.,]*)\s?(MiB|GiB|MB|GB|M|G)(?![A-Za-z])")

@@ -11,7 +11,7 @@ from support import until
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.host.findings.panel import FindingsList
 from dflash_tui.app.host.logs.tail import LogTail
-from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.config_types import Config, HostConfig
 
 
 def notice(app: DflashApp) -> str:

@@ -23,7 +23,7 @@ from dflash_tui.app.host.logs.tail import LogTail
 from dflash_tui.app.host.logs.widget import TailLog
 from dflash_tui.app.host.procs.tree import ProcTree
 from dflash_tui.app.host.source import ScriptedSource
-from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 
 T0 = 1_764_669_600.0

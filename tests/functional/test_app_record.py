@@ -12,7 +12,7 @@ from supervise_util import cleanup, cli, record, run_dirs
 from support import until
 
 from dflash_tui.app.app import DflashApp
-from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.record.replay import load
 from dflash_tui.core.record.segments import segment_files
 

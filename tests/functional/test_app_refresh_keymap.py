@@ -18,8 +18,9 @@ from dflash_tui.app.app import DflashApp
 from dflash_tui.app.host.source import ScriptedSource
 from dflash_tui.app.keys.keymap import binding_ids, keymap_problems
 from dflash_tui.app.screens.help import HelpScreen
-from dflash_tui.core.base.config import Config, ConfigError, HostConfig, load_file
+from dflash_tui.core.base.config import ConfigError, load_file
 from dflash_tui.core.base.config_keys import KEY_IDS
+from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 
 SIZE = (120, 40)

@@ -21,7 +21,7 @@ from dflash_tui.app.host.sample import SampleReady
 from dflash_tui.app.host.source import ScriptedSource
 from dflash_tui.app.screens.main import MainScreen
 from dflash_tui.app.screens.overview import HostOverview
-from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.link.feed import FeedEvent
 

@@ -18,7 +18,7 @@ from textual.widgets import Static
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.control.confirm import ConfirmScreen
 from dflash_tui.app.control.signals import SignalMenu
-from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.config_types import Config, HostConfig
 
 SIZE = (120, 40)
 PY_SPY = Path(sys.executable).parent / "py-spy"  # the test extra installs it (pyproject)

@@ -22,7 +22,7 @@ from dflash_tui.app.host.header import RunHeader
 from dflash_tui.app.host.source import ScriptedSource
 from dflash_tui.app.keys.footer import KEY as FOOTER_KEY
 from dflash_tui.app.screens.help import HelpScreen
-from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 
 SMALL = (80, 24)

@@ -26,7 +26,7 @@ from dflash_tui.app.host.logs.area import LogArea
 from dflash_tui.app.host.procs.tree import ProcTree
 from dflash_tui.app.host.source import Disconnected, ScriptedSource
 from dflash_tui.app.widgets.palette import palette_for
-from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.config_types import Config, HostConfig
 
 SIZE = (120, 40)
 INTERVAL = 0.5

@@ -24,7 +24,7 @@ from dflash_tui.app.host.procs.tree import ProcTree
 from dflash_tui.app.host.source import ScriptedSource
 from dflash_tui.app.keys.table import app_action
 from dflash_tui.app.screens.help import HelpScreen
-from dflash_tui.core.base.config import Config
+from dflash_tui.core.base.config_types import Config
 from dflash_tui.core.base.snapshot import Snapshot
 
 SIZE = (120, 40)

@@ -19,7 +19,7 @@ from dflash_tui.app.host.logs.tail import LogTail
 from dflash_tui.app.host.logs.widget import TailLog
 from dflash_tui.app.host.procs.gpu_table import GpuProcView
 from dflash_tui.app.host.source import ScriptedSource
-from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 
 SMALL, MEDIUM = (80, 24), (120, 40)

@@ -12,7 +12,7 @@ from dflash_tui.app.app import DflashApp
 from dflash_tui.app.control.confirm import ConfirmScreen
 from dflash_tui.app.host.findings.panel import FindingsList
 from dflash_tui.app.host.source import ScriptedSource
-from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.config_types import Config, HostConfig
 
 
 @pytest.mark.parametrize("read_only", [False, True])

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.timings import RestartPolicy
 from dflash_tui.core.control.kill import kill, kill_latest
 from dflash_tui.core.control.launch import launch

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from support import busybox_bin
 
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.control.kill import kill_latest
 from dflash_tui.core.control.launch import launch
 from dflash_tui.core.control.restart import restart_latest

@@ -14,7 +14,7 @@ from support import until
 
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.control.confirm import ConfirmScreen
-from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.control import kill as control_kill
 from dflash_tui.core.link.connect import make_transport
 

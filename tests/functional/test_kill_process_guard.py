@@ -23,7 +23,7 @@ from support import busybox_bin, open_kill_process_dialog, until
 
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.control.confirm import ConfirmScreen
-from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.control.pid import kill_process
 from dflash_tui.core.control.script import SCRIPT_PATH
 from dflash_tui.core.link.transport import LocalTransport

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from dflash_tui.app.host.source import LiveSource
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.link.feed import Disconnected, Feed, FeedEvent
 from dflash_tui.core.link.local_feed import LocalFeed, feed_for, in_daemon_thread

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.rundir import RunReport, group_members
 from dflash_tui.core.control.kill import kill
 from dflash_tui.core.control.launch import launch

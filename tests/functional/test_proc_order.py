@@ -21,7 +21,7 @@ from support import until
 from dflash_train.topology import Topology
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.host.gpus.grid import GpuGrid
-from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.config_types import Config, HostConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 SPIN = [sys.executable, "-c", "while True: pass"]

@@ -14,8 +14,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from dflash_tui.app import scenes
-from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.config_record import RecordSettings
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.record.recorder import Recorder
 from dflash_tui.core.record.replay import RUN_MARK, load

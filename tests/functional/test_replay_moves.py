@@ -13,8 +13,8 @@ from support import screen_text
 from dflash_tui.app import scenes
 from dflash_tui.app.host.history.view import HistoryView
 from dflash_tui.app.replay import ReplayApp
-from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.config_record import RecordSettings
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot, StepPoints
 from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.record.recorder import Recorder

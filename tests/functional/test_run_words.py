@@ -15,7 +15,7 @@ from pathlib import Path
 from support import until
 
 from dflash_tui.app.app import DflashApp
-from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.config_types import Config, HostConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 

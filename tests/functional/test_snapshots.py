@@ -16,7 +16,7 @@ from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.host.logs.widget import TailLog
 from dflash_tui.app.host.source import ScriptedSource
-from dflash_tui.core.base.config import Config
+from dflash_tui.core.base.config_types import Config
 
 SIZE = (120, 40)
 

@@ -15,7 +15,7 @@ import pytest
 from fakes.scenario import app, box, gpu
 
 from dflash_tui.cli.status_doc import host_document
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.timings import START_WINDOW_S
 from dflash_tui.core.control.kill import kill
 from dflash_tui.core.control.launch import launch

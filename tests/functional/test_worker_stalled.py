@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from fakes.proberun import ProbeStream
 
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.rundir import ALIVE_STATES
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.control.kill import kill_latest

@@ -26,7 +26,7 @@ from schemas import check_status
 from slurm_cluster import Cluster
 from supervise_util import alive, cli, record, wait_for
 
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.control.slurm import actions
 from dflash_tui.core.link.transport import LocalTransport
 

@@ -25,8 +25,8 @@ from dflash_tui.app.host.findings.panel import FindingsList
 from dflash_tui.app.host.header import RunHeader
 from dflash_tui.app.host.slurm import NodeLink
 from dflash_tui.app.screens.overview import HostOverview
-from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.config_slurm import SlurmConfig
+from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.control.slurm.actions import submit_run
 from dflash_tui.core.link.transport import LocalTransport
 

@@ -15,7 +15,7 @@ import pytest
 from conftest import cli, local_view, make_sshd
 from loopback_sshd import ALIAS, LoopbackSshd
 
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.link.feed import Disconnected, Feed
 from dflash_tui.core.link.ssh import SshTransport

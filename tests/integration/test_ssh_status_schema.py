@@ -18,7 +18,7 @@ from loopback_sshd import ALIAS, LoopbackSshd
 from schemas import check_probe_line, check_status
 from test_ssh_status import no_python_bin
 
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.link.connect import make_transport
 from dflash_tui.core.link.feed import probe_command
 from dflash_tui.core.probe.bundle import probe_source

@@ -11,7 +11,7 @@ import pytest
 from conftest import cli
 from loopback_sshd import ALIAS, LoopbackSshd
 
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.link.feed import probe_command
 from dflash_tui.core.link.ssh import SshTransport
 from dflash_tui.core.link.ssh_connect import SshSettings

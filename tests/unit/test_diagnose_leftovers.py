@@ -19,7 +19,7 @@ from fakes.rows import proc_row
 
 from dflash_train.topology import Topology
 from dflash_tui.cli.table import render
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.diagnosis.diagnose import diagnose
 from dflash_tui.core.diagnosis.document import to_json

@@ -7,7 +7,7 @@ import shlex
 import time
 from pathlib import Path
 
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.link.feed import Disconnected, Feed
 from dflash_tui.core.link.transport import LocalTransport

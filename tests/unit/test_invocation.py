@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from dflash_tui.cli.main import build_parser
-from dflash_tui.core.base.config import Config, HostConfig, load_file, resolve
+from dflash_tui.core.base.config import load_file, resolve
+from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.base.invocation import command_line, own_command, quit_commands
 
 PY = "/opt/py/bin/python3"

@@ -147,7 +147,7 @@ def test_threshold_keys_match_the_dataclass() -> None:
 
 
 def test_status_document_carries_machine() -> None:
-    from dflash_tui.core.base.config import HostConfig
+    from dflash_tui.core.base.config_types import HostConfig
     from dflash_tui.core.diagnosis.document import to_json
 
     m = {**meminfo(H200["/proc/meminfo"]), "oom_kill": vmstat_oom(H200["/proc/vmstat"])}

@@ -9,7 +9,8 @@ import pytest
 
 from dflash_tui.app.host.logs.export import save_lines
 from dflash_tui.cli.supervise import log_path
-from dflash_tui.core.base.config import HostConfig, resolve
+from dflash_tui.core.base.config import resolve
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.paths import config_dir, state_dir
 
 

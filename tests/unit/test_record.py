@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from dflash_tui.app import scenes
-from dflash_tui.core.base.config import ConfigError, HostConfig, load_file
+from dflash_tui.core.base.config import ConfigError, load_file
 from dflash_tui.core.base.config_record import RecordSettings
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.machine import Checkpoint, Disk, GpuHealth, KernelLine, Machine, Worker
 from dflash_tui.core.base.snapshot import Proc, Snapshot, StepPoints
 from dflash_tui.core.diagnosis.tracker import Tracker

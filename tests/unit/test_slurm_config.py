@@ -87,7 +87,7 @@ def test_the_flag_overrides_the_config(tmp_path: Path) -> None:
 
 
 def test_sbatch_gets_one_argument_per_setting() -> None:
-    from dflash_tui.core.base.config import HostConfig
+    from dflash_tui.core.base.config_types import HostConfig
 
     s = SlurmConfig(partition="gpu", nodes=2, gpus_per_node=4, account="lab", qos="high",
                     time="30", job_name="j", sbatch_args=("--comment", "a b; c"))  # fmt: skip

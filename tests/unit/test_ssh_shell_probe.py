@@ -16,7 +16,7 @@ from fakes.proberun import run_probe
 from fakes.scenario import FAKES, FakeSmi, app, box, gpu
 from support import busybox_bin
 
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.rundir import run_state
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.link.feed import sample_once

@@ -40,7 +40,7 @@ def test_stale_stopped_none_and_hostile_host() -> None:
 
 def test_render_prints_the_host_name_safely() -> None:
     from dflash_tui.cli.table import render
-    from dflash_tui.core.base.config import HostConfig
+    from dflash_tui.core.base.config_types import HostConfig
     from dflash_tui.core.base.snapshot import Snapshot
     from dflash_tui.core.diagnosis.tracker import Tracker
 

@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from dflash_train.topology import Topology
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.snapshot import RunRecord, Snapshot
 from dflash_tui.core.base.supervision import SupervisorRecord, policy_request
 from dflash_tui.core.base.timings import RestartPolicy

@@ -34,7 +34,7 @@ from dflash_tui.app.screens.overview import HostOverview
 from dflash_tui.app.terminal import announcing_driver
 from dflash_tui.app.widgets.themes import AppThemes
 from dflash_tui.app.widgets.waits import WaitBar
-from dflash_tui.core.base.config import Config
+from dflash_tui.core.base.config_types import Config
 from dflash_tui.core.base.invocation import quit_commands
 from dflash_tui.core.base.rundir import ALIVE_STATES
 from dflash_tui.core.base.text import safe_label, terminal_safe

@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from dflash_tui.app.terminal import terminal_problem
-from dflash_tui.core.base.config import Config
+from dflash_tui.core.base.config_types import Config
 from dflash_tui.core.base.text import terminal_safe
 
 

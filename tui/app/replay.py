@@ -30,7 +30,7 @@ from dflash_tui.app.host.logs.area import LogArea
 from dflash_tui.app.host.sample import SampleReady
 from dflash_tui.app.screens.main import MainScreen
 from dflash_tui.app.screens.timebar import TimeBar
-from dflash_tui.core.base.config import Config
+from dflash_tui.core.base.config_types import Config
 from dflash_tui.core.base.snapshot import LogState, Snapshot
 from dflash_tui.core.base.text import terminal_safe
 from dflash_tui.core.diagnosis.history import RunHistory

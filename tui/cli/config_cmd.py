@@ -8,7 +8,7 @@ import shlex
 import sys
 from importlib import resources
 
-from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.control.slurm.batch import sbatch_args
 
 EXAMPLE = "config.example.toml"  # package data of dflash_tui.cli; docs/ links to it

@@ -14,8 +14,8 @@ from typing import Any
 
 from dflash_train.topology import Topology
 from dflash_tui.cli import flags
-from dflash_tui.core.base.config import Config, ConfigError, resolve
-from dflash_tui.core.base.config_types import DEFAULT_INTERVAL, DEFAULT_RUN_ROOT, DEMO_STEPS
+from dflash_tui.core.base.config import ConfigError, resolve
+from dflash_tui.core.base.config_types import DEFAULT_INTERVAL, DEFAULT_RUN_ROOT, DEMO_STEPS, Config
 from dflash_tui.core.base.paths import config_dir
 from dflash_tui.core.base.text import terminal_safe
 from dflash_tui.core.base.timings import KILL_GRACE_S, RELEASE_TIMEOUT_S, START_WINDOW_S

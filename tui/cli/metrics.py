@@ -22,7 +22,7 @@ import sys
 from types import ModuleType
 
 from dflash_tui.cli.flags import DEFAULT_LISTEN
-from dflash_tui.core.base.config import Config
+from dflash_tui.core.base.config_types import Config
 from dflash_tui.core.base.text import terminal_safe
 
 INSTALL = "pip install 'dflash-tui[metrics]' (or: pip install prometheus-client)"

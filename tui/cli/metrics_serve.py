@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from dflash_tui.cli.status_doc import status_doc, unreachable
-from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.diagnosis.thresholds import thresholds_for
 from dflash_tui.core.diagnosis.tracker import Tracker

@@ -16,8 +16,7 @@ import sys
 import time
 from typing import Any
 
-from dflash_tui.core.base.config import Config, HostConfig
-from dflash_tui.core.base.config_types import JobConfig
+from dflash_tui.core.base.config_types import Config, HostConfig, JobConfig
 from dflash_tui.core.base.rundir import ALIVE_STATES
 from dflash_tui.core.base.snapshot import Proc
 from dflash_tui.core.base.text import mib, names_host, printable, terminal_safe

@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.base.text import terminal_safe
 from dflash_tui.core.link.errors import TransportError
 from dflash_tui.core.link.local_probe import LocalSample, in_process

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.text import with_host
 from dflash_tui.core.diagnosis.document import iso_time, to_json

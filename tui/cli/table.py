@@ -8,7 +8,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.local_proc import alive
 from dflash_tui.core.base.rundir import exit_meaning
 from dflash_tui.core.base.supervision import SupervisorRecord

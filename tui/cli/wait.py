@@ -21,7 +21,7 @@ from typing import Any
 
 from dflash_tui.cli.until import Until, verdict_on
 from dflash_tui.cli.watch import host_documents
-from dflash_tui.core.base.config import Config, HostConfig
+from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.base.text import terminal_safe
 from dflash_tui.core.control.script import ControlError, fetch_run
 from dflash_tui.core.link.connect import make_transport

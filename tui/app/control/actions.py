@@ -40,7 +40,7 @@ from dflash_tui.app.ports import AppPort
 from dflash_tui.app.widgets.waits import WaitBar
 from dflash_tui.core.base.snapshot import Proc
 from dflash_tui.core.base.text import safe_label
-from dflash_tui.core.diagnosis.diagnose import Diagnosis
+from dflash_tui.core.diagnosis.views import Diagnosis
 
 
 class ControlApp(AppPort, Protocol):

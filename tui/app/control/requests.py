@@ -13,7 +13,7 @@ from dflash_tui.app.host.procs.tree import ProcInfo
 from dflash_tui.core.base.rundir import group_members
 from dflash_tui.core.base.snapshot import Proc, Snapshot
 from dflash_tui.core.base.text import safe_label
-from dflash_tui.core.diagnosis.diagnose import Diagnosis
+from dflash_tui.core.diagnosis.views import Diagnosis
 
 PIDS_SHOWN = 12  # a dialog lists this many PIDs, then "... and N more"
 

@@ -31,12 +31,12 @@ from dflash_tui.app.control.kill_many import dump_each, kill_each, many_kill_tex
 from dflash_tui.app.control.requests import DUMP, ProcessRequest
 from dflash_tui.app.host.procs.tree import ProcInfo
 from dflash_tui.app.host.state import HostState
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.rundir import group_members
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.text import safe_label
 from dflash_tui.core.control.pid import SIGNALS, known_refusal
-from dflash_tui.core.diagnosis.diagnose import Diagnosis
+from dflash_tui.core.diagnosis.views import Diagnosis
 
 # The menu's words for each choice (after the signal's name).
 WHAT = {

@@ -19,7 +19,7 @@ from dflash_tui.app.host.sample import SampleReady
 from dflash_tui.app.host.source import Disconnected, Malformed
 from dflash_tui.app.host.state import HostState, summarize
 from dflash_tui.app.ports import AppPort
-from dflash_tui.core.base.config import Config
+from dflash_tui.core.base.config_types import Config
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.link.transport import TransportError
 

@@ -25,9 +25,9 @@ from dflash_tui.core.base.rundir import ALIVE_STATES as ACTIVE
 from dflash_tui.core.base.rundir import exit_meaning
 from dflash_tui.core.base.supervision import SupervisorRecord
 from dflash_tui.core.base.text import safe_label
-from dflash_tui.core.diagnosis.diagnose import Diagnosis
 from dflash_tui.core.diagnosis.finding import duration
 from dflash_tui.core.diagnosis.severity import label_severity, run_chip
+from dflash_tui.core.diagnosis.views import Diagnosis
 
 # GPUs not read are unknown, not unhealthy: muted, not red (the overview's rows too).
 HEALTH_COLOUR = {"ok": "ok", "unknown": "muted", "bad": "error"}

@@ -33,9 +33,9 @@ from dflash_tui.app.host.state import HostState
 from dflash_tui.app.host.strip import HostStrip
 from dflash_tui.app.host.zoom import Zoom
 from dflash_tui.app.widgets.themed import draw_guarded
-from dflash_tui.core.diagnosis.diagnose import Diagnosis
 from dflash_tui.core.diagnosis.finding import Finding, duration
 from dflash_tui.core.diagnosis.timeline import Event
+from dflash_tui.core.diagnosis.views import Diagnosis
 
 # The owners whose processes a GPU finding is about (the PID it names, for the tree).
 _NAMED_OWNER = {"orphan-process": "orphan", "foreign-process": "foreign"}

@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dflash_tui.core.base.snapshot import Snapshot
-from dflash_tui.core.diagnosis.diagnose import Diagnosis
 from dflash_tui.core.diagnosis.progress import Metric, Progress
 from dflash_tui.core.diagnosis.timeline import Event
+from dflash_tui.core.diagnosis.views import Diagnosis
 
 
 @dataclass

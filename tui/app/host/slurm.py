@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 
 from dflash_tui.app.host.source import LiveSource, probe_feed
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.control.slurm.findings import (
     REPLACED,
@@ -25,7 +25,7 @@ from dflash_tui.core.control.slurm.findings import (
     lines,
     read_view,
 )
-from dflash_tui.core.diagnosis.diagnose import Diagnosis
+from dflash_tui.core.diagnosis.views import Diagnosis
 from dflash_tui.core.link.feed import Disconnected, FeedEvent
 from dflash_tui.core.link.slurm_node import node_transport
 from dflash_tui.core.link.transport import CommandResult, Transport, TransportError

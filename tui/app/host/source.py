@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import AsyncIterator, Iterable
 from typing import Protocol
 
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.timings import SAMPLE_TIMEOUT_S
 from dflash_tui.core.link.feed import Disconnected, Feed, FeedEvent, Malformed, sample_once

@@ -26,18 +26,18 @@ from dflash_tui.app.host.slurm import (
     slurm_job_line,
 )
 from dflash_tui.app.host.source import EventSource, LiveSource
-from dflash_tui.core.base.config import Config, HostConfig
 from dflash_tui.core.base.config_job import JobConfig
 from dflash_tui.core.base.config_record import RecordSettings
+from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.base.rundir import ALIVE_STATES as ACTIVE
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.supervision import SupervisorRecord
-from dflash_tui.core.diagnosis.diagnose import Diagnosis
 from dflash_tui.core.diagnosis.job import MemberView
 from dflash_tui.core.diagnosis.severity import run_chip, worst
 from dflash_tui.core.diagnosis.thresholds import thresholds_for
 from dflash_tui.core.diagnosis.timeline import Timeline
 from dflash_tui.core.diagnosis.tracker import Tracker
+from dflash_tui.core.diagnosis.views import Diagnosis
 from dflash_tui.core.link.transport import Transport
 from dflash_tui.core.record.recorder import Recorder
 

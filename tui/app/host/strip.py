@@ -17,7 +17,6 @@ from textual.widgets import Static
 from dflash_tui.app.host.header import Part, fit, part
 from dflash_tui.app.widgets.palette import Palette
 from dflash_tui.app.widgets.themed import Themed, show_changed
-from dflash_tui.core.diagnosis.diagnose import Diagnosis
 from dflash_tui.core.diagnosis.finding import duration
 from dflash_tui.core.diagnosis.host_view import (
     HostPart,
@@ -27,6 +26,7 @@ from dflash_tui.core.diagnosis.host_view import (
     worker_views,
 )
 from dflash_tui.core.diagnosis.progress import Progress
+from dflash_tui.core.diagnosis.views import Diagnosis
 
 # How soon each reading is shortened when the strip is narrow (lower: sooner).
 _RANK = {"ram": 60, "disk": 50, "swap": 40, "oom": 30}

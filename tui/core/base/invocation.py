@@ -12,8 +12,7 @@ import shutil
 import sys
 from collections.abc import Callable, Sequence
 
-from dflash_tui.core.base.config import Config, HostConfig
-from dflash_tui.core.base.config_types import DEFAULT_RUN_ROOT
+from dflash_tui.core.base.config_types import DEFAULT_RUN_ROOT, Config, HostConfig
 
 MODULE = "dflash_tui.cli.main"  # what `python -m` runs when there is no script
 

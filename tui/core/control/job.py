@@ -14,9 +14,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.config_job import elastic_warning, member_host
-from dflash_tui.core.base.config_types import JobConfig
+from dflash_tui.core.base.config_types import HostConfig, JobConfig
 from dflash_tui.core.base.timings import KILL_GRACE_S, RELEASE_TIMEOUT_S, START_WINDOW_S
 from dflash_tui.core.control.kill import KillResult, gpu_holders, kill_latest, sample
 from dflash_tui.core.control.launch import LaunchResult, launch

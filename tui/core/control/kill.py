@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypedDict
 
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.rundir import RunReport
 from dflash_tui.core.base.snapshot import Proc, Snapshot
 from dflash_tui.core.base.text import mib

@@ -7,7 +7,7 @@ import asyncio
 import time
 from dataclasses import dataclass, replace
 
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.rundir import ABANDONED, ALIVE_STATES, RunReport, exit_text
 from dflash_tui.core.base.timings import LOCK_WAIT_S, START_WINDOW_S
 from dflash_tui.core.control.preflight import missing_pipeline

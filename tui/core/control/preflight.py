@@ -15,7 +15,7 @@ import os
 import re
 import shlex
 
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.control.script import ControlError, env_text
 from dflash_tui.core.link.transport import Transport, TransportError
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.rundir import RunReport
 from dflash_tui.core.control.script import ProgressFn, emit, fetch_run
 from dflash_tui.core.link.transport import Transport, TransportError

@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypedDict
 
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.rundir import RunReport
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.text import mib

@@ -26,8 +26,8 @@ from dflash_tui.core.alerts.alert import Alert
 from dflash_tui.core.alerts.events import STOPPED, FindingWatch, RunWatch
 from dflash_tui.core.alerts.notify import Alerter
 from dflash_tui.core.base.alert_config import AlertSettings
-from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.config_record import RecordSettings
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.rundir import ALIVE_STATES, RunReport, exit_text
 from dflash_tui.core.base.snapshot import RunRecord, Snapshot
 from dflash_tui.core.base.supervision import Fatal, policy_request

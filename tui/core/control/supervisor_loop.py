@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dflash_tui import __version__
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.local_proc import start_ticks
 from dflash_tui.core.base.supervision import HISTORY_MAX, Fatal, SupervisorEvent
 from dflash_tui.core.control import supervisor_files as files

@@ -8,7 +8,7 @@ import datetime as dt
 import math
 from typing import Any
 
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.rundir import exit_meaning
 from dflash_tui.core.diagnosis.progress import Progress
 from dflash_tui.core.diagnosis.views import Diagnosis

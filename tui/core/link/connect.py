@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.link.container import wrapper
 from dflash_tui.core.link.transport import LocalTransport, Transport
 

@@ -13,7 +13,7 @@ import shlex
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.timings import SAMPLE_TIMEOUT_S
 from dflash_tui.core.link.hostmap import HostPidMapper

@@ -28,7 +28,7 @@ import threading
 from collections.abc import AsyncGenerator, Callable
 from typing import Any, TypeVar
 
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.link.feed import Disconnected, Feed, FeedEvent, Malformed, snapshot_of
 from dflash_tui.core.link.local_probe import failed, in_process, new_probe, probe_args

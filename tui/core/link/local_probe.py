@@ -24,7 +24,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.timings import SAMPLE_TIMEOUT_S
 from dflash_tui.core.link.errors import TransportError
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.link.transport import LocalTransport, Transport, TransportError, Wrap
 
 _NODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")

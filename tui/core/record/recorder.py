@@ -21,8 +21,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from dflash_tui import __version__
-from dflash_tui.core.base.config import HostConfig, expand_local
+from dflash_tui.core.base.config import expand_local
 from dflash_tui.core.base.config_record import RecordSettings
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.local_proc import alive, start_ticks
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.diagnosis.timeline import Event, Timeline

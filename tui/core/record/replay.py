@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dflash_train.topology import Topology
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.fields import as_list, as_str
 from dflash_tui.core.base.snapshot import LogState, Snapshot
 from dflash_tui.core.diagnosis.document import to_json

@@ -18,7 +18,7 @@ from dflash_tui.app.host.gpus.fit import GridFit, fit_grid
 from dflash_tui.app.host.gpus.panel import GpuPanel
 from dflash_tui.core.base.rundir import ALIVE_STATES as ACTIVE
 from dflash_tui.core.base.text import safe_label
-from dflash_tui.core.diagnosis.diagnose import Diagnosis
+from dflash_tui.core.diagnosis.views import Diagnosis
 
 
 class GpuGrid(ScrollableContainer, can_focus=True):

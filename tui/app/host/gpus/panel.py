@@ -19,10 +19,10 @@ from dflash_tui.app.widgets.palette import Palette
 from dflash_tui.app.widgets.spark import bar, sparkline
 from dflash_tui.core.base.snapshot import Gpu
 from dflash_tui.core.base.text import mib, mib_pair, safe_label
-from dflash_tui.core.diagnosis.diagnose import GpuView, ProcView
 from dflash_tui.core.diagnosis.finding import duration
 from dflash_tui.core.diagnosis.severity import OWNER as _OWNER_SEVERITY
 from dflash_tui.core.diagnosis.severity import label_severity, worst
+from dflash_tui.core.diagnosis.views import GpuView, ProcView
 
 HISTORY = 60  # samples of utilisation and memory kept per GPU for the sparklines
 _BAR, _SPARK = 8, 7

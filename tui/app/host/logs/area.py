@@ -22,7 +22,7 @@ from dflash_tui.app.host.logs.search import compile_search
 from dflash_tui.app.host.logs.tail import LogTail
 from dflash_tui.app.keys.keymap import key_text
 from dflash_tui.core.base.snapshot import LogState
-from dflash_tui.core.diagnosis.diagnose import Diagnosis
+from dflash_tui.core.diagnosis.views import Diagnosis
 
 FLUSH_INTERVAL = 0.05  # seconds: ~20 redraws a second at most, per tail
 IDLE_TICKS = 10  # ticks with nothing to draw before the flush timer pauses (half a second)

@@ -24,8 +24,8 @@ from dflash_tui.app.host.logs.widget import TailLog
 from dflash_tui.app.widgets.palette import Palette, palette_for
 from dflash_tui.app.widgets.themed import redraw_guarded, show_changed
 from dflash_tui.core.base.text import safe_label
-from dflash_tui.core.diagnosis.diagnose import LogView
 from dflash_tui.core.diagnosis.finding import duration
+from dflash_tui.core.diagnosis.views import LogView
 
 
 class ErrorHighlighter(Highlighter):

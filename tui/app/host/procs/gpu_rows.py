@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from dflash_tui.app.host.procs.tree import ProcInfo, gpus_by_pid
 from dflash_tui.core.base.rundir import group_members
 from dflash_tui.core.base.snapshot import Snapshot
-from dflash_tui.core.diagnosis.diagnose import Diagnosis
+from dflash_tui.core.diagnosis.views import Diagnosis
 
 # Sort keys, in the order `o` cycles them (a header click picks one too).
 COLUMNS: tuple[tuple[str, str], ...] = (

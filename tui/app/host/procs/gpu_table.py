@@ -22,8 +22,8 @@ from dflash_tui.app.host.procs.tree import ProcInfo
 from dflash_tui.app.widgets.themed import show_changed
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.text import mib, safe_label
-from dflash_tui.core.diagnosis.diagnose import Diagnosis
 from dflash_tui.core.diagnosis.finding import duration
+from dflash_tui.core.diagnosis.views import Diagnosis
 
 NONE = "—"  # a value the sample does not have
 

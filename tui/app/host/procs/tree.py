@@ -22,7 +22,7 @@ from dflash_tui.app.widgets.palette import Palette, palette_for
 from dflash_tui.core.base.rundir import group_members
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.text import safe_label
-from dflash_tui.core.diagnosis.diagnose import Diagnosis
+from dflash_tui.core.diagnosis.views import Diagnosis
 
 
 @dataclass(frozen=True)

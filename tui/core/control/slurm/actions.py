@@ -14,8 +14,8 @@ import shlex
 import time
 from dataclasses import dataclass, replace
 
-from dflash_tui.core.base.config import HostConfig
 from dflash_tui.core.base.config_job import resumed
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.text import safe_label
 from dflash_tui.core.base.timings import KILL_GRACE_S
 from dflash_tui.core.control.script import ControlError, ProgressFn, emit

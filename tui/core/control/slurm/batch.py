@@ -17,7 +17,7 @@ import secrets
 import shlex
 import time
 
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.control.script import SCRIPT_PARTS, check_root, check_text, env_text
 
 _WRAPPER = re.compile(r"write_wrapper\(\) \{.*?<<'EOF'\n(.*?)\nEOF\n", re.S)

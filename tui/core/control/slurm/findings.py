@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.control.script import ControlError
 from dflash_tui.core.control.slurm import query
 from dflash_tui.core.control.slurm.query import SlurmJob, SlurmUnavailable

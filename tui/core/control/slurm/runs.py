@@ -9,7 +9,7 @@ import re
 import shlex
 from dataclasses import dataclass, replace
 
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.text import safe_label
 from dflash_tui.core.control.script import ControlError, check_root
 from dflash_tui.core.control.slurm import query

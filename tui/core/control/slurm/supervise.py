@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dflash_tui.core.base.config import HostConfig
+from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.rundir import RunReport
 from dflash_tui.core.base.snapshot import RunRecord
 from dflash_tui.core.base.timings import START_WINDOW_S
