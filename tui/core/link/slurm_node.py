@@ -16,9 +16,15 @@ _NODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 _JOB = re.compile(r"\d+(_\d+)?")
 
 
+def is_job_id(text: str) -> bool:
+    """A Slurm job id (``123``, or an array task ``123_4``): the one check before an id read
+    from a file or a command's output is put on a command line."""
+    return _JOB.fullmatch(text) is not None
+
+
 def srun_wrap(job_id: str, node: str) -> Wrap:
     """Wrap a sh command as one task of a step on ``node`` inside job ``job_id``."""
-    if not _JOB.fullmatch(job_id) or not _NODE.fullmatch(node):
+    if not is_job_id(job_id) or not _NODE.fullmatch(node):
         raise TransportError(f"not a Slurm job and node: {job_id[:20]!r} {node[:40]!r}")
     prefix = (
         f"srun --jobid={job_id} --overlap --nodes=1 --ntasks=1 -w {shlex.quote(node)} "

@@ -9,7 +9,6 @@ auto``. The one-live-run rule holds: a queued or running job of this run root re
 from __future__ import annotations
 
 import asyncio
-import re
 import shlex
 import time
 from dataclasses import dataclass, replace
@@ -24,6 +23,7 @@ from dflash_tui.core.control.slurm.batch import new_run_id, node_command, submit
 from dflash_tui.core.control.slurm.lock import launch_lock
 from dflash_tui.core.control.slurm.query import SlurmJob
 from dflash_tui.core.control.slurm.runs import SlurmRun, latest, live_job
+from dflash_tui.core.link.slurm_node import is_job_id
 from dflash_tui.core.link.transport import Transport
 
 SUBMIT_TIMEOUT_S = 60.0
@@ -107,7 +107,7 @@ async def submit_run(
         why = safe_label((res.stderr or res.stdout).strip()[-500:], 500)
         raise ControlError(f"cannot make the run directory under {host.run_root}: {why}")
     run = SlurmRun(run_id, said["dir"], said.get("job"))
-    if run.job_id is None or not re.fullmatch(r"\d+(_\d+)?", run.job_id):
+    if run.job_id is None or not is_job_id(run.job_id):
         why = safe_label(said.get("error", "sbatch gave no job id"), 500)
         return SlurmResult(False, f"launch failed: {why}", "launch-failed", run_id, run.dir)
     job = await query.job(transport, run.job_id)

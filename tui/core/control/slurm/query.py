@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from dflash_tui.core.base.text import safe_label
 from dflash_tui.core.control.script import ControlError
+from dflash_tui.core.link.slurm_node import is_job_id
 from dflash_tui.core.link.transport import CommandResult, Transport
 
 MAX_OUTPUT = 64 * 1024  # one job's lines are short; a cluster's whole queue is never read
@@ -204,7 +205,7 @@ def from_record(job_id: str, record: str | None) -> SlurmJob:
 
 async def job(transport: Transport, job_id: str, exit_record: str | None = None) -> SlurmJob:
     """The job as Slurm says now (squeue, then sacct, then scontrol), else its exit record."""
-    if not re.fullmatch(r"\d+(_\d+)?", job_id):
+    if not is_job_id(job_id):
         raise ControlError(f"not a Slurm job id: {safe_label(job_id, 40)!r}")
     queued = await from_squeue(transport, job_id)
     if queued is not None and queued.live:

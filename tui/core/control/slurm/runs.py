@@ -15,6 +15,7 @@ from dflash_tui.core.control.script import ControlError, check_root
 from dflash_tui.core.control.slurm import query
 from dflash_tui.core.control.slurm.batch import ROOT_SH
 from dflash_tui.core.control.slurm.query import SlurmJob
+from dflash_tui.core.link.slurm_node import is_job_id
 from dflash_tui.core.link.transport import Transport
 
 MAX_COMMAND = 8192  # a run's command as read back (a longer one is not requeued, but resubmitted)
@@ -68,7 +69,7 @@ async def runs(transport: Transport, host: HostConfig, most: int = MAX_RUNS_READ
             rid, _, d = rest.partition(" ")
             if _ID.fullmatch(rid):
                 out.append(SlurmRun(rid, d, None))
-        elif out and key == "slurm_job" and re.fullmatch(r"\d+(_\d+)?", rest.strip()):
+        elif out and key == "slurm_job" and is_job_id(rest.strip()):
             out[-1] = replace(out[-1], job_id=rest.strip())
         elif out and key == "exit":
             out[-1] = replace(out[-1], exit_record=rest.strip()[:100])
