@@ -27,6 +27,7 @@ from dflash_tui.core.base.timings import (
     START_WINDOW_S,
     RestartPolicy,
 )
+from dflash_tui.core.control import scheduled
 from dflash_tui.core.control.kill import (
     KillOptions,
     KillResult,
@@ -48,7 +49,6 @@ from dflash_tui.core.control.script import (
     is_cancelled,
     run_script,
 )
-from dflash_tui.core.control.slurm import supervise as slurm
 from dflash_tui.core.control.supervisor_files import live_supervisor
 from dflash_tui.core.diagnosis.thresholds import DEFAULT, Thresholds
 from dflash_tui.core.link.transport import Transport, TransportError
@@ -290,10 +290,7 @@ async def supervise(
     while not stop.is_set():
         rep: RunReport
         try:
-            if host.scheduler == "slurm":  # the run is its job, as Slurm says it
-                rep = await slurm.job_report(transport, host)
-            else:
-                rep = await fetch_run(transport, host.run_root)
+            rep = await scheduled.latest_run(transport, host)
         except (ControlError, TransportError) as exc:
             decision = Decision("watch", f"cannot read the run: {exc}")
         else:
@@ -313,10 +310,9 @@ async def supervise(
                 if decision != last and on_decision is not None:
                     on_decision(decision)
                 last = decision
-                if host.scheduler == "slurm":  # requeued, or submitted again
-                    res = await slurm.relaunch(transport, host)
-                else:
-                    res = await launch(transport, host, start_window=start_window, keep=keep)
+                res = await scheduled.relaunch_run(
+                    transport, host, start_window=start_window, keep=keep
+                )
                 if on_launch is not None:
                     on_launch(res)
                 if res.run_id is not None:

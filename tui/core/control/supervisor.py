@@ -32,8 +32,8 @@ from dflash_tui.core.base.rundir import ALIVE_STATES, RunReport, exit_text
 from dflash_tui.core.base.snapshot import RunRecord, Snapshot
 from dflash_tui.core.base.supervision import Fatal, policy_request
 from dflash_tui.core.base.timings import START_WINDOW_S, RestartPolicy
+from dflash_tui.core.control import scheduled
 from dflash_tui.core.control import supervisor_files as files
-from dflash_tui.core.control.launch import launch
 from dflash_tui.core.control.policy import AutoRestart, Decision
 from dflash_tui.core.control.script import ControlError, fetch_run
 from dflash_tui.core.control.slurm import supervise as slurm
@@ -195,10 +195,7 @@ class Supervisor(SupervisorLoop):
     async def cycle(self) -> Decision:
         rep: RunReport
         try:
-            if self.host.scheduler == "slurm":  # the run is its job, as Slurm says it
-                rep = await slurm.job_report(self.transport, self.host)
-            else:
-                rep = await fetch_run(self.transport, self.host.run_root)
+            rep = await scheduled.latest_run(self.transport, self.host)
         except (ControlError, TransportError) as exc:
             self._link_down(f"cannot read the run: {exc}")
             decision = Decision("watch", f"cannot read the run: {exc}")
@@ -238,12 +235,9 @@ class Supervisor(SupervisorLoop):
         assert run is not None
         k.launching = run.id
         await self.beat()  # the intent is on record before the launch
-        if self.host.scheduler == "slurm":  # requeued, or submitted again
-            res = await slurm.relaunch(self.transport, self.host)
-        else:
-            res = await launch(
-                self.transport, self.host, start_window=self.opts.start_window, keep=self.opts.keep
-            )
+        res = await scheduled.relaunch_run(
+            self.transport, self.host, start_window=self.opts.start_window, keep=self.opts.keep
+        )
         k.launching = None
         if res.refused:  # a run is alive after all (another launch won): nothing to restart
             self.log.info("no restart of run %s: %s", run.id, res.message)
