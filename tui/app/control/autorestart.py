@@ -92,7 +92,7 @@ class AutoRestarts:
     def toggle(self) -> None:
         """``A``: auto-restart on or off for the host shown (a node of a Slurm job: its
         Slurm host, whose job is the run)."""
-        state = self.app.current.slurm_host or self.app.current
+        state = self.app.current.owner
         if self.app.read_only:  # the binding is hidden too; this is the second lock
             self.app.notify("read-only mode: auto-restart is not available", severity="error")
             return

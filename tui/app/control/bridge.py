@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from dflash_tui.core.base.config_job import JobConfig
 from dflash_tui.core.base.config_types import HostConfig
@@ -27,6 +27,7 @@ from dflash_tui.core.control.policy import Decision
 from dflash_tui.core.control.script import ControlError
 from dflash_tui.core.link.transport import Transport, TransportError
 
+T = TypeVar("T")
 StepFn = Callable[..., None]  # step(text, done=None, total=None)
 Job = Callable[[StepFn], Awaitable[str]]  # one control action, reporting through step
 
@@ -87,12 +88,17 @@ class Bridge:
 
         return on_progress
 
+    async def _reach(self, call: Awaitable[T]) -> T:
+        """``call``'s answer; a link that fails is said as the host being unreachable."""
+        try:
+            return await call
+        except TransportError as exc:
+            raise ControlError(f"{self.host.label} unreachable: {exc}") from None
+
     async def _call(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
         self.cancel = asyncio.Event()
         try:
-            return await fn(self.transport, self.host, *args, cancel=self.cancel, **kw)
-        except TransportError as exc:
-            raise ControlError(f"{self.host.label} unreachable: {exc}") from None
+            return await self._reach(fn(self.transport, self.host, *args, cancel=self.cancel, **kw))
         except ControlError:
             raise
         except RuntimeError as exc:  # any other failure of an action, said in one line
@@ -132,10 +138,7 @@ class Bridge:
         now: the run's group and the processes that left it (found by the run's marker)."""
         from dflash_tui.core.control.script import fetch_run
 
-        try:
-            rep = await fetch_run(self.transport, self.host.run_root, run_id)
-        except TransportError as exc:
-            raise ControlError(f"{self.host.label} unreachable: {exc}") from None
+        rep = await self._reach(fetch_run(self.transport, self.host.run_root, run_id))
         return rep.members
 
     async def restart(self, step: StepFn, run_id: str | None) -> str:
@@ -188,10 +191,9 @@ class Bridge:
         from dflash_tui.core.control.supervisor_files import request_policy
 
         by = f"dflash-tui app PID {os.getpid()} on {socket.gethostname()}"
-        try:
-            await request_policy(self.transport, self.host.run_root, enabled, by, time.time())
-        except TransportError as exc:
-            raise ControlError(f"{self.host.label} unreachable: {exc}") from None
+        await self._reach(
+            request_policy(self.transport, self.host.run_root, enabled, by, time.time())
+        )
 
     async def kill_process(
         self, pid: int, start_ticks: int | None, step: StepFn, signal: str = "TERM"
@@ -217,10 +219,7 @@ class Bridge:
         """The process menu's helpers on the host's PATH (py-spy), name -> path."""
         from dflash_tui.core.control.pyspy import host_tools
 
-        try:
-            return await host_tools(self.transport)
-        except TransportError as exc:
-            raise ControlError(f"{self.host.label} unreachable: {exc}") from None
+        return await self._reach(host_tools(self.transport))
 
     async def dump_process(self, pid: int, start_ticks: int | None) -> tuple[str, tuple[str, ...]]:
         """py-spy dump of ``pid`` once verified: (what happened, py-spy's lines)."""
@@ -228,10 +227,7 @@ class Bridge:
 
         if start_ticks is None:
             raise ControlError(f"PID {pid}: its start time is unknown, so it cannot be verified")
-        try:
-            res = await dump(self.transport, pid=pid, start_ticks=start_ticks)
-        except TransportError as exc:
-            raise ControlError(f"{self.host.label} unreachable: {exc}") from None
+        res = await self._reach(dump(self.transport, pid=pid, start_ticks=start_ticks))
         if not res.ok and not res.lines:
             raise ControlError(res.message)
         return res.message, res.lines

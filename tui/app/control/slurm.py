@@ -10,7 +10,6 @@ its Slurm host's job.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
 from typing import Protocol
 
 from rich.text import Text
@@ -31,7 +30,7 @@ from dflash_tui.core.base.text import safe_label
 from dflash_tui.core.control.slurm import actions as slurm
 from dflash_tui.core.control.slurm.query import SlurmJob
 from dflash_tui.core.control.slurm.runs import SlurmRun, live_job
-from dflash_tui.core.link.transport import Transport, TransportError
+from dflash_tui.core.link.transport import Transport
 
 KEYS = ("launch", "kill", "restart")  # the run keys that go through the scheduler
 
@@ -40,16 +39,10 @@ class SlurmBridge(Bridge):
     """Run control of a Slurm host: its launch, kill and restart go through Slurm (on the
     login node, over the host's one transport); the rest is the login node's, as any host's."""
 
-    async def _slurm(self, call: Awaitable[slurm.SlurmResult]) -> slurm.SlurmResult:
-        try:
-            return await call
-        except TransportError as exc:
-            raise ControlError(f"{self.host.label} unreachable: {exc}") from None
-
     async def launch(self, step: StepFn) -> str:
         step(f"sbatch: {self.host.command}")
         progress = self._progress(step)
-        res = await self._slurm(slurm.submit_run(self.transport, self.host, progress=progress))
+        res = await self._reach(slurm.submit_run(self.transport, self.host, progress=progress))
         return outcome(res.ok, res.message)
 
     async def kill(self, step: StepFn, run_id: str, job_id: str | None = None) -> str:
@@ -57,7 +50,7 @@ class SlurmBridge(Bridge):
         if job_id is None:
             raise ControlError(f"run {run_id}: no Slurm job was named, so none is cancelled")
         step(f"scancel {job_id}; KILL after {self.grace:.0f}s")
-        res = await self._slurm(
+        res = await self._reach(
             slurm.cancel_run(self.transport, self.host, grace=self.grace,
                              progress=self._progress(step), job_id=job_id)
         )  # fmt: skip
@@ -65,7 +58,7 @@ class SlurmBridge(Bridge):
 
     async def restart(self, step: StepFn, run_id: str | None) -> str:
         step("scontrol requeue, else scancel and sbatch --resume auto")
-        res = await self._slurm(
+        res = await self._reach(
             slurm.requeue_or_resubmit(self.transport, self.host, grace=self.grace,
                                       progress=self._progress(step), run_id=run_id)
         )  # fmt: skip
@@ -73,10 +66,7 @@ class SlurmBridge(Bridge):
 
     async def live_job(self) -> tuple[SlurmRun, SlurmJob] | None:
         """The run root's queued or running job, as Slurm says now."""
-        try:
-            return await live_job(self.transport, self.host)
-        except TransportError as exc:
-            raise ControlError(f"{self.host.label} unreachable: {exc}") from None
+        return await self._reach(live_job(self.transport, self.host))
 
 
 def make_bridge(
@@ -101,11 +91,6 @@ class Control(Protocol):
     def send(self, req: ControlRequest) -> None: ...
 
 
-def owner(state: HostState) -> HostState:
-    """The Slurm host whose job ``state`` shows (a node's), or ``state`` itself."""
-    return state.slurm_host or state
-
-
 class SlurmKeys:
     """``l``, ``k`` and ``r`` on a Slurm host, or on a node of its job."""
 
@@ -113,7 +98,7 @@ class SlurmKeys:
         self.control = control
 
     def key(self, name: str) -> None:
-        state = owner(self.control.app.current)
+        state = self.control.app.current.owner
         if name == "launch":
             self.control.send(LaunchRequest(state.key))  # submit_run refuses a second job
         elif name == "kill":

@@ -90,6 +90,12 @@ class HostState:
         self.row: tuple[SampleReady | None, str, str, HostSummary] | None = None
 
     @property
+    def owner(self) -> HostState:
+        """The host whose run this one shows: a Slurm node's Slurm host (its run control acts
+        there), else this host itself."""
+        return self.slurm_host or self
+
+    @property
     def transport(self) -> Transport:
         if self._transport is None:
             from dflash_tui.core.link.connect import make_transport

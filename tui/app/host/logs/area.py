@@ -10,7 +10,6 @@ its end by the next tick.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from textual.app import ComposeResult
@@ -247,6 +246,3 @@ class LogArea(Vertical):
             tail.set_follow(self.follow)
         self.wake()
         return self.follow
-
-    def current_pattern(self) -> re.Pattern[str] | None:
-        return compile_filter(self.filter_text) if self.filter_on else None
