@@ -80,3 +80,11 @@ def test_an_answer_whose_status_is_not_ascii_digits_is_not_http() -> None:
     for head in (b"HTTP/1.1 \xb2 OK", b"HTTP/1.1", b"SMTP 220 hi"):
         with pytest.raises(PostError):
             _status(head)
+
+
+def test_the_receivers_reason_phrase_is_made_terminal_safe_and_short() -> None:
+    from dflash_tui.core.alerts.http_post import _status
+
+    code, reason = _status(b"HTTP/1.1 500 \x1b[2Jgone\x07" + b"x" * 500)
+    assert code == 500 and "\x1b" not in reason and "\x07" not in reason
+    assert reason.startswith("gone") and len(reason) <= 100

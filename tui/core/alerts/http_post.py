@@ -20,6 +20,8 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 
+from dflash_tui.core.base.text import safe_label
+
 HEAD_MAX = 65536  # an answer's head longer than this is not an HTTP answer
 
 
@@ -99,7 +101,7 @@ def _status(head: bytes) -> tuple[int, str]:
     code = words[1] if len(words) > 1 else ""
     if not words[0].startswith("HTTP/") or not (code.isascii() and code.isdigit()):
         raise PostError(f"not an HTTP answer: {line[:100]!r}")
-    return int(words[1]), words[2] if len(words) > 2 else ""
+    return int(words[1]), safe_label(words[2], 100) if len(words) > 2 else ""
 
 
 def _send(sock: socket.socket, data: bytes, deadline: _Deadline) -> None:

@@ -14,6 +14,7 @@ import shlex
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from dflash_tui.core.base.text import safe_label
 from dflash_tui.core.control.script import ControlError, check_root
 from dflash_tui.core.control.slurm.batch import ROOT_SH
 from dflash_tui.core.link.transport import Transport, TransportError
@@ -57,7 +58,7 @@ async def launch_lock(transport: Transport, run_root: str) -> AsyncIterator[None
     if res.rc == 2:
         raise ControlError(f"another launch of {run_root} is under way (its lock {NAME})")
     if res.rc:
-        why = (res.stderr or res.stdout).strip()[-300:]
+        why = safe_label((res.stderr or res.stdout).strip()[-300:], 300)
         raise ControlError(f"cannot take the launch lock under {run_root}: {why}")
     try:
         yield
