@@ -113,3 +113,16 @@ def test_parse_report_without_a_run_and_with_errors() -> None:
     rep = parse_report("error another launch holds the lock /r/.lock (owner: 1 2)\n")
     assert rep.errors == ("another launch holds the lock /r/.lock (owner: 1 2)",)
     assert parse_report("file pid x y z\ndir /r/a\n").record.pgid is None  # type: ignore[union-attr]
+
+
+def test_an_exit_record_parses_each_part_and_malformed_parts_are_unknown() -> None:
+    from dflash_tui.core.base.rundir import parse_exit
+
+    assert parse_exit("3 1700000000.5\n") == (3, 1700000000.5)
+    assert parse_exit("0") == (0, None)
+    assert parse_exit(None) == (None, None)
+    assert parse_exit("") == (None, None)
+    assert parse_exit("x 12") == (None, 12.0)
+    assert parse_exit("\u00b2 nan") == (None, None)  # "²" is a digit to str.isdigit, not to int
+    assert parse_exit("7 inf") == (7, None)
+    assert parse_exit("-1 oops") == (None, None)

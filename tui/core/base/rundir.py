@@ -7,6 +7,7 @@ and container runs share one rule. The auto-restart decisions are tui/core/contr
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -168,8 +169,18 @@ def _float(text: str | None) -> float | None:
         return None
 
 
+def parse_exit(text: str | None) -> tuple[int | None, float | None]:
+    """The exit record a run or a batch script wrote (``CODE TIME``) as (code, end time): a
+    file on the run's machine, so each part that is malformed (or a time that is not finite)
+    is unknown, never an error."""
+    parts = (text or "").split()
+    code = _int(parts, 0)
+    ended = _float(parts[1]) if len(parts) > 1 else None
+    return code, ended if ended is not None and math.isfinite(ended) else None
+
+
 def _int(parts: list[str], i: int) -> int | None:
-    return int(parts[i]) if len(parts) > i and parts[i].isdigit() else None
+    return int(parts[i]) if len(parts) > i and parts[i].isascii() and parts[i].isdigit() else None
 
 
 def _member(text: str) -> Proc | None:
@@ -185,7 +196,7 @@ def _record(
     rid: str | None, rdir: str | None, files: dict[str, str], err: list[str], vals: dict[str, str]
 ) -> RunRecord:
     pid = files.get("pid", "").split()
-    ex = files.get("exit", "").split()
+    exit_code, ended_at = parse_exit(files.get("exit"))
     rdir = rdir or ""
     return RunRecord(
         id=rid or rdir.rsplit("/", 1)[-1],
@@ -195,8 +206,8 @@ def _record(
         pgid=_int(pid, 1),
         start_ticks=_int(pid, 2),
         started_at=_float(files.get("started_at")),
-        exit_code=_int(ex, 0),
-        ended_at=_float(ex[1]) if len(ex) > 1 else None,
+        exit_code=exit_code,
+        ended_at=ended_at,
         launch_error="\n".join(err) if err else None,
         kill_requested_at=_float(files.get("kill_requested")),
         born=_float(vals.get("born")),
