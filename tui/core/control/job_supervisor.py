@@ -60,7 +60,6 @@ class JobSupervisor(SupervisorLoop):
         # run sets seen whole, and when first (monotonic): the crash count's reset
         self.seen_alive: dict[tuple[str | None, ...], float] = {}
         self.restarts = self.failures = 0
-        self.fatal = False
         self.states: dict[str, str] = {}
 
     async def _each(self, act: Callable[[Transport, HostConfig], Awaitable[T]]) -> list[T | str]:
@@ -219,7 +218,6 @@ class JobSupervisor(SupervisorLoop):
         if not self.policy.enabled:
             return f"crashed: {words} (auto-restart off)"
         if self.failures >= self.policy.retries:
-            self.fatal = True
             if self.gave_up is None:
                 rec = crashed[0][1].record
                 self.give_up(self.restarts, rec.id if rec is not None else None, words)
