@@ -26,8 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dflash_tui.core.base.config import expand_local
-from dflash_tui.core.base.config_job import JobConfig
-from dflash_tui.core.base.config_types import Config, HostConfig
+from dflash_tui.core.base.config_types import Config, HostConfig, JobConfig
 from dflash_tui.core.base.local_proc import alive
 from dflash_tui.core.base.paths import state_dir
 from dflash_tui.core.base.supervision import LOG_FILE, SupervisorRecord

@@ -14,8 +14,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from dflash_tui.core.base.config_job import JobConfig
-from dflash_tui.core.base.config_types import HostConfig
+from dflash_tui.core.base.config_types import HostConfig, JobConfig
 from dflash_tui.core.base.snapshot import Proc
 from dflash_tui.core.base.timings import (
     KILL_GRACE_S,

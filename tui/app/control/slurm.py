@@ -24,8 +24,7 @@ from dflash_tui.app.control.requests import (
 )
 from dflash_tui.app.host.state import HostState
 from dflash_tui.app.ports import AppPort
-from dflash_tui.core.base.config_job import JobConfig
-from dflash_tui.core.base.config_types import HostConfig
+from dflash_tui.core.base.config_types import HostConfig, JobConfig
 from dflash_tui.core.base.text import safe_label
 from dflash_tui.core.control.slurm import actions as slurm
 from dflash_tui.core.control.slurm.query import SlurmJob

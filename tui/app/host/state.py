@@ -26,9 +26,8 @@ from dflash_tui.app.host.slurm import (
     slurm_job_line,
 )
 from dflash_tui.app.host.source import EventSource, LiveSource
-from dflash_tui.core.base.config_job import JobConfig
 from dflash_tui.core.base.config_record import RecordSettings
-from dflash_tui.core.base.config_types import Config, HostConfig
+from dflash_tui.core.base.config_types import Config, HostConfig, JobConfig
 from dflash_tui.core.base.rundir import ALIVE_STATES as ACTIVE
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.supervision import SupervisorRecord

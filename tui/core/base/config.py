@@ -43,7 +43,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["ConfigError", "load_file", "resolve", "validate_container"]
+__all__ = ["ConfigError", "load_file", "resolve"]
 
 
 def default_config_file() -> Path | None:

@@ -18,8 +18,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-from dflash_tui.core.base.config_job import JobConfig
-from dflash_tui.core.base.config_types import HostConfig
+from dflash_tui.core.base.config_types import HostConfig, JobConfig
 from dflash_tui.core.base.rundir import ALIVE_STATES, RunReport
 from dflash_tui.core.base.timings import KILL_GRACE_S, START_WINDOW_S, RestartPolicy
 from dflash_tui.core.control import supervisor_files as files

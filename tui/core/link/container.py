@@ -12,7 +12,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from dflash_tui.core.base.config import validate_container
+from dflash_tui.core.base.config_values import validate_container
 from dflash_tui.core.link.transport import Wrap
 
 
