@@ -4,18 +4,14 @@ publishing (``topic``, ``title``, ``message``, ``priority``, ``tags``) both acce
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass, replace
 from typing import Any
 
 from dflash_tui.core.base.text import clean_line
+from dflash_tui.core.base.times import utc_iso
 
 PRIORITY = {"info": 3, "warning": 4, "error": 5}  # ntfy's 1-5
 TAGS = {"info": "information_source", "warning": "warning", "error": "rotating_light"}
-
-
-def iso(t: float) -> str:
-    return dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True)
@@ -60,7 +56,7 @@ class Alert:
             "message": self.message,
             "host": self.host,
             "run_id": self.run_id,
-            "time": iso(self.time),
+            "time": utc_iso(self.time),
             "epoch": self.time,
             "source": self.source,
             "held": {code: n for code, n in self.held},
@@ -111,7 +107,7 @@ class Alert:
             "DFLASH_ALERT_RUN": one(self.run_id or ""),
             "DFLASH_ALERT_TITLE": one(self.title),
             "DFLASH_ALERT_MESSAGE": one(self.message),
-            "DFLASH_ALERT_TIME": iso(self.time),
+            "DFLASH_ALERT_TIME": utc_iso(self.time),
         }
 
     def with_tail(self, lines: tuple[str, ...]) -> Alert:

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from dflash_tui.core.alerts.alert import Alert, iso
+from dflash_tui.core.alerts.alert import Alert
+from dflash_tui.core.base.times import utc_iso
 
 FINAL = "fatal"
 
@@ -56,7 +57,7 @@ class RateLimiter:
                 continue
             del self.held[code]
             self.last_sent[code] = now
-            when = f" since {iso(since)}" if since is not None else ""
+            when = f" since {utc_iso(since)}" if since is not None else ""
             msg = f"{n} more {code} alert{'s' if n > 1 else ''}{when}; the latest: {latest.message}"
             out.append(replace(latest, message=msg, held=((code, n),), time=now))
         return out

@@ -17,12 +17,12 @@ for all of them.
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
 from dflash_tui.core.base.fields import as_float, as_int, as_str
 from dflash_tui.core.base.text import clean_line
+from dflash_tui.core.base.times import utc_clock
 
 RECORD_FILE = "supervisor.json"
 POLICY_FILE = "supervisor.policy.json"
@@ -37,7 +37,7 @@ def clock(t: float | None) -> str:
     """``12:00:03Z`` (UTC) for a time in the record, ``?`` when unknown."""
     if t is None:
         return "?"
-    return dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%H:%M:%SZ")
+    return utc_clock(t)
 
 
 def _text(v: Any) -> str | None:

@@ -4,12 +4,12 @@ command line prints is tui/cli/table.py)."""
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import math
 from typing import Any
 
 from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.rundir import exit_meaning
+from dflash_tui.core.base.times import utc_iso
 from dflash_tui.core.diagnosis.progress import Progress
 from dflash_tui.core.diagnosis.views import Diagnosis
 
@@ -19,7 +19,7 @@ SCHEMA = 1
 def iso_time(t: float | None) -> str | None:
     if t is None:
         return None
-    return dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return utc_iso(t)
 
 
 def _finite(v: float | None) -> float | None:
