@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import socket
 from typing import Any
 
 from rich.table import Table
 from rich.text import Text
 
 from dflash_tui.core.base.config_types import HostConfig
-from dflash_tui.core.base.local_proc import alive
 from dflash_tui.core.base.rundir import exit_meaning
 from dflash_tui.core.base.supervision import SupervisorRecord
 from dflash_tui.core.base.text import mib_pair, printable
+from dflash_tui.core.control.supervisor_state import alive_here
 from dflash_tui.core.diagnosis.document import iso_time
 from dflash_tui.core.diagnosis.finding import duration
 from dflash_tui.core.diagnosis.host_view import machine_line, worker_views, workers_line
@@ -91,6 +90,6 @@ def supervisor_line(sup: SupervisorRecord | None, now: float) -> str:
 
 def runs_here(sup: SupervisorRecord) -> bool:
     """The recorded supervisor is a live process of this machine (by PID and start time)."""
-    if sup.host != socket.gethostname() or sup.start_ticks is None:
+    if sup.start_ticks is None:
         return False
-    return alive(sup.pid, sup.start_ticks)
+    return alive_here(sup.host, sup.pid, sup.start_ticks) is True

@@ -23,6 +23,15 @@ def hostname() -> str:
     return socket.gethostname()
 
 
+def alive_here(host: Any, pid: Any, start_ticks: Any, here: str | None = None) -> bool | None:
+    """Whether a process recorded on ``host`` is alive by PID and start time, when ``host`` is
+    this machine (``here``, else its host name); None for another machine's, not to be judged
+    from here."""
+    if host != (hostname() if here is None else here):
+        return None
+    return alive(pid, start_ticks)
+
+
 def describe_owner(owner: dict[str, Any] | None, record: dict[str, Any] | None) -> str:
     """``PID 123 on host since 2026-12-02T09:00:00Z (heartbeat 2s ago)`` for a refusal."""
     o = owner or record or {}
@@ -46,10 +55,9 @@ def stale_reason(
     rec = SupervisorRecord.from_dict(record)
     if rec is not None and rec.stopped_at is not None and rec.pid == o.get("pid"):
         return f"its owner PID {rec.pid} stopped at {rec.stopped_at:.0f} but left the lock"
-    if o.get("host") == here:
-        if not alive(o.get("pid"), o.get("start_ticks")):
-            return f"its owner PID {o.get('pid')} on this machine is gone"
-        return None
+    live = alive_here(o.get("host"), o.get("pid"), o.get("start_ticks"), here)
+    if live is not None:
+        return None if live else f"its owner PID {o.get('pid')} on this machine is gone"
     age = rec.age(time.time()) if rec is not None else None
     if age is not None and age > takeover_s:
         return f"its owner on {o.get('host', '?')} has been silent for {age:.0f}s"
