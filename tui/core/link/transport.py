@@ -19,6 +19,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
+from dflash_tui.core.base.lines import LineSplitter
 from dflash_tui.core.base.snapshot import PROBE_LINE_MAX
 from dflash_tui.core.link.errors import TransportError as TransportError  # its callers' name
 
@@ -54,27 +55,17 @@ async def read_lines(read: Read, cap: int = PROBE_LINE_MAX) -> AsyncIterator[str
     """The lines of a byte stream (without newline), read a chunk at a time: a line over
     ``cap`` is dropped as it streams and stands as ``oversize_line`` (memory holds one capped
     line at most, whatever the other side sends)."""
-    buf, over = bytearray(), 0
+    split = LineSplitter(cap)
     while chunk := await read(CHUNK):
-        start = 0
-        while (nl := chunk.find(b"\n", start)) >= 0:
-            part, start = chunk[start:nl], nl + 1
-            if over:
-                yield oversize_line(over + len(part))
-            else:
-                yield (bytes(buf) + part).decode("utf-8", "replace")
-            buf.clear()
-            over = 0
-        rest = chunk[start:]
-        if over or len(buf) + len(rest) > cap:
-            over += len(buf) + len(rest)
-            buf.clear()
-        else:
-            buf += rest
-    if over:
-        yield oversize_line(over)
-    elif buf:
-        yield buf.decode("utf-8", "replace")
+        for line in split.feed(chunk):
+            yield _text(line)
+    last = split.end()
+    if last is not None:
+        yield _text(last)
+
+
+def _text(line: bytes | int) -> str:
+    return oversize_line(line) if isinstance(line, int) else line.decode("utf-8", "replace")
 
 
 async def read_capped(read: Read, cap: int) -> tuple[bytes, int]:

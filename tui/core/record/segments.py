@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from dflash_tui.core.base.lines import LineSplitter
+
 GZIP = 31  # zlib's wbits for a gzip header and trailer
 LEVEL = 6
 CHUNK = 1 << 16
@@ -129,38 +131,20 @@ class _Lines:
     def __init__(self, seg: SegmentRead) -> None:
         self.seg = seg
         self.z = zlib.decompressobj(GZIP)
-        self.buf = bytearray()
+        self.split = LineSplitter(RECORD_MAX)
         self.number = 0  # lines ended so far
-        self.over = 0  # bytes of the line being dropped (0: none)
         self.total = 0  # decompressed bytes so far
         self.error: str | None = None
         self.capped = False  # stopped at SEGMENT_MAX
 
     def feed(self, data: bytes) -> Iterator[bytes]:
         self.total += len(data)
-        start = 0
-        while (nl := data.find(b"\n", start)) >= 0:
-            part = data[start:nl]
-            start = nl + 1
+        for line in self.split.feed(data):
             self.number += 1
-            if self.over:
-                self.seg.skip(
-                    self.number,
-                    f"is {self.over + len(part):,} bytes, over the cap of {RECORD_MAX:,}",
-                )
-                self.over = 0
-                continue
-            line = bytes(self.buf + part) if self.buf else part
-            self.buf.clear()
-            yield line
-        rest = data[start:]
-        if self.over:
-            self.over += len(rest)
-        elif len(self.buf) + len(rest) > RECORD_MAX:
-            self.over = len(self.buf) + len(rest)
-            self.buf.clear()
-        else:
-            self.buf += rest
+            if isinstance(line, int):
+                self.seg.skip(self.number, f"is {line:,} bytes, over the cap of {RECORD_MAX:,}")
+            else:
+                yield line
 
     def read(self, f: BinaryIO) -> Iterator[bytes]:
         """Every whole line of the stream in ``f``, up to its end, a cut or ``SEGMENT_MAX``."""
@@ -225,7 +209,7 @@ def _end_notes(seg: SegmentRead, lines: _Lines, garbage: int, count: int) -> Non
     elif not lines.z.eof and not lines.capped:
         seg.complete = False
         why = f" ({lines.error})" if lines.error else ""
-        tail = len(lines.buf) + lines.over
+        tail = lines.split.pending
         cut = f", {tail} bytes of a cut record dropped" if tail else ""
         seg.notes.append(
             f"{name} ends mid-stream{why}: read up to its last whole record "
