@@ -200,10 +200,10 @@ class DflashApp(ViewKeys, App[None]):
 
     def refresh_overview(self) -> None:
         screen = self.main_screen()
-        if len(self.host_states) < 2 or screen is None:
+        if screen is None or screen.overview is None:
             return
         rows = [summarize(s) for s in self.host_states]
-        screen.query_one(HostOverview).show(rows, self.selected, job_views(self.host_states))
+        screen.overview.show(rows, self.selected, job_views(self.host_states))
 
     def refresh_bindings(self) -> None:
         if self.screen_stack:  # shutting down: no footer is left to update
