@@ -143,7 +143,12 @@ async def test_a_confirm_names_the_job_and_y_refuses_another_one_live_by_then(
         job = await submit_while_drained(pilot, app, cluster)
         await pilot.press("k")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), 30)
-        assert f"Slurm job {job}" in str(app.screen.query_one("#confirm-body").render())
+        body = str(app.screen.query_one("#confirm-body").render())
+        assert f"Slurm job {job}" in body, body
+        grace = app.host_states[0].bridge.grace  # KILL is ours, after our grace, not KillWait
+        assert (
+            f"we send KILL if it still lives after {grace:.0f}s" in body and "KillWait" not in body
+        ), body
         cluster.run("scancel", job)
         await until(pilot, lambda: job_state(cluster, job) == "CANCELLED", 20)
         other = await submit_run(LocalTransport(), app.host_states[0].cfg)
