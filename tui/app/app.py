@@ -235,7 +235,8 @@ class DflashApp(ViewKeys, App[None]):
         if key in DESTRUCTIVE:
             if self.read_only:
                 return False  # hidden from the footer, the help and the palette
-            if self.control.busy(self.current) and key != "auto_restart":  # A works mid-kill
+            # A works mid-kill; l, k, r on a Slurm node wait on its Slurm host's action.
+            if key != "auto_restart" and self.control.busy(self.control.target(str(key))):
                 return None  # shown greyed out while another action runs on this host
         return True
 
