@@ -102,6 +102,9 @@ async def test_the_app_shows_the_queued_reason_then_the_node_and_k_cancels_that_
         job = await submit_while_drained(pilot, app, cluster)
         node = app.host_states[1]
         assert node.key == "local/node1" and node.last is None  # no node yet: nothing drawn
+        # Queued: nothing is probed there, and it is said so, not as connecting or down.
+        await until(pilot, lambda: node.link == "idle", 20)
+        assert "○ no job here" in app.screen.query_one(HostOverview).row_text(1)
 
         cluster.run("scontrol", "update", "nodename=n1,n2", "state=resume")
         await until(pilot, lambda: f"Slurm job {job} RUNNING on n1" in header(app), 40)
@@ -115,8 +118,16 @@ async def test_the_app_shows_the_queued_reason_then_the_node_and_k_cancels_that_
         await until(pilot, lambda: f"node n1 of Slurm job {job} RUNNING" in header(app), 20)
         assert "n1" in app.screen.query_one(HostOverview).row_text(1)
 
+        # l, k, r on the node wait on an action of its Slurm host, where they act.
+        app.control.running[app.host_states[0].key] = "restart"
+        assert app.check_action("control", ("kill",)) is None
+        del app.control.running[app.host_states[0].key]
+
         said = await kill_and_confirm(pilot, app, cluster, job)  # k on the node: the job's
         assert f"Slurm job {job}" in said and "on n1" in said and run_dir.name in said, said
+        # The job is gone: the node says no job runs there, not a link down retried for ever.
+        await until(pilot, lambda: node.link == "idle", 20)
+        assert "no job on this node" in header(app) and "DISCONNECTED" not in header(app)
     assert commands_naming(f"{run_dir}/") == []  # no process of the run is left
 
 
@@ -143,7 +154,12 @@ async def test_a_confirm_names_the_job_and_y_refuses_another_one_live_by_then(
         job = await submit_while_drained(pilot, app, cluster)
         await pilot.press("k")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), 30)
-        assert f"Slurm job {job}" in str(app.screen.query_one("#confirm-body").render())
+        body = str(app.screen.query_one("#confirm-body").render())
+        assert f"Slurm job {job}" in body, body
+        grace = app.host_states[0].bridge.grace  # KILL is ours, after our grace, not KillWait
+        assert (
+            f"we send KILL if it still lives after {grace:.0f}s" in body and "KillWait" not in body
+        ), body
         cluster.run("scancel", job)
         await until(pilot, lambda: job_state(cluster, job) == "CANCELLED", 20)
         other = await submit_run(LocalTransport(), app.host_states[0].cfg)

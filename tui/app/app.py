@@ -141,7 +141,7 @@ class DflashApp(ViewKeys, App[None]):
 
     def detail(self) -> HostPane:
         """The pane of the host shown (keys come only while it is there)."""
-        pane = self.get_screen_main().pane(self.selected)
+        pane = self.pane_of(self.current)
         if pane is None:
             raise RuntimeError(f"the pane of {self.current.key} is missing")
         return pane
@@ -150,7 +150,9 @@ class DflashApp(ViewKeys, App[None]):
         if not 0 <= index < len(self.host_states) or index == self.selected:
             return
         self.selected = index
-        self.get_screen_main().show_pane(index)
+        screen = self.main_screen()
+        if screen is not None:
+            screen.show_pane(index)
         self.refresh_overview()
         self.refresh_bindings()
 
@@ -169,12 +171,6 @@ class DflashApp(ViewKeys, App[None]):
         self.select_host(index)
 
     # -- where each host is drawn --
-
-    def get_screen_main(self) -> MainScreen:
-        for screen in self.screen_stack:
-            if isinstance(screen, MainScreen):
-                return screen
-        raise RuntimeError("main screen missing")
 
     def main_screen(self) -> MainScreen | None:
         """The main screen; None once the app is shutting down (its screens are closing), when
@@ -200,10 +196,10 @@ class DflashApp(ViewKeys, App[None]):
 
     def refresh_overview(self) -> None:
         screen = self.main_screen()
-        if len(self.host_states) < 2 or screen is None:
+        if screen is None or screen.overview is None:
             return
         rows = [summarize(s) for s in self.host_states]
-        screen.query_one(HostOverview).show(rows, self.selected, job_views(self.host_states))
+        screen.overview.show(rows, self.selected, job_views(self.host_states))
 
     def refresh_bindings(self) -> None:
         if self.screen_stack:  # shutting down: no footer is left to update
@@ -239,7 +235,8 @@ class DflashApp(ViewKeys, App[None]):
         if key in DESTRUCTIVE:
             if self.read_only:
                 return False  # hidden from the footer, the help and the palette
-            if self.control.busy(self.current) and key != "auto_restart":  # A works mid-kill
+            # A works mid-kill; l, k, r on a Slurm node wait on its Slurm host's action.
+            if key != "auto_restart" and self.control.busy(self.control.target(str(key))):
                 return None  # shown greyed out while another action runs on this host
         return True
 

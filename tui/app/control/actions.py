@@ -82,11 +82,18 @@ class ControlActions:
             self.auto.toggle()
         elif name == "cancel_wait":
             self.cancel_wait()
-        elif name in KEYS and self.reachable(self.app.current, name.replace("_", " ")):
+        elif name in KEYS and self.reachable(self.target(name), name.replace("_", " ")):
             if name in SLURM_KEYS and self.app.current.cfg.scheduler == "slurm":
                 self.slurm.key(name)
             else:
                 getattr(self, name)()
+
+    def target(self, name: str) -> HostState:
+        """The host key ``name`` acts on from the host shown: a run key on a Slurm node acts
+        on its Slurm host (whose link and whose running action count); the rest on the host
+        shown."""
+        state = self.app.current
+        return state.owner if name in SLURM_KEYS else state
 
     def reachable(self, state: HostState, what: str) -> bool:
         """Whether ``state``'s link is up or coming; else it says so at once. This machine

@@ -57,13 +57,13 @@ class RestartRequest:
 
 @dataclass(frozen=True)
 class JobKillRequest:
-    """Cancel Slurm job ``job_id`` of run ``run_id`` (scancel), on ``nodes``; ``text`` is
-    what the confirm said it does (tui/app/control/slurm.py)."""
+    """Cancel Slurm job ``job_id`` of run ``run_id`` (scancel), KILL after ``grace`` seconds
+    if it still lives; ``text`` is what the confirm said it does (tui/app/control/slurm.py)."""
 
     host: str
     run_id: str
     job_id: str
-    nodes: tuple[str, ...]
+    grace: float
     text: str
 
 

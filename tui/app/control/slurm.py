@@ -120,7 +120,7 @@ class SlurmKeys:
                 return
             run, job = found
             text = slurm.kill_confirm(run, job)
-            req = JobKillRequest(state.key, run.run_id, job.job_id, job.nodes, text)
+            req = JobKillRequest(state.key, run.run_id, job.job_id, state.bridge.grace, text)
             title = f"Cancel Slurm job {job.job_id} on {state.key}?"
             self.control.ask(req, ConfirmScreen(title, slurm_kill_text(req), "Kill"))
 
@@ -141,8 +141,9 @@ class SlurmKeys:
 
 
 def slurm_kill_text(req: JobKillRequest) -> Text:
-    """The kill confirm's body: what ``y`` does, naming the job id and its nodes."""
+    """The kill confirm's body: what ``y`` does, naming the job id, its nodes and our grace."""
     t = Text(safe_label(req.text, 600) + "\n", style="bold")
-    t.append(f"Slurm sends TERM to every process of job {req.job_id}, KILL after its KillWait; ")
+    t.append(f"Slurm sends TERM to every process of job {req.job_id}; ")
+    t.append(f"we send KILL if it still lives after {req.grace:.0f}s; ", style="bold")
     t.append("the job alone is cancelled: another job live by then is refused.")
     return t

@@ -15,6 +15,7 @@ from textual.timer import Timer
 
 from dflash_tui.app import heap
 from dflash_tui.app.host.alerts import AppAlerts
+from dflash_tui.app.host.no_job import NoJob
 from dflash_tui.app.host.sample import SampleReady
 from dflash_tui.app.host.source import Disconnected, Malformed
 from dflash_tui.app.host.state import HostState, summarize
@@ -98,6 +99,8 @@ class HostFeeds:
                 self.link_down(state, ev.error, ev.retry_in)
             elif isinstance(ev, Malformed):
                 self.sample_malformed(state, ev.error)
+            elif isinstance(ev, NoJob):
+                self.no_job(state)
 
     async def _fold(self, state: HostState, snap: Snapshot, refresh: bool = False) -> None:
         """Diagnose ``snap`` (in a thread: big samples) and have it drawn. One at a time per
@@ -187,6 +190,17 @@ class HostFeeds:
         self.app.refresh_overview()
         if self._countdown is not None:
             self._countdown.resume()
+
+    def no_job(self, state: HostState) -> None:
+        """A node host whose job holds no node for it now: said once, not counted down (no
+        probe runs there, so no link is up, down or coming)."""
+        if state.link == "idle":
+            return  # the source says so every interval while it waits
+        state.link_idle()
+        pane = self.app.pane_of(state)
+        if pane is not None:
+            pane.show_no_job()
+        self.app.refresh_overview()
 
     def _show_link(self, state: HostState) -> None:
         pane = self.app.pane_of(state)

@@ -19,6 +19,7 @@ from textual.events import Resize
 from textual.widgets import Static
 
 from dflash_tui.app.host.gpus.grid import GpuGrid
+from dflash_tui.app.host.no_job import NO_JOB_TEXT
 from dflash_tui.app.widgets.palette import Palette
 from dflash_tui.app.widgets.themed import Themed, show_changed
 from dflash_tui.core.base.rundir import ALIVE_STATES as ACTIVE
@@ -88,7 +89,7 @@ class RunHeader(Static, Themed):
         super().__init__(id="header")
         self.host = host
         self.read_only = read_only
-        self.link = "connecting"  # connecting | connected | down
+        self.link = "connecting"  # connecting | connected | down | idle (no job on the node)
         self.link_detail = ""
         self.diag: Diagnosis | None = None
         self.job: str | None = None  # under Slurm: the job's line (tui/app/host/slurm.py)
@@ -320,7 +321,9 @@ class RunHeader(Static, Themed):
                 out.append(part(detail, pal.fg("muted"), 20, ""))
             return out
         out = [part(labels[0], "", 40, labels[1])]
-        if self.link == "down":
+        if self.link == "idle":
+            out.append(part(f"○ {NO_JOB_TEXT}", pal.fg("muted")))
+        elif self.link == "down":
             out.append(part("● DISCONNECTED ", pal.fg("error", bold=True), 65, "● DOWN "))
             detail = safe_label(self.link_detail, 80)
             out.append(part(detail, pal.fg("error"), 60, safe_label(detail, 30), ""))

@@ -208,6 +208,15 @@ class HostPane(Vertical):
         self.query_one(RunHeader).show_link("down", text)
         self.query_one(FindingsList).show(findings, note=f"probe link down: {text}")
 
+    def show_no_job(self) -> None:
+        """A Slurm node host whose job holds no node for it: the header says so; what the
+        last sample showed stays, aged as any sample that is not followed by another."""
+        if not self.can_draw:
+            return
+        self.down = False
+        self.query_one(RunHeader).show_link("idle", "")
+        self.check_stale()
+
     def check_stale(self) -> None:
         """From the first missed sample (or the link going down) the GPU panels, the tree
         and the findings are greyed and say how old they are, counting up each second."""

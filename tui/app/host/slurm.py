@@ -15,6 +15,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
+from dflash_tui.app.host.no_job import NO_JOB, NoJob
 from dflash_tui.app.host.source import LiveSource, probe_feed
 from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
@@ -79,10 +80,11 @@ class NodeSource:
     def __init__(self, watch: SlurmWatch, host: HostConfig, index: int, interval: float) -> None:
         self.watch, self.host, self.index, self.interval = watch, host, index, interval
 
-    async def events(self) -> AsyncIterator[FeedEvent]:
+    async def events(self) -> AsyncIterator[FeedEvent | NoJob]:
         while True:
             target = self.watch.node(self.index)
             if target is None:
+                yield NO_JOB  # nothing to probe: said as such, never as a link down
                 await asyncio.sleep(self.interval)
                 continue
             try:

@@ -10,6 +10,7 @@ import asyncio
 from collections.abc import AsyncIterator, Iterable
 from typing import Protocol
 
+from dflash_tui.app.host.no_job import NoJob
 from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.timings import SAMPLE_TIMEOUT_S
@@ -23,7 +24,7 @@ __all__ = ["Disconnected", "EventSource", "LiveSource", "Malformed", "ScriptedSo
 
 
 class EventSource(Protocol):
-    def events(self) -> AsyncIterator[FeedEvent]: ...
+    def events(self) -> AsyncIterator[FeedEvent | NoJob]: ...
 
     async def close(self) -> None: ...
 

@@ -68,7 +68,7 @@ class HostState:
         self.timeline = Timeline()
         self.last: SampleReady | None = None
         self.samples = 0  # samples drawn for this host
-        self.link = "connecting"  # connecting | connected | down
+        self.link = "connecting"  # connecting | connected | down | idle (no job on a node)
         self.link_error: str | None = None  # the error alone, without the countdown
         self.retry_at: float | None = None  # monotonic time of the feed's next attempt
         self.auto = "off"  # auto-restart (tui/app/control/autorestart.py): off | on | fatal
@@ -160,6 +160,10 @@ class HostState:
 
     def link_up(self) -> None:
         self.link, self.link_error, self.retry_at = "connected", None, None
+
+    def link_idle(self) -> None:
+        """A Slurm node host whose job holds no node for it: no probe runs, none is due."""
+        self.link, self.link_error, self.retry_at = "idle", None, None
 
     def link_down(self, error: str, retry_in: float, now: float | None = None) -> None:
         now = time.monotonic() if now is None else now

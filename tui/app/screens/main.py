@@ -16,7 +16,6 @@ from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import ActiveBinding, Binding, BindingType
-from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Input, TabbedContent
 
@@ -39,6 +38,9 @@ class MainScreen(Screen[None], inherit_bindings=False):
         """``on_filter``: called with the log filter's text once it is submitted."""
         super().__init__(id="main")
         self.hosts, self.read_only, self.on_filter = tuple(hosts), read_only, on_filter
+        # Kept as built: every sample of every host reaches its pane, so no DOM search per sample.
+        self.panes = [HostPane(host, i, read_only) for i, host in enumerate(self.hosts)]
+        self.overview = HostOverview() if len(self.hosts) > 1 else None
 
     @property
     def active_bindings(self) -> dict[str, ActiveBinding]:
@@ -56,27 +58,24 @@ class MainScreen(Screen[None], inherit_bindings=False):
         return dict(items)
 
     def compose(self) -> ComposeResult:
-        if len(self.hosts) == 1:
-            yield HostPane(self.hosts[0], 0, self.read_only)
+        if self.overview is None:
+            yield self.panes[0]
         else:
-            yield HostOverview()
+            yield self.overview
             with ContentSwitcher(id="hosts", initial=pane_id(0)):
-                for i, host in enumerate(self.hosts):
-                    yield HostPane(host, i, self.read_only)
+                yield from self.panes
         yield WaitBar()
         yield KeyFooter(compact=len(self.hosts) > 1)  # one more key to fit in 120 columns
 
     def pane(self, index: int) -> HostPane | None:
         """Where the detail widgets of host ``index`` live; None once that pane is gone."""
-        try:
-            return self.query_one(f"#{pane_id(index)}", HostPane)
-        except NoMatches:
-            return None
+        pane = self.panes[index] if 0 <= index < len(self.panes) else None
+        return pane if pane is not None and pane.is_attached else None
 
     def show_pane(self, index: int) -> None:
         if len(self.hosts) > 1:
             self.query_one("#hosts", ContentSwitcher).current = pane_id(index)
-            pane = self.query_one(f"#{pane_id(index)}", HostPane)
+            pane = self.panes[index]
             pane.catch_up()  # what it did not draw while another host was shown
             # Its header tells which problem GPUs are out of sight: check once it is laid out.
             self.call_after_refresh(pane.query_one(RunHeader).recheck)

@@ -16,6 +16,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 from dflash_tui.app.host.header import HEALTH_COLOUR
+from dflash_tui.app.host.no_job import NO_JOB_SHORT
 from dflash_tui.app.host.state import HostSummary
 from dflash_tui.app.widgets.palette import Palette
 from dflash_tui.app.widgets.themed import Themed, show_changed
@@ -110,9 +111,12 @@ def _row(t: Text, i: int, row: HostSummary, selected: bool, pal: Palette, width:
 
 
 def _link(t: Text, row: HostSummary, pal: Palette) -> None:
-    """16 columns: ``● connected``, ``○ connecting …``, ``● DOWN retry 4s``."""
+    """16 columns: ``● connected``, ``○ connecting …``, ``● DOWN retry 4s``, ``○ no job here``
+    (a Slurm node host while its job holds no node for it)."""
     if row.link == "connected":
         t.append(f"{'● connected':<17}", pal.fg("ok", bold=True))
+    elif row.link == "idle":
+        t.append(f"{'○ ' + NO_JOB_SHORT:<17}", pal.fg("muted"))
     elif row.link == "down":
         t.append("● DOWN", pal.fg("error", bold=True))
         t.append(f" {row.link_note:<10}", pal.fg("error"))

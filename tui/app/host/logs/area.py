@@ -20,6 +20,7 @@ from dflash_tui.app.host.logs.lines import DEFAULT_FILTER, compile_filter
 from dflash_tui.app.host.logs.search import compile_search
 from dflash_tui.app.host.logs.tail import LogTail
 from dflash_tui.app.keys.keymap import key_text
+from dflash_tui.app.widgets.boxes import open_box
 from dflash_tui.core.base.snapshot import LogState
 from dflash_tui.core.diagnosis.views import Diagnosis
 
@@ -160,10 +161,7 @@ class LogArea(Vertical):
     # -- search (`s`, then `n`/`N`; keys live on the app) --
 
     def open_search(self) -> None:
-        self.add_class("-searching")
-        box = self.query_one("#log-search", Input)
-        box.value = self.search_text
-        box.focus()
+        open_box(self, "-searching", "log-search", self.search_text)
 
     def close_search(self) -> None:
         self.remove_class("-searching")
@@ -211,10 +209,7 @@ class LogArea(Vertical):
     # -- filter and follow (keys live on the app; these do the work) --
 
     def open_filter(self) -> None:
-        self.add_class("-filtering")
-        box = self.query_one("#log-filter", Input)
-        box.value = self.filter_text
-        box.focus()
+        open_box(self, "-filtering", "log-filter", self.filter_text)
 
     def close_filter(self) -> None:
         self.remove_class("-filtering")

@@ -19,6 +19,7 @@ from textual.widgets import DataTable, Input, Static
 
 from dflash_tui.app.host.procs.gpu_rows import COLUMNS, GpuProcRow, gpu_proc_rows
 from dflash_tui.app.host.procs.tree import ProcInfo
+from dflash_tui.app.widgets.boxes import open_box
 from dflash_tui.app.widgets.themed import show_changed
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.text import mib, safe_label
@@ -100,10 +101,7 @@ class GpuProcView(Vertical):
         self._fill()
 
     def action_open_filter(self) -> None:
-        self.add_class("-filtering")
-        box = self.query_one("#gpu-proc-filter", Input)
-        box.value = self.filter_text
-        box.focus()
+        open_box(self, "-filtering", "gpu-proc-filter", self.filter_text)
 
     def action_close_filter(self) -> None:
         if self.has_class("-filtering"):
