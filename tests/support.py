@@ -23,13 +23,17 @@ async def until(pilot: Pilot, cond: Callable[[], bool], timeout: float = 20.0) -
         await pilot.pause(0.02)
 
 
-async def open_kill_process_dialog(pilot: Pilot, app: Any, pid: int, signal: str = "TERM") -> str:
+async def open_kill_process_dialog(
+    pilot: Pilot, app: Any, pid: int, signal: str = "TERM", tree: Any = None
+) -> str:
     """Select ``pid`` in the process tree as a user would (the whole machine with ``w``, as
     the tree shows only the run's processes and GPU holders at first; open the way to it),
-    press K, choose ``signal`` in the menu, and return the confirm dialog's text."""
+    press K, choose ``signal`` in the menu, and return the confirm dialog's text. ``tree``:
+    the host's process tree where the screen holds several (the first one otherwise)."""
     from dflash_tui.app.host.procs.tree import ProcTree
 
-    tree = app.screen.query_one(ProcTree)
+    if tree is None:
+        tree = app.screen.query_one(ProcTree)
     await until(pilot, lambda: app.samples >= 1)
     if not tree.whole:
         await pilot.press("w")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from slurm_cluster import Cluster
-from support import pick_signal, until
+from support import open_kill_process_dialog, until
 from textual.pilot import Pilot
 
 from dflash_tui.app.app import DflashApp
@@ -221,20 +221,8 @@ async def test_k_on_a_nodes_pane_signals_the_process_on_that_node(
         pid = sleeper()
         assert pid is not None
         app.action_show_host(1)
-        tree = app.detail().procs()
-        await pilot.press("w")
-        await until(pilot, lambda: pid in tree.nodes, 20)
-        item = tree.nodes[pid]
-        parent = item.parent
-        while parent is not None:
-            parent.expand()
-            parent = parent.parent
-        await pilot.pause(0.1)
-        tree.move_cursor(item)
-        await pilot.pause(0.05)
-        await pilot.press("K")
-        await pick_signal(pilot, app, "TERM")
-        assert f"{pid}" in str(app.screen.query_one("#confirm-body").render())
+        body = await open_kill_process_dialog(pilot, app, pid, "TERM", app.detail().procs())
+        assert f"{pid}" in body
         await pilot.press("y")
         await until(pilot, lambda: not Path(f"/proc/{pid}").exists(), 30)
         await until(pilot, lambda: not app.control.running, 30)
