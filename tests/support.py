@@ -6,7 +6,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -95,19 +95,46 @@ def busybox_bin(tmp_path: Path) -> Path:
     return bin_dir
 
 
+def proc_files(part: str) -> Iterator[tuple[int, bytes]]:
+    """``(pid, /proc/PID/<part>)`` for each process whose file can be read now (one that ends
+    meanwhile is skipped)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            yield int(entry.name), (entry / part).read_bytes()
+        except OSError:
+            continue
+
+
 def live_group(pgid: int) -> list[int]:
     """Live (non-zombie) members of a process group, read from /proc (a zombie left for init
     to reap still answers kill -0)."""
     out = []
-    for entry in Path("/proc").iterdir():
+    for pid, stat in proc_files("stat"):
+        fields = stat.rsplit(b")", 1)[-1].split()
+        if len(fields) > 2 and fields[0] != b"Z" and int(fields[2]) == pgid:
+            out.append(pid)
+    return out
+
+
+def processes_naming(text: str, part: str = "cmdline") -> list[str]:
+    """``"PID: command line"`` of each live (non-zombie) process whose /proc/PID/``part``
+    (``cmdline`` or ``environ``, NUL-separated) holds ``text``: the processes of a run, found
+    by a path inside its folder or by its marker (``DFLASH_RUN_DIR=<dir>\\0`` in environ)."""
+    found = []
+    for pid, data in proc_files(part):
+        if text.encode() not in data:
+            continue
         try:
-            text = (entry / "stat").read_text() if entry.name.isdigit() else ""
+            stat = Path(f"/proc/{pid}/stat").read_bytes()
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
             continue
-        fields = text.rsplit(")", 1)[-1].split()
-        if len(fields) > 2 and fields[0] != "Z" and int(fields[2]) == pgid:
-            out.append(int(entry.name))
-    return out
+        if stat.rsplit(b")", 1)[-1].split()[:1] != [b"Z"]:
+            words = cmd.replace(b"\0", b" ").decode(errors="replace")
+            found.append(f"{pid}: {words}")
+    return found
 
 
 def screen_text(app: Any) -> str:

@@ -16,7 +16,6 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from loopback_sshd import ALIAS, LoopbackSshd, sshd_unavailable
 from schemas import check_status
 from slurm_cluster import Cluster
 from supervise_util import alive, cli, record, wait_for
+from support import processes_naming
 
 from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.control.slurm import actions
@@ -33,14 +33,6 @@ from dflash_tui.core.link.transport import LocalTransport
 pytestmark = pytest.mark.slow
 CRED_EXPIRE_S = 5  # tests/slurm_cluster.py's AuthInfo cred_expire
 SLURM_TOOLS = ("squeue", "sbatch", "sacct", "scontrol", "scancel", "sinfo", "srun", "salloc")
-
-
-@pytest.fixture
-def cluster(slurm: Cluster, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
-    for k, v in slurm.env.items():
-        monkeypatch.setenv(k, v)
-    yield slurm
-    slurm.reset()
 
 
 def flags(root: Path) -> tuple[str, ...]:
@@ -71,17 +63,9 @@ def run_dir(root: Path) -> Path:
     return sorted(p for p in root.iterdir() if p.is_dir())[-1]
 
 
-def marked(d: Path) -> list[int]:
+def marked(d: Path) -> list[str]:
     """Live processes that carry the run's marker (DFLASH_RUN_DIR), on this host."""
-    out = []
-    for entry in Path("/proc").iterdir():
-        try:
-            env = (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        if f"DFLASH_RUN_DIR={d}\0".encode() in env and alive(int(entry.name)):
-            out.append(int(entry.name))
-    return out
+    return processes_naming(f"DFLASH_RUN_DIR={d}\0", "environ")
 
 
 def test_the_cluster_starts_within_30_s(slurm: Cluster) -> None:

@@ -10,13 +10,13 @@ its id and nodes, and ``y`` cancels exactly that job.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from slurm_cluster import Cluster
-from support import open_kill_process_dialog, until
+from supervise_util import run_dirs
+from support import open_kill_process_dialog, processes_naming, until
 from textual.pilot import Pilot
 
 from dflash_tui.app.app import DflashApp
@@ -32,14 +32,6 @@ from dflash_tui.core.link.transport import LocalTransport
 
 pytestmark = pytest.mark.slow
 SIZE = (160, 50)
-
-
-@pytest.fixture
-def cluster(slurm: Cluster, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
-    for k, v in slurm.env.items():
-        monkeypatch.setenv(k, v)
-    yield slurm
-    slurm.reset()
 
 
 def app_on(root: Path, nodes: int, command: str = "echo started; sleep 300") -> DflashApp:
@@ -109,7 +101,7 @@ async def test_the_app_shows_the_queued_reason_then_the_node_and_k_cancels_that_
         # The node, sampled by the probe inside the allocation, sees the job's processes.
         await until(pilot, lambda: node.diagnosis is not None and node.diagnosis.run is not None
                     and any("sleep 300" in p.cmd for p in node.snapshot.procs), 40)  # fmt: skip
-        run_dir = sorted((tmp_path / "runs").iterdir())[-1]
+        run_dir = run_dirs(tmp_path / "runs")[-1]
         assert node.diagnosis and node.diagnosis.run and node.diagnosis.run.id == run_dir.name
         app.action_show_host(1)
         await until(pilot, lambda: f"node n1 of Slurm job {job} RUNNING" in header(app), 20)
@@ -117,20 +109,7 @@ async def test_the_app_shows_the_queued_reason_then_the_node_and_k_cancels_that_
 
         said = await kill_and_confirm(pilot, app, cluster, job)  # k on the node: the job's
         assert f"Slurm job {job}" in said and "on n1" in said and run_dir.name in said, said
-    assert commands_naming(f"{run_dir}/") == []  # no process of the run is left
-
-
-def commands_naming(text: str) -> list[str]:
-    """The command lines of live processes that name ``text`` (read from /proc)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if entry.name.isdigit() and text in cmd:
-            found.append(f"{entry.name}: {cmd}")
-    return found
+    assert processes_naming(f"{run_dir}/") == []  # no process of the run is left
 
 
 async def test_a_confirm_names_the_job_and_y_refuses_another_one_live_by_then(
@@ -194,7 +173,7 @@ async def test_auto_restart_in_the_app_requeues_a_job_killed_from_outside(
         await until(pilot, lambda: job_state(cluster, job.group(1)) != "RUNNING", 20)
         # Requeued: the same job runs again once the cluster's credential lifetime passed.
         await until(pilot, lambda: job_state(cluster, job.group(1)) == "RUNNING", 30)
-        log = sorted((tmp_path / "runs").iterdir())[-1] / "output.log"
+        log = run_dirs(tmp_path / "runs")[-1] / "output.log"
         await until(pilot, lambda: log.read_text().count("started") == 2, 20)
         runs = [p.name for p in (tmp_path / "runs").iterdir() if not p.name.startswith(".")]
         assert runs == [log.parent.name], runs  # no run started around Slurm
