@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from textual.pilot import Pilot
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 async def until(pilot: Pilot, cond: Callable[[], bool], timeout: float = 20.0) -> None:
@@ -149,3 +155,29 @@ def screen_text(app: Any) -> str:
     )
     console.print(app.screen._compositor.render_update(full=True))
     return console.export_text(styles=False)
+
+
+@contextmanager
+def served(argv: list[str], url_regex: str, timeout: float = 20.0) -> Iterator[str]:
+    """``dflash-tui ARGV`` (a server: serve, metrics) in a session of its own: the URL that
+    ``url_regex`` finds on its first stdout line. Fails with its stderr where no URL comes;
+    on exit its session is sent SIGTERM, and it must end cleanly (0) within ``timeout``."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dflash_tui.cli.main", *argv],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        line = proc.stdout.readline()
+        url = re.search(url_regex, line)
+        if url is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout)
+            raise AssertionError(f"no URL on stdout: {line!r}; stderr: {proc.stderr.read()}")
+        yield url.group()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+        code = proc.wait(timeout)
+    assert code == 0, proc.stderr.read()
