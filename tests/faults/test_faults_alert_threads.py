@@ -8,38 +8,26 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from receiver import Receiver
+from receiver import Receiver, receiver_process
 from supervise_util import hook, hook_alerts
 
 from dflash_tui.core.alerts.alert import Alert
 from dflash_tui.core.alerts.notify import SEND_THREADS, Alerter, NotifyError, WebhookNotifier
 from dflash_tui.core.base.alert_config import AlertSettings
 
-RECEIVER = Path(__file__).resolve().parents[1] / "receiver.py"
-
 
 @pytest.fixture
 def trickler(request: pytest.FixtureRequest) -> Iterator[str]:
     """A receiver process in ``request.param`` mode (default ``trickle``), a byte every 0.1 s
     (no per-read timeout fires); its URL."""
-    mode = getattr(request, "param", "trickle")
-    proc = subprocess.Popen(
-        [sys.executable, str(RECEIVER), mode, "120", "0.1"], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert proc.stdout is not None
-        yield proc.stdout.readline().strip()
-    finally:
-        proc.terminate()  # the process this fixture started, by its handle
-        proc.wait(10)
+    with receiver_process(getattr(request, "param", "trickle"), 120, 0.1) as url:
+        yield url
 
 
 def alert(i: int, code: str = "restart") -> Alert:
