@@ -79,6 +79,13 @@ async def pick_signal(pilot: Pilot, app: Any, choice: str | None) -> list[str]:
     return ids
 
 
+def config_file(tmp_path: Path, text: str, name: str = "c.toml") -> Path:
+    """A config file of ``text`` in ``tmp_path``; its path."""
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
 def require_busybox() -> str:
     """busybox's path; a test that needs it skips where it is missing, except under CI (env CI
     set), where that is a failure: .ci/run installs it (as the loopback sshd tests do)."""
