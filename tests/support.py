@@ -20,12 +20,18 @@ from textual.pilot import Pilot
 ROOT = Path(__file__).resolve().parents[1]
 
 
-async def until(pilot: Pilot, cond: Callable[[], bool], timeout: float = 20.0) -> None:
-    """Let the app run until ``cond()`` holds; fail the test after ``timeout`` seconds."""
+async def until(
+    pilot: Pilot,
+    cond: Callable[[], bool],
+    timeout: float = 20.0,
+    say: Callable[[], object] | None = None,
+) -> None:
+    """Let the app run until ``cond()`` holds; fail the test after ``timeout`` seconds, with
+    what ``say()`` tells then (the state that explains why, such as a timeline)."""
     t0 = time.monotonic()
     while not cond():
         if time.monotonic() - t0 > timeout:
-            raise AssertionError("condition not met in time")
+            raise AssertionError(f"condition not met in {timeout:g}s: {say() if say else ''}")
         await pilot.pause(0.02)
 
 

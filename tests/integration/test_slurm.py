@@ -11,6 +11,7 @@ import asyncio
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -253,8 +254,10 @@ def test_a_warning_sbatch_prints_is_not_taken_for_the_job_id(
     shim = tmp_path / "bin"
     shim.mkdir()
     real = subprocess.run(["sh", "-c", "command -v sbatch"], capture_output=True, text=True)
+    assert real.returncode == 0 and real.stdout.strip(), real.stderr
+    sbatch = shlex.quote(real.stdout.strip())
     warn = "echo 'sbatch: warning: --foo is deprecated' >&2"
-    (shim / "sbatch").write_text(f'#!/bin/sh\n{warn}\nexec {real.stdout.strip()} "$@"\n')
+    (shim / "sbatch").write_text(f'#!/bin/sh\n{warn}\nexec {sbatch} "$@"\n')
     (shim / "sbatch").chmod(0o755)
     monkeypatch.setenv("PATH", f"{shim}:{os.environ['PATH']}")
     root = tmp_path / "runs"
