@@ -25,13 +25,10 @@ import argparse
 import asyncio
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -43,7 +40,10 @@ from dflash_tui.core.control import kill as control_kill
 from dflash_tui.core.link.connect import make_transport
 
 ROOT = Path(__file__).resolve().parents[1]
-RECEIVER = ROOT / "tests" / "receiver.py"
+sys.path[:0] = [str(ROOT / "tests")]
+
+from receiver import receiver_process  # noqa: E402
+
 CRASH = "sleep 1; exit 1"  # a crash loop: each run lives about a second
 
 
@@ -76,19 +76,6 @@ class Summary:
 def os_threads() -> int:
     status = Path("/proc/self/status").read_text()
     return int(status.split("Threads:")[1].split()[0])
-
-
-@contextmanager
-def trickler(hang_s: float, trickle_s: float) -> Iterator[str]:
-    """tests/receiver.py in trickle mode, in a process of its own; its URL."""
-    argv = [sys.executable, str(RECEIVER), "trickle", str(hang_s), str(trickle_s)]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        yield proc.stdout.readline().strip()
-    finally:
-        proc.terminate()  # the process started here, by its handle
-        proc.wait(10)
 
 
 def make_app(url: str, root: Path, interval: float, timeout: float) -> DflashApp:
@@ -203,7 +190,7 @@ def run(
     seconds = max(int(minutes * 60), 1)
     with (
         tempfile.TemporaryDirectory(prefix="dflash-faults-") as tmp,
-        trickler(seconds + 120, trickle) as url,
+        receiver_process("trickle", seconds + 120, trickle) as url,
     ):
         root = Path(tmp) / "runs"
         try:

@@ -44,6 +44,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,6 +118,29 @@ def session_env(stand_in: StandIn, gpu: str) -> dict[str, str]:
         env |= {"PYTHONPATH": str(NVML_FAKE_DIR), "FAKE_NVML_SCENARIO": str(stand_in.path)}
         env["FAKE_NVML_RELOAD"] = "1"
     return env
+
+
+@contextmanager
+def stand_in_sshd(prefix: str, gpu: str, hosts: int) -> Iterator[tuple[Path, LoopbackSshd]]:
+    """The loopback sshd standing for ``hosts`` machines (``MaxStartups`` above that), its
+    sessions seeing the stand-in's GPUs by ``gpu`` (nvml or smi), in a fresh folder under WORK:
+    (that folder, the server). Stopped, and the folder removed, on exit."""
+    WORK.mkdir(parents=True, exist_ok=True)
+    home = Path(tempfile.mkdtemp(prefix=prefix, dir=WORK))
+    stand_in = StandIn(home)
+    server = LoopbackSshd(
+        home / "sshd",
+        path_prefix=str(FAKES),
+        session_env=session_env(stand_in, gpu),
+        extra_config=f"MaxStartups {4 * hosts}\n",
+    )
+    try:
+        server.start()
+        yield home, server
+    finally:
+        server.stop()
+        stand_in.close()
+        shutil.rmtree(home, ignore_errors=True)
 
 
 APP_TIMED = ROOT / "bench" / "app_timed.py"
@@ -199,18 +224,8 @@ def window(mon: Monitor, args: argparse.Namespace, hosts: int, server: LoopbackS
 
 
 def run(args: argparse.Namespace, counts: list[int]) -> Results:
-    WORK.mkdir(parents=True, exist_ok=True)
-    home = Path(tempfile.mkdtemp(prefix="hosts-", dir=WORK))
-    stand_in = StandIn(home)
-    server = LoopbackSshd(
-        home / "sshd",
-        path_prefix=str(FAKES),
-        session_env=session_env(stand_in, args.gpu),
-        extra_config=f"MaxStartups {4 * max(counts)}\n",
-    )
-    server.start()
     results: Results = {}
-    try:
+    with stand_in_sshd("hosts-", args.gpu, max(counts)) as (home, server):
         mons = {n: monitors(args, home, server, n) for n in counts}
         if args.profile:
             profile(mons[counts[0]][0], args)
@@ -228,10 +243,6 @@ def run(args: argparse.Namespace, counts: list[int]) -> Results:
                         f" sshd side {r['sshd_cpu_pct']:.1f} % ({r['probes']:.0f} probes)",
                         flush=True,
                     )
-    finally:
-        server.stop()
-        stand_in.close()
-        shutil.rmtree(home, ignore_errors=True)
     return results
 
 

@@ -21,21 +21,18 @@ import argparse
 import json
 import os
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests"), str(ROOT / "tests" / "integration")]
 
-from fakes.scenario import FAKES  # noqa: E402
-from hosts_cost import session_env, write_config  # noqa: E402
-from loopback_sshd import LoopbackSshd, sshd_unavailable  # noqa: E402
-from monitor_cost import CLK_TCK, WORK, StandIn, tree_ticks  # noqa: E402
+from hosts_cost import stand_in_sshd, write_config  # noqa: E402
+from loopback_sshd import sshd_unavailable  # noqa: E402
+from monitor_cost import CLK_TCK, tree_ticks  # noqa: E402
 
 
 def one_run(config: Path, hosts: int, env: dict[str, str], sshd: int) -> dict[str, float]:
@@ -62,22 +59,12 @@ Rows = dict[int, list[dict[str, float]]]
 
 
 def run(args: argparse.Namespace, counts: list[int]) -> Rows:
-    WORK.mkdir(parents=True, exist_ok=True)
-    home = Path(tempfile.mkdtemp(prefix="status-hosts-", dir=WORK))
-    stand_in = StandIn(home)
-    server = LoopbackSshd(
-        home / "sshd",
-        path_prefix=str(FAKES),
-        session_env=session_env(stand_in, "nvml"),
-        extra_config=f"MaxStartups {4 * max(counts)}\n",
-    )
-    server.start()
-    env = dict(os.environ) | server.env | {"XDG_CONFIG_HOME": str(home / "config")}
-    env["XDG_STATE_HOME"] = str(home / "state")
     took: Rows = {n: [] for n in counts}
-    assert server.proc is not None
-    sshd = server.proc.pid
-    try:
+    with stand_in_sshd("status-hosts-", "nvml", max(counts)) as (home, server):
+        env = dict(os.environ) | server.env | {"XDG_CONFIG_HOME": str(home / "config")}
+        env["XDG_STATE_HOME"] = str(home / "state")
+        assert server.proc is not None
+        sshd = server.proc.pid
         configs = {n: write_config(home / f"hosts-{n}.toml", n, home / "runs") for n in counts}
         for n in counts:  # warm-up
             one_run(configs[n], n, env, sshd)
@@ -90,10 +77,6 @@ def run(args: argparse.Namespace, counts: list[int]) -> Rows:
                     f"{r['client_cpu_s']:.2f} s, hosts' side {r['hosts_cpu_s']:.2f} s",
                     flush=True,
                 )
-    finally:
-        server.stop()
-        stand_in.close()
-        shutil.rmtree(home, ignore_errors=True)
     return took
 
 

@@ -15,9 +15,12 @@ receiver's.
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -83,6 +86,20 @@ class Receiver:
     def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+@contextmanager
+def receiver_process(mode: str, hang_s: float = 20.0, trickle_s: float = 1.0) -> Iterator[str]:
+    """A receiver in ``mode`` in a process of its own (this file run as a script), so that its
+    threads are not the caller's; its URL. The process is ended by its handle on exit."""
+    argv = [sys.executable, __file__, mode, str(hang_s), str(trickle_s)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        yield proc.stdout.readline().strip()
+    finally:
+        proc.terminate()
+        proc.wait(10)
 
 
 if __name__ == "__main__":

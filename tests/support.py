@@ -3,33 +3,49 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import signal
 import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from textual.pilot import Pilot
 
+ROOT = Path(__file__).resolve().parents[1]
 
-async def until(pilot: Pilot, cond: Callable[[], bool], timeout: float = 20.0) -> None:
-    """Let the app run until ``cond()`` holds; fail the test after ``timeout`` seconds."""
+
+async def until(
+    pilot: Pilot,
+    cond: Callable[[], bool],
+    timeout: float = 20.0,
+    say: Callable[[], object] | None = None,
+) -> None:
+    """Let the app run until ``cond()`` holds; fail the test after ``timeout`` seconds, with
+    what ``say()`` tells then (the state that explains why, such as a timeline)."""
     t0 = time.monotonic()
     while not cond():
         if time.monotonic() - t0 > timeout:
-            raise AssertionError("condition not met in time")
+            raise AssertionError(f"condition not met in {timeout:g}s: {say() if say else ''}")
         await pilot.pause(0.02)
 
 
-async def open_kill_process_dialog(pilot: Pilot, app: Any, pid: int, signal: str = "TERM") -> str:
+async def open_kill_process_dialog(
+    pilot: Pilot, app: Any, pid: int, signal: str = "TERM", tree: Any = None
+) -> str:
     """Select ``pid`` in the process tree as a user would (the whole machine with ``w``, as
     the tree shows only the run's processes and GPU holders at first; open the way to it),
-    press K, choose ``signal`` in the menu, and return the confirm dialog's text."""
+    press K, choose ``signal`` in the menu, and return the confirm dialog's text. ``tree``:
+    the host's process tree where the screen holds several (the first one otherwise)."""
     from dflash_tui.app.host.procs.tree import ProcTree
 
-    tree = app.screen.query_one(ProcTree)
+    if tree is None:
+        tree = app.screen.query_one(ProcTree)
     await until(pilot, lambda: app.samples >= 1)
     if not tree.whole:
         await pilot.press("w")
@@ -69,6 +85,13 @@ async def pick_signal(pilot: Pilot, app: Any, choice: str | None) -> list[str]:
     return ids
 
 
+def config_file(tmp_path: Path, text: str, name: str = "c.toml") -> Path:
+    """A config file of ``text`` in ``tmp_path``; its path."""
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
 def require_busybox() -> str:
     """busybox's path; a test that needs it skips where it is missing, except under CI (env CI
     set), where that is a failure: .ci/run installs it (as the loopback sshd tests do)."""
@@ -91,19 +114,46 @@ def busybox_bin(tmp_path: Path) -> Path:
     return bin_dir
 
 
+def proc_files(part: str) -> Iterator[tuple[int, bytes]]:
+    """``(pid, /proc/PID/<part>)`` for each process whose file can be read now (one that ends
+    meanwhile is skipped)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            yield int(entry.name), (entry / part).read_bytes()
+        except OSError:
+            continue
+
+
 def live_group(pgid: int) -> list[int]:
     """Live (non-zombie) members of a process group, read from /proc (a zombie left for init
     to reap still answers kill -0)."""
     out = []
-    for entry in Path("/proc").iterdir():
+    for pid, stat in proc_files("stat"):
+        fields = stat.rsplit(b")", 1)[-1].split()
+        if len(fields) > 2 and fields[0] != b"Z" and int(fields[2]) == pgid:
+            out.append(pid)
+    return out
+
+
+def processes_naming(text: str, part: str = "cmdline") -> list[str]:
+    """``"PID: command line"`` of each live (non-zombie) process whose /proc/PID/``part``
+    (``cmdline`` or ``environ``, NUL-separated) holds ``text``: the processes of a run, found
+    by a path inside its folder or by its marker (``DFLASH_RUN_DIR=<dir>\\0`` in environ)."""
+    found = []
+    for pid, data in proc_files(part):
+        if text.encode() not in data:
+            continue
         try:
-            text = (entry / "stat").read_text() if entry.name.isdigit() else ""
+            stat = Path(f"/proc/{pid}/stat").read_bytes()
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
             continue
-        fields = text.rsplit(")", 1)[-1].split()
-        if len(fields) > 2 and fields[0] != "Z" and int(fields[2]) == pgid:
-            out.append(int(entry.name))
-    return out
+        if stat.rsplit(b")", 1)[-1].split()[:1] != [b"Z"]:
+            words = cmd.replace(b"\0", b" ").decode(errors="replace")
+            found.append(f"{pid}: {words}")
+    return found
 
 
 def screen_text(app: Any) -> str:
@@ -118,3 +168,29 @@ def screen_text(app: Any) -> str:
     )
     console.print(app.screen._compositor.render_update(full=True))
     return console.export_text(styles=False)
+
+
+@contextmanager
+def served(argv: list[str], url_regex: str, timeout: float = 20.0) -> Iterator[str]:
+    """``dflash-tui ARGV`` (a server: serve, metrics) in a session of its own: the URL that
+    ``url_regex`` finds on its first stdout line. Fails with its stderr where no URL comes;
+    on exit its session is sent SIGTERM, and it must end cleanly (0) within ``timeout``."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dflash_tui.cli.main", *argv],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        line = proc.stdout.readline()
+        url = re.search(url_regex, line)
+        if url is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout)
+            raise AssertionError(f"no URL on stdout: {line!r}; stderr: {proc.stderr.read()}")
+        yield url.group()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+        code = proc.wait(timeout)
+    assert code == 0, proc.stderr.read()

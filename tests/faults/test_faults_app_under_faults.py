@@ -24,7 +24,7 @@ THREADS = 12  # the main thread, Textual's, the webhook's two, the probe's: far 
 def test_samples_stay_fresh_and_threads_bounded_under_a_trickler_and_a_crash_loop() -> None:
     summary, rows = run(minutes=0.5, interval=INTERVAL, timeout=5.0, trickle=1.0)
     print(summary)
-    assert summary.seconds == 30 and summary.samples >= 20, summary
+    assert summary.samples >= 20, summary
     assert summary.max_gap_s <= 2 * INTERVAL + SLACK_S, [r.gap_s for r in rows]
     assert summary.py_threads_peak <= THREADS and summary.os_threads_peak <= THREADS, summary
     assert summary.runs >= 4, summary  # the loop looped: launches kept coming

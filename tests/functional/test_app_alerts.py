@@ -49,14 +49,18 @@ async def test_the_app_alerts_when_nobody_supervises(root: Path, tmp_path: Path)
     the webhook and the command hook both, the run-exited one with the run's last log lines."""
     job = "echo first-line; echo last-words-before-crash; sleep 4; exit 3"
     out = tmp_path / "hook"
-    alerts = AlertSettings(command=hook(out), min_interval_s=300.0, log_lines=5, timeout_s=5.0)
+    # The command lane sends one alert after another, each allowed timeout_s, and a hook cut
+    # off at its deadline writes nothing: the deadline is far above a hook's time on a loaded
+    # machine, so that waiting for the third is not a race against the first two.
+    alerts = AlertSettings(command=hook(out), min_interval_s=300.0, log_lines=5, timeout_s=30.0)
     policy = RestartPolicy(enabled=True, retries=1, backoff_s=0.5, max_backoff_s=1.0)
     with Receiver() as rx:
         app = app_for(root, job, replace(alerts, webhook=rx.url), policy)
+        app.host_states[0].bridge.supervise_poll = 0.5
         async with app.run_test(size=SIZE) as pilot:
             await pilot.press("l")
-            await until(pilot, lambda: "fatal" in rx.codes(), 120)
-            await until(pilot, lambda: len(hook_alerts(out)) >= 3, 60)
+            await until(pilot, lambda: "fatal" in rx.codes(), 120, lambda: timeline(app))
+            await until(pilot, lambda: len(hook_alerts(out)) >= 3, 100, lambda: timeline(app))
             await pilot.pause(2.0)  # nothing more may follow FATAL
         assert len(run_dirs(root)) == 2  # retries + 1
         assert sorted(rx.codes()) == ["fatal", "restart", "run-exited"], rx.codes()

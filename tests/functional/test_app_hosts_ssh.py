@@ -19,7 +19,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 
 from loopback_sshd import ALIAS, LoopbackSshd, sshd_unavailable
-from support import screen_text, until
+from support import live_group, screen_text, until
 
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.control.confirm import ConfirmScreen
@@ -70,18 +70,6 @@ async def test_ssh_host_down_and_back_while_the_local_host_updates(
         assert "DOWN" not in overview.row_text(1)
 
 
-def group_alive(pgid: int) -> bool:
-    """Whether any live (non-zombie) process is in group ``pgid``, read from /proc."""
-    for entry in Path("/proc").iterdir():
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if fields[0] != "Z" and int(fields[2]) == pgid:
-            return True
-    return False
-
-
 async def test_an_action_on_a_host_that_is_down_says_so_and_never_holds_up_another(
     server: LoopbackSshd, tmp_path: Path
 ) -> None:
@@ -112,7 +100,7 @@ async def test_an_action_on_a_host_that_is_down_says_so_and_never_holds_up_anoth
             await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), timeout=5)
             t0 = time.monotonic()
             await pilot.press("y")
-            await until(pilot, lambda: not group_alive(run.pgid or 0), timeout=8)
+            await until(pilot, lambda: not live_group(run.pgid or 0), timeout=8)
             assert time.monotonic() - t0 < 8
     finally:
         await kill_latest(t, local, grace=1.0, check_gpu=False)

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from supervise_util import alive
 from support import until
 
 from dflash_tui.app.app import DflashApp
@@ -28,13 +29,6 @@ JOB = (
     "sleep 300 & setsid sleep 300 & "
     'i=0; while :; do i=$((i+1)); echo "step=$i loss=1.0 tok/s=100"; sleep 0.1; done'
 )
-
-
-def alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 @pytest.fixture

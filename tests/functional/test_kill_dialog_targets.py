@@ -10,7 +10,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from support import until
+from supervise_util import alive
+from support import live_group, until
 
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.control.confirm import ConfirmScreen
@@ -23,26 +24,6 @@ JOB = (
     "sleep 300 & setsid sleep 300 & echo $! > stray; "
     'i=0; while :; do i=$((i+1)); echo "step=$i loss=1.0 tok/s=100"; sleep 0.1; done'
 )
-
-
-def group_of(pgid: int) -> set[int]:
-    """Live members of a process group, from /proc."""
-    out = set()
-    for entry in Path("/proc").iterdir():
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if fields[0] != "Z" and int(fields[2]) == pgid:
-            out.add(int(entry.name))
-    return out
-
-
-def alive(pid: int) -> bool:
-    try:
-        return (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]) != "Z"
-    except OSError:
-        return False
 
 
 @pytest.fixture
@@ -73,12 +54,12 @@ async def test_the_dialog_names_the_stray_and_the_kill_ends_every_named_pid(
         run = app.current.last.diagnosis.run  # type: ignore[union-attr]
         assert run is not None and run.pgid is not None
         stray = int((tmp_path / "stray").read_text())
-        before = group_of(run.pgid)
+        before = set(live_group(run.pgid))
         await pilot.press("k")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         body = str(app.screen.query_one("#confirm-body").render())
         time.sleep(0.3)  # the loop's `sleep 0.1` children come and go: keep what stays
-        truth = (before & group_of(run.pgid)) | {stray}
+        truth = (before & set(live_group(run.pgid))) | {stray}
         named = {int(m) for m in re.findall(r"^\s+(\d+)\s", body, re.MULTILINE)}
         assert stray in named and "left the group" in body
         assert truth <= named, f"not named: {truth - named}"

@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
-import subprocess
-import sys
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,9 +20,9 @@ from fakes.scenario import FakeSmi, app, box, gpu
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as om_parse
 from prometheus_client.parser import text_string_to_metric_families as prom_parse
 from supervise_util import cleanup, cli, wait_for
+from support import served
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[2]
 OPENMETRICS = "application/openmetrics-text; version=1.0.0"
 JOB = ("for i in 1 2 3 4 5 6; do echo \"step=$i loss=2.$i tok/s=15$i\"; sleep 0.3; done; "
        "exec sleep 300")  # fmt: skip
@@ -70,20 +67,11 @@ def gpus(fake_smi: FakeSmi, root: Path) -> dict[str, Any]:
 
 
 def test_metrics_serves_the_gpu_and_run_series(root: Path, gpus: dict[str, Any]) -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "dflash_tui.cli.main", "metrics", "--run-root", str(root),
-         "--interval", "0.5", "--listen", "127.0.0.1:0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-        start_new_session=True,
-    )  # fmt: skip
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        url = re.search(r"http://127\.0\.0\.1:\d+/metrics", line)
-        assert url, line + (proc.stderr.read() if proc.poll() is not None and proc.stderr else "")
+    argv = ["metrics", "--run-root", str(root), "--interval", "0.5", "--listen", "127.0.0.1:0"]
+    with served(argv, r"http://127\.0\.0\.1:\d+/metrics") as url:
 
         def stepped() -> dict[tuple[str, tuple[Any, ...]], float] | None:
-            ctype, text = scrape(url.group(), OPENMETRICS)
+            ctype, text = scrape(url, OPENMETRICS)
             assert ctype.startswith("application/openmetrics-text") and text.endswith("# EOF\n")
             m = samples(text, om_parse)
             running = m.get(key("dflash_run_state", host="local", state="running")) == 1.0
@@ -108,19 +96,16 @@ def test_metrics_serves_the_gpu_and_run_series(root: Path, gpus: dict[str, Any])
         assert m[key("dflash_run_tokens_per_second", host="local")] == 156.0
         assert 0 <= m[key("dflash_run_last_step_age_seconds", host="local")] < 30
         assert m[key("dflash_findings", host="local", severity="error")] >= 0
-        ctype, text = scrape(url.group())  # a plain curl: the Prometheus text format
+        ctype, text = scrape(url)  # a plain curl: the Prometheus text format
         assert ctype.startswith("text/plain")
         plain = samples(text, prom_parse)
         assert plain[key("dflash_gpu_utilization_percent", **lab)] == 100.0
         os.killpg(gpus["run"]["pgid"], signal.SIGKILL)  # the run ends: the state follows
         wait_for(
-            lambda: samples(scrape(url.group(), OPENMETRICS)[1], om_parse).get(
+            lambda: samples(scrape(url, OPENMETRICS)[1], om_parse).get(
                 key("dflash_run_state", host="local", state="killed")) == 1.0,
             30, "the killed run in /metrics",
         )  # fmt: skip
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        assert proc.wait(timeout=15) == 0
 
 
 def test_status_openmetrics_prints_the_same_once(root: Path, gpus: dict[str, Any]) -> None:

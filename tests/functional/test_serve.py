@@ -8,10 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
-import signal
-import subprocess
-import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -22,30 +18,21 @@ import pytest
 from cdp import Browser, need_chromium
 from fakes.scenario import FakeSmi
 from supervise_util import cleanup, cli, run_dirs
+from support import served as served_url
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
 def served(tmp_path: Path, fake_smi: FakeSmi) -> Iterator[tuple[str, Path]]:
     """``dflash-tui serve`` on a free port: (its URL with the token, its run root)."""
     root = tmp_path / "runs"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "dflash_tui.cli.main", "serve", "--run-root", str(root),
-         "--interval", "0.5", "--command", "sleep 300", "--bind", "127.0.0.1:0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-        start_new_session=True,
-    )  # fmt: skip
+    argv = ["serve", "--run-root", str(root), "--interval", "0.5", "--command", "sleep 300",
+            "--bind", "127.0.0.1:0"]  # fmt: skip
     try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        url = re.search(r"http://127\.0\.0\.1:\d+/\?token=\S+", line)
-        assert url, line + (proc.stderr.read() if proc.poll() is not None and proc.stderr else "")
-        yield url.group(), root
+        with served_url(argv, r"http://127\.0\.0\.1:\d+/\?token=\S+") as url:
+            yield url, root
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        assert proc.wait(timeout=20) == 0
         cleanup(root)
 
 

@@ -3,38 +3,20 @@ token but another site's ``Origin`` is refused with 403 (a real server, a real H
 
 from __future__ import annotations
 
-import os
-import re
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import aiohttp
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
+from support import served as served_url
 
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[str]:
     """The URL (with its token) of ``dflash-tui serve`` on a free loopback port."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "dflash_tui.cli.main", "serve", "--run-root",
-         str(tmp_path / "runs"), "--bind", "127.0.0.1:0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-        start_new_session=True,
-    )  # fmt: skip
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        url = re.search(r"http://127\.0\.0\.1:\d+/\?token=\S+", line)
-        assert url, line
-        yield url.group()
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=20)
+    argv = ["serve", "--run-root", str(tmp_path / "runs"), "--bind", "127.0.0.1:0"]
+    with served_url(argv, r"http://127\.0\.0\.1:\d+/\?token=\S+") as url:
+        yield url
 
 
 async def handshake(url: str, origin: str) -> int:

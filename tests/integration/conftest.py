@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from fakes.scenario import ENV_VARS, FAKES, NVML_FAKE_DIR, box, write_scenario
 from loopback_sshd import LoopbackSshd, sshd_unavailable
+from slurm_cluster import Cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -69,6 +70,16 @@ def local_view(server: LoopbackSshd, mp: pytest.MonkeyPatch) -> LoopbackSshd:
 @pytest.fixture
 def ssh_env(sshd: LoopbackSshd, monkeypatch: pytest.MonkeyPatch) -> LoopbackSshd:
     return local_view(sshd, monkeypatch)
+
+
+@pytest.fixture
+def cluster(slurm: Cluster, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
+    """The session's Slurm cluster (tests/conftest.py ``slurm``), its commands reachable from
+    this process; the test's jobs and node states are cleared after it."""
+    for k, v in slurm.env.items():
+        monkeypatch.setenv(k, v)
+    yield slurm
+    slurm.reset()
 
 
 def cli(*args: str, timeout: float = 90.0) -> subprocess.CompletedProcess[str]:

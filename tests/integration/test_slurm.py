@@ -11,12 +11,12 @@ import asyncio
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,8 @@ import pytest
 from loopback_sshd import ALIAS, LoopbackSshd, sshd_unavailable
 from schemas import check_status
 from slurm_cluster import Cluster
-from supervise_util import alive, cli, record, wait_for
+from supervise_util import alive, cli, record, run_dirs, wait_for
+from support import processes_naming
 
 from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.control.slurm import actions
@@ -33,14 +34,6 @@ from dflash_tui.core.link.transport import LocalTransport
 pytestmark = pytest.mark.slow
 CRED_EXPIRE_S = 5  # tests/slurm_cluster.py's AuthInfo cred_expire
 SLURM_TOOLS = ("squeue", "sbatch", "sacct", "scontrol", "scancel", "sinfo", "srun", "salloc")
-
-
-@pytest.fixture
-def cluster(slurm: Cluster, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
-    for k, v in slurm.env.items():
-        monkeypatch.setenv(k, v)
-    yield slurm
-    slurm.reset()
 
 
 def flags(root: Path) -> tuple[str, ...]:
@@ -67,21 +60,9 @@ def launch(root: Path, command: str, *extra: str) -> str:
     return m.group(1)
 
 
-def run_dir(root: Path) -> Path:
-    return sorted(p for p in root.iterdir() if p.is_dir())[-1]
-
-
-def marked(d: Path) -> list[int]:
+def marked(d: Path) -> list[str]:
     """Live processes that carry the run's marker (DFLASH_RUN_DIR), on this host."""
-    out = []
-    for entry in Path("/proc").iterdir():
-        try:
-            env = (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        if f"DFLASH_RUN_DIR={d}\0".encode() in env and alive(int(entry.name)):
-            out.append(int(entry.name))
-    return out
+    return processes_naming(f"DFLASH_RUN_DIR={d}\0", "environ")
 
 
 def test_the_cluster_starts_within_30_s(slurm: Cluster) -> None:
@@ -131,7 +112,7 @@ def test_drained_nodes_hold_the_job_pending_then_it_runs_and_a_kill_cancels_it(
         said = watch.communicate(timeout=30)[0]
     assert f"finding INFO queued: job {job} is queued" in said, said
     assert "run queued" in said and "run running" in said and "finding gone queued" in said
-    d = run_dir(root)
+    d = run_dirs(root)[-1]
     wait_for(lambda: (d / "pid").exists(), 10, "the wrapper's pid file")
     pid, _, ticks = (int(x) for x in (d / "pid").read_text().split())
     assert alive(pid, ticks) and marked(d)
@@ -186,10 +167,10 @@ def test_restart_requeues_the_same_job(cluster: Cluster, tmp_path: Path) -> None
     out = json.loads(res.stdout)
     assert out["ok"] and out["action"] == "requeue" and out["job_id"] == job, out
     # Requeued, it is held back by nothing: it runs again, same id, with --resume auto.
-    log = run_dir(root) / "output.log"
+    log = run_dirs(root)[-1] / "output.log"
     wait_for(lambda: log.read_text().count("run\n") == 2, 30, "the job runs again")
     assert scheduler(root)["state"] == "RUNNING"
-    assert (run_dir(root) / "command").read_text().endswith("--resume auto")
+    assert (run_dirs(root)[-1] / "command").read_text().endswith("--resume auto")
     assert len(list(root.iterdir())) == 1
     # A kill that names another job (a confirmation shown for an earlier one) is refused.
     host = HostConfig(run_root=str(root), scheduler="slurm")
@@ -269,13 +250,15 @@ def test_a_warning_sbatch_prints_is_not_taken_for_the_job_id(
     shim = tmp_path / "bin"
     shim.mkdir()
     real = subprocess.run(["sh", "-c", "command -v sbatch"], capture_output=True, text=True)
+    assert real.returncode == 0 and real.stdout.strip(), real.stderr
+    sbatch = shlex.quote(real.stdout.strip())
     warn = "echo 'sbatch: warning: --foo is deprecated' >&2"
-    (shim / "sbatch").write_text(f'#!/bin/sh\n{warn}\nexec {real.stdout.strip()} "$@"\n')
+    (shim / "sbatch").write_text(f'#!/bin/sh\n{warn}\nexec {sbatch} "$@"\n')
     (shim / "sbatch").chmod(0o755)
     monkeypatch.setenv("PATH", f"{shim}:{os.environ['PATH']}")
     root = tmp_path / "runs"
     job = launch(root, "sleep 30; :")
-    assert (run_dir(root) / "slurm_job").read_text().strip() == job
+    assert (run_dirs(root)[-1] / "slurm_job").read_text().strip() == job
     assert scheduler(root).get("job_id") == job
     again = cli("launch", *flags(root), "--command", "true")
     assert again.returncode == 1 and f"job {job}" in again.stdout, again.stdout  # one live job
@@ -289,7 +272,7 @@ def test_a_command_that_exits_3_reads_failed_3(cluster: Cluster, tmp_path: Path)
     doc = status(root)
     assert doc["scheduler"]["exit_code"] == 3 and doc["scheduler"]["job_id"] == job
     assert (doc["run"]["state"], doc["run"]["exit_code"]) == ("exited", 3)
-    assert (run_dir(root) / "exit").read_text().split()[0] == "3"
+    assert (run_dirs(root)[-1] / "exit").read_text().split()[0] == "3"
 
 
 def test_a_job_past_its_time_reads_timeout(cluster: Cluster, tmp_path: Path) -> None:
@@ -421,7 +404,7 @@ def test_supervise_requeues_a_killed_job_and_stops_a_crash_loop_at_fatal(
         wait_for(lambda: (record(crash).get("last_decision") or {}).get("action") == "fatal",
                  60, "FATAL")  # fmt: skip
         assert "gave up after 2 restarts" in record(crash)["last_decision"]["message"]
-        assert run_dir(crash).joinpath("output.log").exists()
+        assert run_dirs(crash)[-1].joinpath("output.log").exists()
     finally:
         cli("supervise", "--stop", "--run-root", str(crash))
 
@@ -448,7 +431,7 @@ def test_two_nodes_run_the_tiny_pipeline_as_one_torchrun_job(
     assert [n["host"] for n in running["nodes"]] == ["n1", "n2"], running.get("nodes")
     assert all("error" not in n for n in running["nodes"]), running["nodes"]
     wait_for(lambda: scheduler(root).get("state") in ("COMPLETED", "FAILED"), 180, "the job ends")
-    d = run_dir(root)
+    d = run_dirs(root)[-1]
     log = (d / "output.log").read_text()
     assert scheduler(root)["state"] == "COMPLETED", log[-3000:]
     assert scheduler(root)["nodes"] == ["n1", "n2"]

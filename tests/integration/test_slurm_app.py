@@ -10,13 +10,13 @@ its id and nodes, and ``y`` cancels exactly that job.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from slurm_cluster import Cluster
-from support import pick_signal, until
+from supervise_util import run_dirs
+from support import open_kill_process_dialog, processes_naming, until
 from textual.pilot import Pilot
 
 from dflash_tui.app.app import DflashApp
@@ -32,14 +32,6 @@ from dflash_tui.core.link.transport import LocalTransport
 
 pytestmark = pytest.mark.slow
 SIZE = (160, 50)
-
-
-@pytest.fixture
-def cluster(slurm: Cluster, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
-    for k, v in slurm.env.items():
-        monkeypatch.setenv(k, v)
-    yield slurm
-    slurm.reset()
 
 
 def app_on(root: Path, nodes: int, command: str = "echo started; sleep 300") -> DflashApp:
@@ -112,7 +104,7 @@ async def test_the_app_shows_the_queued_reason_then_the_node_and_k_cancels_that_
         # The node, sampled by the probe inside the allocation, sees the job's processes.
         await until(pilot, lambda: node.diagnosis is not None and node.diagnosis.run is not None
                     and any("sleep 300" in p.cmd for p in node.snapshot.procs), 40)  # fmt: skip
-        run_dir = sorted((tmp_path / "runs").iterdir())[-1]
+        run_dir = run_dirs(tmp_path / "runs")[-1]
         assert node.diagnosis and node.diagnosis.run and node.diagnosis.run.id == run_dir.name
         app.action_show_host(1)
         await until(pilot, lambda: f"node n1 of Slurm job {job} RUNNING" in header(app), 20)
@@ -128,20 +120,7 @@ async def test_the_app_shows_the_queued_reason_then_the_node_and_k_cancels_that_
         # The job is gone: the node says no job runs there, not a link down retried for ever.
         await until(pilot, lambda: node.link == "idle", 20)
         assert "no job on this node" in header(app) and "DISCONNECTED" not in header(app)
-    assert commands_naming(f"{run_dir}/") == []  # no process of the run is left
-
-
-def commands_naming(text: str) -> list[str]:
-    """The command lines of live processes that name ``text`` (read from /proc)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if entry.name.isdigit() and text in cmd:
-            found.append(f"{entry.name}: {cmd}")
-    return found
+    assert processes_naming(f"{run_dir}/") == []  # no process of the run is left
 
 
 async def test_a_confirm_names_the_job_and_y_refuses_another_one_live_by_then(
@@ -210,7 +189,7 @@ async def test_auto_restart_in_the_app_requeues_a_job_killed_from_outside(
         await until(pilot, lambda: job_state(cluster, job.group(1)) != "RUNNING", 20)
         # Requeued: the same job runs again once the cluster's credential lifetime passed.
         await until(pilot, lambda: job_state(cluster, job.group(1)) == "RUNNING", 30)
-        log = sorted((tmp_path / "runs").iterdir())[-1] / "output.log"
+        log = run_dirs(tmp_path / "runs")[-1] / "output.log"
         await until(pilot, lambda: log.read_text().count("started") == 2, 20)
         runs = [p.name for p in (tmp_path / "runs").iterdir() if not p.name.startswith(".")]
         assert runs == [log.parent.name], runs  # no run started around Slurm
@@ -237,20 +216,8 @@ async def test_k_on_a_nodes_pane_signals_the_process_on_that_node(
         pid = sleeper()
         assert pid is not None
         app.action_show_host(1)
-        tree = app.detail().procs()
-        await pilot.press("w")
-        await until(pilot, lambda: pid in tree.nodes, 20)
-        item = tree.nodes[pid]
-        parent = item.parent
-        while parent is not None:
-            parent.expand()
-            parent = parent.parent
-        await pilot.pause(0.1)
-        tree.move_cursor(item)
-        await pilot.pause(0.05)
-        await pilot.press("K")
-        await pick_signal(pilot, app, "TERM")
-        assert f"{pid}" in str(app.screen.query_one("#confirm-body").render())
+        body = await open_kill_process_dialog(pilot, app, pid, "TERM", app.detail().procs())
+        assert f"{pid}" in body
         await pilot.press("y")
         await until(pilot, lambda: not Path(f"/proc/{pid}").exists(), 30)
         await until(pilot, lambda: not app.control.running, 30)

@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support import config_file
 
 from dflash_tui.core.base.config import ConfigError, load_file, resolve
 
@@ -23,14 +24,8 @@ compile_cache = "/tmp/torchinductor_root"
 """
 
 
-def write(tmp_path: Path, text: str) -> Path:
-    p = tmp_path / "c.toml"
-    p.write_text(text)
-    return p
-
-
 def test_design_example_loads(tmp_path: Path) -> None:
-    cfg = load_file(write(tmp_path, FULL))
+    cfg = load_file(config_file(tmp_path, FULL))
     h = cfg.host
     assert h.address == "gpu-box" and h.container == "pct:200"
     assert h.topology.drafter == (5, 6, 7)
@@ -41,7 +36,7 @@ def test_design_example_loads(tmp_path: Path) -> None:
 
 def test_flags_override_file(tmp_path: Path) -> None:
     flags = {
-        "config": str(write(tmp_path, FULL)),
+        "config": str(config_file(tmp_path, FULL)),
         "topology": "0-3:4-7",
         "log": ["/a", "/b c"],
         "host": "root@10.0.0.1:2222",
@@ -62,7 +57,7 @@ container = "docker:trainer"
 target = [0]
 drafter = [1]
 """
-    cfg = load_file(write(tmp_path, text))
+    cfg = load_file(config_file(tmp_path, text))
     assert [h.label for h in cfg.hosts] == ["a", "b"]
     assert cfg.hosts[1].topology.target == (0,) and cfg.hosts[0].topology.target == (0, 1, 2, 3, 4)
 
@@ -85,7 +80,7 @@ drafter = [1]
 )
 def test_bad_values_are_refused(tmp_path: Path, text: str, needle: str) -> None:
     with pytest.raises(ConfigError, match=needle):
-        load_file(write(tmp_path, text))
+        load_file(config_file(tmp_path, text))
 
 
 def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support import config_file
 
 from dflash_tui.core.base.alert_config import EVENTS, FINDING_CODES, AlertSettings
 from dflash_tui.core.base.codes import GPU_LABELS
@@ -12,9 +13,7 @@ from dflash_tui.core.base.config import ConfigError, load_file
 
 
 def load(tmp_path: Path, text: str) -> AlertSettings:
-    p = tmp_path / "c.toml"
-    p.write_text(text)
-    return load_file(p).alerts
+    return load_file(config_file(tmp_path, text)).alerts
 
 
 def test_defaults_send_nothing(tmp_path: Path) -> None:

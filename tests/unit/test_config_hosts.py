@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from support import config_file
 
 from dflash_tui.cli.main import main
 from dflash_tui.core.base.config import ConfigError, resolve
@@ -35,9 +36,7 @@ label = "home"
 
 @pytest.fixture
 def multi(tmp_path: Path) -> str:
-    p = tmp_path / "multi.toml"
-    p.write_text(MULTI)
-    return str(p)
+    return str(config_file(tmp_path, MULTI, "multi.toml"))
 
 
 @pytest.mark.parametrize("wanted", ["gpu-b", "b"])
@@ -74,9 +73,9 @@ def test_an_address_in_no_entry_gets_the_top_level_settings_and_a_note(
 
 
 def test_an_address_shared_by_two_entries_needs_a_label(tmp_path: Path) -> None:
-    p = tmp_path / "c.toml"
-    p.write_text(
-        "[[hosts]]\nlabel = 'x'\naddress = 'box'\n[[hosts]]\nlabel = 'y'\naddress = 'box'\n"
+    p = config_file(
+        tmp_path,
+        "[[hosts]]\nlabel = 'x'\naddress = 'box'\n[[hosts]]\nlabel = 'y'\naddress = 'box'\n",
     )
     needle = "2 [[hosts]] entries have that address (x, y)"
     with pytest.raises(ConfigError, match=re.escape(needle)):
@@ -85,8 +84,9 @@ def test_an_address_shared_by_two_entries_needs_a_label(tmp_path: Path) -> None:
 
 
 def test_without_hosts_the_one_host_moves_to_the_address(tmp_path: Path) -> None:
-    p = tmp_path / "c.toml"
-    p.write_text("[host]\naddress = 'gpu-a'\ncontainer = 'pct:200'\n[run]\nrun_root = '/r'\n")
+    p = config_file(
+        tmp_path, "[host]\naddress = 'gpu-a'\ncontainer = 'pct:200'\n[run]\nrun_root = '/r'\n"
+    )
     (h,) = resolve({"config": str(p), "host": "gpu-z"}).hosts
     assert (h.address, h.container, h.run_root) == ("gpu-z", "pct:200", "/r")
     (h,) = resolve({"host": "local"}).hosts  # no config file: an address, never a label

@@ -7,6 +7,7 @@ import socket
 from pathlib import Path
 
 import pytest
+from support import config_file
 
 from dflash_tui.core.base.config import ConfigError, load_file, resolve
 from dflash_tui.core.base.config_job import elastic_warning, member_host, resumed
@@ -28,28 +29,22 @@ label = "solo"
 """
 
 
-def write(tmp_path: Path, text: str) -> str:
-    p = tmp_path / "c.toml"
-    p.write_text(text)
-    return str(p)
-
-
 def test_members_form_one_job_in_config_order(tmp_path: Path) -> None:
-    cfg = load_file(write(tmp_path, TWO))
+    cfg = load_file(config_file(tmp_path, TWO))
     (job,) = cfg.jobs
     assert (job.name, job.members, job.nnodes, job.master_port) == ("pair", ("a", "b"), 2, 29500)
     assert job.master_addr == socket.gethostname()  # member 0 is this machine
-    sel = resolve({"config": write(tmp_path, TWO), "host": "pair"})
+    sel = resolve({"config": str(config_file(tmp_path, TWO)), "host": "pair"})
     assert [h.label for h in sel.hosts] == ["a", "b"] and sel.job == job
-    assert resolve({"config": write(tmp_path, TWO), "host": "solo"}).job is None
-    alone = resolve({"config": write(tmp_path, TWO), "host": "b"})
+    assert resolve({"config": str(config_file(tmp_path, TWO)), "host": "solo"}).job is None
+    alone = resolve({"config": str(config_file(tmp_path, TWO)), "host": "b"})
     assert alone.job is None and "--host pair acts on the whole job" in alone.notes[-1]
 
 
 def test_member_host_sets_the_rendezvous_and_the_rank(tmp_path: Path) -> None:
     text = TWO.replace('label = "a"\n', 'label = "a"\naddress = "root@10.0.0.5"\n')
     text += "[jobs.pair]\nmaster_port = 29611\n"
-    cfg = load_file(write(tmp_path, text))
+    cfg = load_file(config_file(tmp_path, text))
     job = cfg.jobs[0]
     b = member_host(job, cfg.hosts[1])
     env = dict(b.env)
@@ -76,7 +71,7 @@ def test_bad_jobs_are_errors_that_say_why(
     tmp_path: Path, change: tuple[str, str, int], words: str
 ) -> None:
     with pytest.raises(ConfigError, match=f".*{words}"):
-        load_file(write(tmp_path, TWO.replace(*change)))
+        load_file(config_file(tmp_path, TWO.replace(*change)))
 
 
 @pytest.mark.parametrize(
@@ -90,12 +85,12 @@ def test_bad_jobs_are_errors_that_say_why(
 )
 def test_jobs_tables_are_checked(tmp_path: Path, extra: str, words: str) -> None:
     with pytest.raises(ConfigError, match=words):
-        load_file(write(tmp_path, TWO + extra))
+        load_file(config_file(tmp_path, TWO + extra))
 
 
 def test_a_job_needs_hosts_not_host(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="not \\[host\\]"):
-        load_file(write(tmp_path, '[host]\njob = "x"\n'))
+        load_file(config_file(tmp_path, '[host]\njob = "x"\n'))
 
 
 def test_elastic_restarts_are_warned_about() -> None:

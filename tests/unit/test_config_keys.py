@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import config_file
 
 from dflash_tui.cli.config_cmd import example_text
 from dflash_tui.cli.main import build_parser, main
@@ -22,12 +23,6 @@ else:  # pragma: no cover
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "docs" / "config.example.toml"
-
-
-def write(tmp_path: Path, text: str, name: str = "c.toml") -> Path:
-    p = tmp_path / name
-    p.write_text(text)
-    return p
 
 
 @pytest.mark.parametrize(
@@ -55,11 +50,11 @@ def test_an_unknown_table_or_key_at_any_level_is_named(
     tmp_path: Path, text: str, needle: str
 ) -> None:
     with pytest.raises(ConfigError, match=re.escape(needle)):
-        load_file(write(tmp_path, text))
+        load_file(config_file(tmp_path, text))
 
 
 def test_every_unknown_key_is_named_at_once_with_the_file(tmp_path: Path) -> None:
-    path = write(tmp_path, "[topolgy]\ntarget = [0]\n[run]\ncomand = 'x'\n")
+    path = config_file(tmp_path, "[topolgy]\ntarget = [0]\n[run]\ncomand = 'x'\n")
     with pytest.raises(ConfigError) as err:
         load_file(path)
     assert str(err.value).startswith(f"config {path}: ")
@@ -67,7 +62,7 @@ def test_every_unknown_key_is_named_at_once_with_the_file(tmp_path: Path) -> Non
 
 
 def test_free_form_env_keys_are_the_users(tmp_path: Path) -> None:
-    cfg = load_file(write(tmp_path, "[run.env]\nANY_NAME = '1'\n"))
+    cfg = load_file(config_file(tmp_path, "[run.env]\nANY_NAME = '1'\n"))
     assert cfg.host.env == (("ANY_NAME", "1"),)
 
 
@@ -77,7 +72,7 @@ def test_a_typo_stops_launch_before_anything_runs(
     """A misspelt key (`comand = "x"`) is an error, never the bundled demo launched with exit 0."""
     ran: list[object] = []
     monkeypatch.setattr("dflash_tui.cli.run.run_control", lambda cfg, args: ran.append(cfg) or 0)
-    path = write(tmp_path, "[topolgy]\ntarget = [0]\n[run]\ncomand = 'x'\n")
+    path = config_file(tmp_path, "[topolgy]\ntarget = [0]\n[run]\ncomand = 'x'\n")
     assert main(["--config", str(path), "launch"]) == 2
     assert ran == []
     err = capsys.readouterr().err
@@ -146,7 +141,7 @@ def test_the_default_config_file_is_read_when_present(
     path.write_text("[run]\nrun_root = '/from/default'\n")
     cfg = resolve({})
     assert cfg.source == str(path) and cfg.host.run_root == "/from/default"
-    other = write(tmp_path, "[run]\nrun_root = '/from/flag'\n")
+    other = config_file(tmp_path, "[run]\nrun_root = '/from/flag'\n")
     assert resolve({"config": str(other)}).host.run_root == "/from/flag"  # --config wins
     monkeypatch.delenv("XDG_CONFIG_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "nobody"))
@@ -181,4 +176,4 @@ def test_help_names_the_default_config_file(
 )
 def test_host_labels_are_unique_and_plain(tmp_path: Path, text: str, needle: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(needle)):
-        load_file(write(tmp_path, text))
+        load_file(config_file(tmp_path, text))

@@ -6,20 +6,15 @@ import re
 from pathlib import Path
 
 import pytest
+from support import config_file
 
 from dflash_tui.cli.main import build_parser, main
 from dflash_tui.core.base.config import ConfigError, load_file, resolve
 from dflash_tui.core.base.timings import RestartPolicy
 
 
-def write(tmp_path: Path, text: str) -> Path:
-    p = tmp_path / "c.toml"
-    p.write_text(text)
-    return p
-
-
 def test_defaults_are_off_and_keep_everything(tmp_path: Path) -> None:
-    h = load_file(write(tmp_path, "[run]\ncommand = 'true'\n")).host
+    h = load_file(config_file(tmp_path, "[run]\ncommand = 'true'\n")).host
     assert h.restart == RestartPolicy() and not h.restart.enabled
     assert h.keep_runs == 0
 
@@ -35,7 +30,7 @@ max_backoff_s = 30.5
 stable_s = 120
 keep_runs = 10
 """
-    h = load_file(write(tmp_path, text)).host
+    h = load_file(config_file(tmp_path, text)).host
     assert h.restart.enabled and h.restart.success_codes == frozenset({0, 2})
     assert (h.restart.retries, h.restart.backoff_s, h.restart.max_backoff_s) == (5, 1.0, 30.5)
     assert h.restart.stable_s == 120.0 and h.keep_runs == 10
@@ -54,7 +49,7 @@ address = "b"
 auto = false
 keep_runs = 3
 """
-    a, b = load_file(write(tmp_path, text)).hosts
+    a, b = load_file(config_file(tmp_path, text)).hosts
     assert a.restart.enabled and a.restart.retries == 7 and a.keep_runs == 0
     assert not b.restart.enabled and b.restart.retries == 3 and b.keep_runs == 3
 
@@ -83,11 +78,11 @@ keep_runs = 3
 )
 def test_bad_restart_values_are_refused(tmp_path: Path, text: str, needle: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(needle)):
-        load_file(write(tmp_path, text))
+        load_file(config_file(tmp_path, text))
 
 
 def test_flags_enable_and_set_retention(tmp_path: Path) -> None:
-    path = write(tmp_path, "[restart]\nretries = 9\nkeep_runs = 4\n")
+    path = config_file(tmp_path, "[restart]\nretries = 9\nkeep_runs = 4\n")
     args = vars(build_parser().parse_args(["--config", str(path), "--auto-restart"]))
     h = resolve(args).host
     assert h.restart.enabled and h.restart.retries == 9 and h.keep_runs == 4  # others kept
@@ -109,7 +104,7 @@ def test_launch_keep_runs_defaults_to_the_config(
         return 0
 
     monkeypatch.setattr("dflash_tui.cli.run.run_control", fake)
-    path = write(tmp_path, "[restart]\nkeep_runs = 4\n")
+    path = config_file(tmp_path, "[restart]\nkeep_runs = 4\n")
     assert main(["--config", str(path), "launch"]) == 0
     assert main(["--config", str(path), "restart", "--keep-runs", "1"]) == 0
     assert main(["launch"]) == 0

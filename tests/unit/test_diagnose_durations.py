@@ -41,6 +41,7 @@ def test_a_label_seen_to_begin_has_a_known_start() -> None:
         tracker.add(snap(T0 + 2 * k, busy=True))  # GPU 0 busy: GPU 1 is idle from the start
     got = tracker.add(snap(T0 + 10)).gpus[0].labels  # GPU 0 goes idle now: seen to begin
     assert [(lb.code, lb.at_least) for lb in got] == [("idle", False)]
+    assert got[0].since == T0 + 10  # the sample that saw it begin
 
 
 def test_idle_after_a_run_ended_counts_from_the_recorded_end() -> None:

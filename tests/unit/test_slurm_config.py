@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support import config_file
 
 from dflash_tui.core.base.config import ConfigError, load_file, resolve
 from dflash_tui.core.base.config_slurm import SlurmConfig
@@ -15,14 +16,8 @@ from dflash_tui.core.control.slurm.findings import SchedulerView, findings, over
 from dflash_tui.core.control.slurm.query import SlurmJob, exit_code, fields, seconds
 
 
-def write(tmp_path: Path, text: str) -> Path:
-    p = tmp_path / "c.toml"
-    p.write_text(text)
-    return p
-
-
 def test_defaults_are_direct_and_the_documented_slurm_values(tmp_path: Path) -> None:
-    h = load_file(write(tmp_path, "[run]\ncommand = 'true'\n")).host
+    h = load_file(config_file(tmp_path, "[run]\ncommand = 'true'\n")).host
     assert h.scheduler == "direct"
     assert h.slurm == SlurmConfig(nodes=1, gpus_per_node=8, job_name="dflash", node_access="srun")
 
@@ -49,7 +44,7 @@ address = "login2"
 account = "lab"
 node_access = "ssh"
 """
-    a, b, c = load_file(write(tmp_path, text)).hosts
+    a, b, c = load_file(config_file(tmp_path, text)).hosts
     assert (a.scheduler, a.slurm.partition, a.slurm.nodes, a.slurm.time) == (
         "slurm", "gpu", 2, "1-00:00:00")  # fmt: skip
     assert a.slurm.sbatch_args == ("--exclusive", "--constraint=h100")
@@ -76,11 +71,11 @@ node_access = "ssh"
 )
 def test_bad_values_are_errors_naming_the_key(tmp_path: Path, body: str, words: str) -> None:
     with pytest.raises(ConfigError, match=words):
-        load_file(write(tmp_path, body + "\n"))
+        load_file(config_file(tmp_path, body + "\n"))
 
 
 def test_the_flag_overrides_the_config(tmp_path: Path) -> None:
-    cfg = write(tmp_path, 'scheduler = "direct"\n')
+    cfg = config_file(tmp_path, 'scheduler = "direct"\n')
     assert resolve({"config": str(cfg), "scheduler": "slurm"}).host.scheduler == "slurm"
     with pytest.raises(ConfigError, match="--scheduler"):
         resolve({"config": str(cfg), "scheduler": "lsf"})
@@ -180,11 +175,11 @@ def test_a_kill_confirmation_names_the_job_and_its_nodes() -> None:
 def test_config_shows_what_sbatch_is_given(tmp_path: Path) -> None:
     from dflash_tui.cli.config_cmd import summary
 
-    cfg = load_file(write(tmp_path, 'scheduler = "slurm"\n[slurm]\npartition = "gpu"\n'))
+    cfg = load_file(config_file(tmp_path, 'scheduler = "slurm"\n[slurm]\npartition = "gpu"\n'))
     lines = summary(cfg)
     assert any("scheduler slurm: sbatch --job-name=dflash" in ln and "--partition=gpu" in ln
                for ln in lines), lines  # fmt: skip
-    assert not any("scheduler" in ln for ln in summary(load_file(write(tmp_path, ""))))
+    assert not any("scheduler" in ln for ln in summary(load_file(config_file(tmp_path, ""))))
 
 
 def test_an_exit_record_that_is_not_code_and_time_is_an_unknown_end() -> None:
