@@ -159,12 +159,14 @@ def test_overlay_puts_slurm_s_word_over_the_login_node_s_reading() -> None:
 
 
 def test_the_supervisor_alerts_on_no_login_node_reading_of_the_run() -> None:
-    from dflash_tui.core.control.slurm.supervise import trusted
+    from dflash_tui.core.base.config_types import HostConfig
+    from dflash_tui.core.control.scheduled import trusted
     from dflash_tui.core.diagnosis.finding import Finding
 
     seen = [Finding(code, "error", (), code) for code in ("launch-failed", "run-exited",
                                                           "disk-low", "no-progress")]  # fmt: skip
-    assert [f.code for f in trusted(seen)] == ["disk-low"]
+    assert [f.code for f in trusted(HostConfig(scheduler="slurm"), seen)] == ["disk-low"]
+    assert trusted(HostConfig(), seen) == seen  # a direct run: its own reading is the word
 
 
 def test_a_kill_confirmation_names_the_job_and_its_nodes() -> None:

@@ -18,8 +18,8 @@ from dataclasses import replace
 from dflash_tui.app.host.source import LiveSource, probe_feed
 from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.control.scheduled import REPLACED
 from dflash_tui.core.control.slurm.findings import (
-    REPLACED,
     SchedulerView,
     findings,
     lines,

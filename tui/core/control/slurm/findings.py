@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dflash_tui.core.base.config_types import HostConfig
+from dflash_tui.core.control.scheduled import REPLACED
 from dflash_tui.core.control.script import ControlError
 from dflash_tui.core.control.slurm import query
 from dflash_tui.core.control.slurm.query import SlurmJob, SlurmUnavailable
@@ -20,9 +21,6 @@ from dflash_tui.core.control.slurm.runs import SlurmRun, latest
 from dflash_tui.core.diagnosis.finding import Finding, duration
 from dflash_tui.core.link.transport import Transport, TransportError
 
-# The run findings the login node's own reading would give: there the job's processes are
-# never seen, so its run directory reads as ended; Slurm's word replaces them.
-REPLACED = frozenset({"launch-failed", "run-exited", "log-missing", "no-progress"})
 NEXT_STEP = {
     "NODE_FAIL": "a node of the job failed: restart it (it is requeued or submitted again, "
     "resuming from the last checkpoint), and tell the cluster's admins",
