@@ -198,3 +198,19 @@ def test_an_exit_record_that_is_not_code_and_time_is_an_unknown_end() -> None:
     assert _ended_at(["0", "x"]) is None
     assert _ended_at(["0", "nan"]) is None
     assert _ended_at(["3"]) is None
+
+
+def test_one_rule_says_the_run_state_and_the_findings_slurm_replaces() -> None:
+    from dflash_tui.core.control.scheduled import REPLACED
+    from dflash_tui.core.control.slurm.findings import replaced, slurm_job_text, slurm_run_state
+    from dflash_tui.core.control.slurm.runs import SlurmRun
+
+    run = SlurmRun("20260101-000000-0001", "/r/20260101-000000-0001", "9")
+    pending = SlurmJob("9", "PENDING", reason="Resources", start="2026-01-01T00:10:00")
+    assert slurm_run_state(SchedulerView(run, pending), "exited") == "queued"
+    assert slurm_run_state(SchedulerView(run, SlurmJob("9", "UNKNOWN")), "exited") == "exited"
+    assert slurm_run_state(SchedulerView(error="no slurmctld"), "running") == "unknown"
+    assert replaced(SchedulerView(run, pending)) == REPLACED
+    assert replaced(SchedulerView(run, SlurmJob("", "UNKNOWN"))) == frozenset()  # sbatch refused
+    assert slurm_job_text(pending) == "Slurm job 9 PENDING (Resources)"
+    assert slurm_job_text(pending, start=True).endswith(", expected start 2026-01-01T00:10:00")

@@ -13,17 +13,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from dataclasses import replace
 
 from dflash_tui.app.host.source import LiveSource, probe_feed
 from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
-from dflash_tui.core.control.scheduled import REPLACED
 from dflash_tui.core.control.slurm.findings import (
     SchedulerView,
-    findings,
-    lines,
     read_view,
+    slurm_job_text,
+    with_view,
 )
 from dflash_tui.core.diagnosis.views import Diagnosis
 from dflash_tui.core.link.feed import Disconnected, FeedEvent
@@ -150,24 +148,13 @@ def node_of(watch: SlurmWatch, index: int | None) -> str | None:
 def slurm_diagnosis(diag: Diagnosis, view: SchedulerView | None, node: bool) -> Diagnosis:
     """``diag`` with Slurm's word on the run: the job's state, and (on the Slurm host, not
     on a node's) Slurm's findings in place of those the login node cannot judge."""
-    if view is None:
-        return diag
-    job = view.job
-    has_job = job is not None and bool(job.job_id)
-    kept = tuple(f for f in diag.findings if not (has_job and f.code in REPLACED))
-    found = () if node else tuple(findings(view))
-    state = diag.run_state
-    if job is not None and view.run is not None and job.state != "UNKNOWN":
-        state = job.run_state
-    elif view.error is not None:
-        state = "unknown"
-    return replace(diag, run_state=state, findings=found + kept)
+    return diag if view is None else with_view(diag, view, own=not node)
 
 
 def slurm_job_line(view: SchedulerView | None, node: str | None = None) -> str | None:
-    """The header's line of the job, as ``status`` words it (``lines``), with the expected
-    start of a queued job when Slurm knows one: ``Slurm job 12 PENDING (Resources), expected
-    start ...``; on a node's host ``node n1 of Slurm job 12 RUNNING ...``."""
+    """The header's line of the job, as ``status`` words it, with the expected start of a
+    queued job when Slurm knows one: ``Slurm job 12 PENDING (Resources), expected start
+    ...``; on a node's host ``node n1 of Slurm job 12 RUNNING ...``."""
     if view is None:
         return None
     if view.error is not None:
@@ -175,7 +162,5 @@ def slurm_job_line(view: SchedulerView | None, node: str | None = None) -> str |
     job = view.job
     if job is None or not job.job_id:
         return "Slurm: no job submitted yet"
-    text = lines({"scheduler": job.to_json()})[0]
-    if job.start and job.run_state == "queued":
-        text += f", expected start {job.start}"
+    text = slurm_job_text(job, start=True)
     return f"node {node} of {text}" if node else text

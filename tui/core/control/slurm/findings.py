@@ -9,7 +9,7 @@ Slurm cannot be asked. Every string in them came through ``safe_label`` (query.p
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dflash_tui.core.base.config_types import HostConfig
@@ -19,6 +19,7 @@ from dflash_tui.core.control.slurm import query
 from dflash_tui.core.control.slurm.query import SlurmJob, SlurmUnavailable
 from dflash_tui.core.control.slurm.runs import SlurmRun, latest
 from dflash_tui.core.diagnosis.finding import Finding, duration
+from dflash_tui.core.diagnosis.views import Diagnosis
 from dflash_tui.core.link.transport import Transport, TransportError
 
 NEXT_STEP = {
@@ -110,6 +111,23 @@ async def scheduled(doc: dict[str, Any], transport: Transport, host: HostConfig)
     overlay(doc, await read_view(transport, host))
 
 
+def slurm_run_state(view: SchedulerView, current: str) -> str:
+    """Our run state with Slurm's word on it: the job's while Slurm names its state, unknown
+    when Slurm cannot be asked, else ``current`` (the run directory's own reading)."""
+    job = view.job
+    if view.run is not None and job is not None and job.state != "UNKNOWN":
+        return job.run_state
+    return "unknown" if view.error is not None else current
+
+
+def replaced(view: SchedulerView) -> frozenset[str]:
+    """The codes of the login node's findings that Slurm's word replaces: those of its reading
+    of the run once a job is named; none without one (sbatch refused it: the run directory's
+    own word, launch-failed, stands)."""
+    job = view.job
+    return REPLACED if job is not None and job.job_id else frozenset()
+
+
 def overlay(doc: dict[str, Any], view: SchedulerView) -> None:
     """Put Slurm's word into a host's status document (``scheduler``, run state, findings)."""
     job = view.job
@@ -121,14 +139,34 @@ def overlay(doc: dict[str, Any], view: SchedulerView) -> None:
     if view.run is not None and job is not None:
         run["id"] = view.run.run_id
         if job.state != "UNKNOWN":
-            run["state"] = job.run_state
             run["exit_code"] = job.exit_code
-    elif view.error is not None:
-        run["state"] = "unknown"
-    # Without a job (sbatch refused it) the run directory's own word stands: launch-failed.
-    replaced = REPLACED if job is not None and job.job_id else frozenset()
-    kept = [f for f in doc.get("findings", []) if f.get("code") not in replaced]
+    run["state"] = slurm_run_state(view, run.get("state", "unknown"))
+    gone = replaced(view)
+    kept = [f for f in doc.get("findings", []) if f.get("code") not in gone]
     doc["findings"] = [f.to_json() for f in findings(view)] + kept
+
+
+def with_view(diag: Diagnosis, view: SchedulerView, *, own: bool) -> Diagnosis:
+    """``diag`` with Slurm's word on the run: the job's state, the findings it replaces
+    dropped and, with ``own``, Slurm's findings put first (a node's pane shows none of them;
+    ``status``'s table prints them as ``lines``)."""
+    gone = replaced(view)
+    kept = tuple(f for f in diag.findings if f.code not in gone)
+    found = tuple(findings(view)) if own else ()
+    return replace(diag, run_state=slurm_run_state(view, diag.run_state), findings=found + kept)
+
+
+def slurm_job_text(job: SlurmJob, *, start: bool = False) -> str:
+    """The job in one line: ``Slurm job 12 PENDING (Resources) on n1, 10m00s left``; with
+    ``start``, a queued job's expected start when Slurm knows one."""
+    why = f" ({job.reason})" if job.reason else ""
+    on = f" on {', '.join(job.nodes)}" if job.nodes else ""
+    left = f", {duration(job.time_left_s)} left" if job.time_left_s else ""
+    code = f", exit code {job.exit_code}" if job.exit_code is not None else ""
+    when = (
+        f", expected start {job.start}" if start and job.start and job.run_state == "queued" else ""
+    )
+    return f"Slurm job {job.job_id} {job.state}{why}{on}{left}{code}{when}"
 
 
 SLURM_CODES = frozenset(
