@@ -113,6 +113,9 @@ def test_drained_nodes_hold_the_job_pending_then_it_runs_and_a_kill_cancels_it(
     table = cli("status", *flags(root)).stdout
     assert f"Slurm job {job} PENDING (" in table and "info: job " in table, table
     assert "drained (fan" in table and "\x1b" not in table and "\x07" not in table
+    # The table's run line says Slurm's word too, not the login node's reading of the run
+    # directory (no process there: "starting", later "exited").
+    assert "run: queued" in table, table
     again = cli("launch", *flags(root), "--command", "true")
     assert again.returncode == 1 and f"job {job} PENDING" in again.stdout, again.stdout
 

@@ -169,24 +169,9 @@ def slurm_job_text(job: SlurmJob, *, start: bool = False) -> str:
     return f"Slurm job {job.job_id} {job.state}{why}{on}{left}{code}{when}"
 
 
-SLURM_CODES = frozenset(
-    {"queued", "node-down", "node-drained", "scheduler-ended-job", "scheduler-unavailable"}
-)
-
-
-def lines(doc: dict[str, Any]) -> list[str]:
+def lines(view: SchedulerView) -> list[str]:
     """The job and Slurm's findings in plain lines, for ``status``'s table (made safe by the
     caller, as everything it prints)."""
-    s = doc.get("scheduler") or {}
-    if s.get("kind") != "slurm":
-        return []
-    out = []
-    if s.get("job_id"):
-        why = f" ({s['reason']})" if s.get("reason") else ""
-        on = f" on {', '.join(s['nodes'])}" if s.get("nodes") else ""
-        left = f", {duration(s['time_left_s'])} left" if s.get("time_left_s") else ""
-        code = f", exit code {s['exit_code']}" if s.get("exit_code") is not None else ""
-        out.append(f"Slurm job {s['job_id']} {s['state']}{why}{on}{left}{code}")
-    out += [f"{f['severity']}: {f['message']}" for f in doc.get("findings", [])
-            if f.get("code") in SLURM_CODES]  # fmt: skip
-    return out
+    job = view.job
+    out = [slurm_job_text(job)] if job is not None and job.job_id else []
+    return out + [f"{f.severity}: {f.message}" for f in findings(view)]
