@@ -28,6 +28,7 @@ from supervise_util import alive, cli, record, wait_for
 
 from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.control.slurm import actions
+from dflash_tui.core.control.slurm.findings import SLURM_REFRESH_S
 from dflash_tui.core.link.transport import LocalTransport
 
 pytestmark = pytest.mark.slow
@@ -128,7 +129,7 @@ def test_drained_nodes_hold_the_job_pending_then_it_runs_and_a_kill_cancels_it(
         time.sleep(3)
         cluster.run("scontrol", "update", "nodename=n1,n2", "state=resume")
         wait_for(lambda: scheduler(root).get("state") == "RUNNING", 30, "the job runs")
-        time.sleep(2)
+        time.sleep(SLURM_REFRESH_S + 2)  # --watch reads Slurm again within SLURM_REFRESH_S
     finally:
         os.killpg(watch.pid, signal.SIGINT)
         said = watch.communicate(timeout=30)[0]

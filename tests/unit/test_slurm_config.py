@@ -214,3 +214,37 @@ def test_one_rule_says_the_run_state_and_the_findings_slurm_replaces() -> None:
     assert replaced(SchedulerView(run, SlurmJob("", "UNKNOWN"))) == frozenset()  # sbatch refused
     assert slurm_job_text(pending) == "Slurm job 9 PENDING (Resources)"
     assert slurm_job_text(pending, start=True).endswith(", expected start 2026-01-01T00:10:00")
+
+
+def test_slurm_is_asked_again_only_when_its_kept_word_is_old(tmp_path: Path) -> None:
+    """A sample every second must not send Slurm's commands every second (a shared
+    slurmctld): the kept view is read again after SLURM_REFRESH_S, or when asked afresh."""
+    import asyncio
+
+    from dflash_tui.core.base.config_types import HostConfig
+    from dflash_tui.core.control.slurm.findings import SLURM_REFRESH_S, KeptView
+    from dflash_tui.core.link.transport import CommandResult, LocalTransport
+
+    class Counted(LocalTransport):
+        sent = 0
+
+        async def run(
+            self, cmd: str, stdin: bytes | None = None, timeout: float = 30.0
+        ) -> CommandResult:
+            self.sent += 1
+            return await super().run(cmd, stdin, timeout)
+
+    transport = Counted()
+    kept = KeptView(transport, HostConfig(run_root=str(tmp_path), scheduler="slurm"))
+
+    async def reads() -> list[int]:
+        out = []
+        for fresh in (False, False, True, False):
+            await kept.read(fresh)
+            out.append(transport.sent)
+        kept.read_at -= SLURM_REFRESH_S  # as old as the refresh allows
+        await kept.read()
+        return [*out, transport.sent]
+
+    one, again, fresh, kept_again, old = asyncio.run(reads())
+    assert one > 0 and again == one and fresh > again and kept_again == fresh and old > fresh

@@ -18,8 +18,8 @@ from dflash_tui.app.host.source import LiveSource, probe_feed
 from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.control.slurm.findings import (
+    KeptView,
     SchedulerView,
-    read_view,
     slurm_job_text,
     with_view,
 )
@@ -29,16 +29,9 @@ from dflash_tui.core.link.slurm_node import node_transport
 from dflash_tui.core.link.transport import CommandResult, Transport, TransportError
 
 
-class SlurmWatch:
-    """Slurm's latest word on the host's run: read after each sample of the login node."""
-
-    def __init__(self, transport: Transport, host: HostConfig) -> None:
-        self.transport, self.host = transport, host
-        self.view: SchedulerView | None = None
-
-    async def read(self) -> SchedulerView:
-        self.view = await read_view(self.transport, self.host)
-        return self.view
+class SlurmWatch(KeptView):
+    """Slurm's latest word on the host's run: read after a sample of the login node when
+    older than ``SLURM_REFRESH_S`` (a refresh key reads it afresh)."""
 
     def node(self, index: int) -> tuple[str, str] | None:
         """(job id, node) of the job's ``index``-th node while the job runs, else None."""
@@ -50,7 +43,7 @@ class SlurmWatch:
 
 class SlurmSource:
     """The login node's probe; Slurm is asked after each of its samples, before the sample
-    is folded (``slurm_diagnosis`` then reads the watch)."""
+    is folded (``slurm_diagnosis`` then reads the watch), when its kept word is old."""
 
     def __init__(self, inner: LiveSource, watch: SlurmWatch) -> None:
         self.inner, self.watch = inner, watch
@@ -63,7 +56,7 @@ class SlurmSource:
 
     async def sample_now(self, last: Snapshot | None) -> Snapshot:
         snap = await self.inner.sample_now(last)
-        await self.watch.read()
+        await self.watch.read(fresh=True)
         return snap
 
     async def close(self) -> None:

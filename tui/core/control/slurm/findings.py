@@ -9,6 +9,8 @@ Slurm cannot be asked. Every string in them came through ``safe_label`` (query.p
 
 from __future__ import annotations
 
+import math
+import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -34,6 +36,9 @@ NEXT_STEP = {
     "BOOT_FAIL": "a node failed to boot: restart it, and tell the cluster's admins",
     "DEADLINE": "it reached its deadline: submit it again with a later one",
 }
+# Seconds Slurm's word on a run is kept between reads (KeptView): a job's state changes on
+# the scale of its queue and its run, and slurmctld serves every user of the cluster.
+SLURM_REFRESH_S = 10.0
 _DOWN = ("down", "fail", "not_responding", "no_respond", "unknown")
 _DRAINED = ("drain", "drained", "draining")
 
@@ -105,10 +110,24 @@ def findings(view: SchedulerView) -> list[Finding]:
     return out + _node_findings(view)
 
 
-async def scheduled(doc: dict[str, Any], transport: Transport, host: HostConfig) -> None:
-    """A status document of a host under Slurm, with Slurm's word put in (status --watch and
-    the metrics exporter call this on each sample's document)."""
-    overlay(doc, await read_view(transport, host))
+class KeptView:
+    """Slurm's latest word on a host's run, read again at most every ``SLURM_REFRESH_S``:
+    a sample every few seconds would otherwise send four to six Slurm commands each time to
+    a slurmctld the whole cluster shares. ``status --watch``, ``wait``, the metrics exporter
+    and the app put the kept view into each sample."""
+
+    def __init__(self, transport: Transport, host: HostConfig) -> None:
+        self.transport, self.host = transport, host
+        self.view: SchedulerView | None = None
+        self.read_at = -math.inf  # time.monotonic() of the last read
+
+    async def read(self, fresh: bool = False) -> SchedulerView:
+        """The kept view, read again when older than ``SLURM_REFRESH_S`` or ``fresh``."""
+        now = time.monotonic()
+        if self.view is None or fresh or now - self.read_at >= SLURM_REFRESH_S:
+            self.view = await read_view(self.transport, self.host)
+            self.read_at = now
+        return self.view
 
 
 def slurm_run_state(view: SchedulerView, current: str) -> str:
