@@ -294,6 +294,9 @@ def test_a_command_that_exits_3_reads_failed_3(cluster: Cluster, tmp_path: Path)
     assert doc["scheduler"]["exit_code"] == 3 and doc["scheduler"]["job_id"] == job
     assert (doc["run"]["state"], doc["run"]["exit_code"]) == ("exited", 3)
     assert (run_dir(root) / "exit").read_text().split()[0] == "3"
+    # wait reads the run under Slurm again through the scheduler: failed, the log's reason.
+    res = cli("wait", *flags(root), "--until", "step:1000000", "--timeout", "60")
+    assert res.returncode != 0 and "log: bye" in res.stdout, res.stdout + res.stderr
 
 
 def test_a_job_past_its_time_reads_timeout(cluster: Cluster, tmp_path: Path) -> None:
