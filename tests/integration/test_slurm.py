@@ -29,6 +29,7 @@ from support import processes_naming
 
 from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.control.slurm import actions
+from dflash_tui.core.control.slurm.findings import SLURM_REFRESH_S
 from dflash_tui.core.link.transport import LocalTransport
 
 pytestmark = pytest.mark.slow
@@ -94,6 +95,9 @@ def test_drained_nodes_hold_the_job_pending_then_it_runs_and_a_kill_cancels_it(
     table = cli("status", *flags(root)).stdout
     assert f"Slurm job {job} PENDING (" in table and "info: job " in table, table
     assert "drained (fan" in table and "\x1b" not in table and "\x07" not in table
+    # The table's run line says Slurm's word too, not the login node's reading of the run
+    # directory (no process there: "starting", later "exited").
+    assert "run: queued" in table, table
     again = cli("launch", *flags(root), "--command", "true")
     assert again.returncode == 1 and f"job {job} PENDING" in again.stdout, again.stdout
 
@@ -106,7 +110,7 @@ def test_drained_nodes_hold_the_job_pending_then_it_runs_and_a_kill_cancels_it(
         time.sleep(3)
         cluster.run("scontrol", "update", "nodename=n1,n2", "state=resume")
         wait_for(lambda: scheduler(root).get("state") == "RUNNING", 30, "the job runs")
-        time.sleep(2)
+        time.sleep(SLURM_REFRESH_S + 2)  # --watch reads Slurm again within SLURM_REFRESH_S
     finally:
         os.killpg(watch.pid, signal.SIGINT)
         said = watch.communicate(timeout=30)[0]
@@ -273,6 +277,9 @@ def test_a_command_that_exits_3_reads_failed_3(cluster: Cluster, tmp_path: Path)
     assert doc["scheduler"]["exit_code"] == 3 and doc["scheduler"]["job_id"] == job
     assert (doc["run"]["state"], doc["run"]["exit_code"]) == ("exited", 3)
     assert (run_dirs(root)[-1] / "exit").read_text().split()[0] == "3"
+    # wait reads the run under Slurm again through the scheduler: failed, the log's reason.
+    res = cli("wait", *flags(root), "--until", "step:1000000", "--timeout", "60")
+    assert res.returncode != 0 and "log: bye" in res.stdout, res.stdout + res.stderr
 
 
 def test_a_job_past_its_time_reads_timeout(cluster: Cluster, tmp_path: Path) -> None:

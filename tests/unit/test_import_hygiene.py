@@ -194,3 +194,18 @@ def test_status_json_imports_only_what_it_needs(tmp_path: Path) -> None:
     assert "dflash_tui.core.probe.main" in modules  # the sample was taken here
     loaded = [m for m in modules if any(m == f or m.startswith(f + ".") for f in STATUS_FORBIDDEN)]
     assert loaded == []
+
+
+def test_the_app_and_the_supervisor_start_without_the_slurm_modules() -> None:
+    """A direct host (most of them) never needs Slurm: its modules load with a Slurm host."""
+    code = (
+        "import sys\n"
+        "import dflash_tui.app.app, dflash_tui.core.control.supervisor\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    modules = res.stdout.split()
+    assert "dflash_tui.core.control.scheduled" in modules  # the list is the real one
+    slurm = "dflash_tui.core.control.slurm"
+    assert [m for m in modules if m == slurm or m.startswith(slurm + ".")] == []

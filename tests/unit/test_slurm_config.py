@@ -154,12 +154,14 @@ def test_overlay_puts_slurm_s_word_over_the_login_node_s_reading() -> None:
 
 
 def test_the_supervisor_alerts_on_no_login_node_reading_of_the_run() -> None:
-    from dflash_tui.core.control.slurm.supervise import trusted
+    from dflash_tui.core.base.config_types import HostConfig
+    from dflash_tui.core.control.scheduled import trusted
     from dflash_tui.core.diagnosis.finding import Finding
 
     seen = [Finding(code, "error", (), code) for code in ("launch-failed", "run-exited",
                                                           "disk-low", "no-progress")]  # fmt: skip
-    assert [f.code for f in trusted(seen)] == ["disk-low"]
+    assert [f.code for f in trusted(HostConfig(scheduler="slurm"), seen)] == ["disk-low"]
+    assert trusted(HostConfig(), seen) == seen  # a direct run: its own reading is the word
 
 
 def test_a_kill_confirmation_names_the_job_and_its_nodes() -> None:
@@ -191,3 +193,53 @@ def test_an_exit_record_that_is_not_code_and_time_is_an_unknown_end() -> None:
     assert _ended_at(["0", "x"]) is None
     assert _ended_at(["0", "nan"]) is None
     assert _ended_at(["3"]) is None
+
+
+def test_one_rule_says_the_run_state_and_the_findings_slurm_replaces() -> None:
+    from dflash_tui.core.control.scheduled import REPLACED
+    from dflash_tui.core.control.slurm.findings import replaced, slurm_job_text, slurm_run_state
+    from dflash_tui.core.control.slurm.runs import SlurmRun
+
+    run = SlurmRun("20260101-000000-0001", "/r/20260101-000000-0001", "9")
+    pending = SlurmJob("9", "PENDING", reason="Resources", start="2026-01-01T00:10:00")
+    assert slurm_run_state(SchedulerView(run, pending), "exited") == "queued"
+    assert slurm_run_state(SchedulerView(run, SlurmJob("9", "UNKNOWN")), "exited") == "exited"
+    assert slurm_run_state(SchedulerView(error="no slurmctld"), "running") == "unknown"
+    assert replaced(SchedulerView(run, pending)) == REPLACED
+    assert replaced(SchedulerView(run, SlurmJob("", "UNKNOWN"))) == frozenset()  # sbatch refused
+    assert slurm_job_text(pending) == "Slurm job 9 PENDING (Resources)"
+    assert slurm_job_text(pending, start=True).endswith(", expected start 2026-01-01T00:10:00")
+
+
+def test_slurm_is_asked_again_only_when_its_kept_word_is_old(tmp_path: Path) -> None:
+    """A sample every second must not send Slurm's commands every second (a shared
+    slurmctld): the kept view is read again after SLURM_REFRESH_S, or when asked afresh."""
+    import asyncio
+
+    from dflash_tui.core.base.config_types import HostConfig
+    from dflash_tui.core.control.slurm.findings import SLURM_REFRESH_S, KeptView
+    from dflash_tui.core.link.transport import CommandResult, LocalTransport
+
+    class Counted(LocalTransport):
+        sent = 0
+
+        async def run(
+            self, cmd: str, stdin: bytes | None = None, timeout: float = 30.0
+        ) -> CommandResult:
+            self.sent += 1
+            return await super().run(cmd, stdin, timeout)
+
+    transport = Counted()
+    kept = KeptView(transport, HostConfig(run_root=str(tmp_path), scheduler="slurm"))
+
+    async def reads() -> list[int]:
+        out = []
+        for fresh in (False, False, True, False):
+            await kept.read(fresh)
+            out.append(transport.sent)
+        kept.read_at -= SLURM_REFRESH_S  # as old as the refresh allows
+        await kept.read()
+        return [*out, transport.sent]
+
+    one, again, fresh, kept_again, old = asyncio.run(reads())
+    assert one > 0 and again == one and fresh > again and kept_again == fresh and old > fresh

@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 from dflash_tui.cli.status_doc import status_doc, unreachable
+from dflash_tui.cli.watch import kept_view
 from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.diagnosis.thresholds import thresholds_for
@@ -35,16 +36,13 @@ class Latest:
     async def watch(self, host: HostConfig, interval: float) -> None:
         transport = make_transport(host)
         tracker = Tracker(host.topology, thresholds_for(host))
+        kept = kept_view(host, transport)  # the run is its job, as Slurm says it
         try:
             async for ev in feed_for(transport, host, interval).events():
                 if isinstance(ev, Snapshot):
                     try:
-                        doc = status_doc(host, tracker, ev)[0]
-                        if host.scheduler == "slurm":  # the run is its job, as Slurm says it
-                            from dflash_tui.core.control.slurm.findings import scheduled
-
-                            await scheduled(doc, transport, host)
-                        self.docs[host.label] = doc
+                        view = await kept.read() if kept is not None else None
+                        self.docs[host.label] = status_doc(host, tracker, ev, view)[0]
                     except Exception as exc:  # a bug in diagnosis must not end the exporter
                         print(f"dflash-tui metrics: diagnosis failed: {exc!r}", file=sys.stderr)
                 elif isinstance(ev, Disconnected):

@@ -14,12 +14,16 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.base.text import terminal_safe
 from dflash_tui.core.link.errors import TransportError
 from dflash_tui.core.link.local_probe import LocalSample, in_process
+
+if TYPE_CHECKING:
+    from dflash_tui.core.base.snapshot import Snapshot
+    from dflash_tui.core.link.transport import Transport
 
 _RANK = {"info": 0, "warning": 1, "error": 2}
 Result = tuple[dict[str, Any], list[Any]]  # a host's document, and its table's parts
@@ -41,33 +45,60 @@ def collect(
         out.update(
             zip(others, asyncio.run(_gather([hosts[i] for i in others], table)), strict=True)
         )
+    scheduled: list[tuple[int, Snapshot]] = []  # this machine's samples of a Slurm host
     for i, sample in local.items():
         try:
-            out[i] = host_document(hosts[i], sample.result(), table)
+            snap = sample.result()
         except TransportError as exc:
             out[i] = unreachable(hosts[i], str(exc)), []
-    slurm = [i for i, h in enumerate(hosts) if h.scheduler == "slurm" and "error" not in out[i][0]]
-    if slurm:
+            continue
+        if hosts[i].scheduler == "slurm":
+            scheduled.append((i, snap))
+        else:
+            out[i] = host_document(hosts[i], snap, table)
+    if scheduled:
         import asyncio
 
-        asyncio.run(_scheduled([hosts[i] for i in slurm], [out[i][0] for i in slurm]))
+        done = asyncio.run(_here([(hosts[i], snap) for i, snap in scheduled], table))
+        out.update(zip([i for i, _ in scheduled], done, strict=True))
     return [out[i] for i in range(len(hosts))]
 
 
-async def _scheduled(hosts: list[HostConfig], docs: list[dict[str, Any]]) -> None:
-    """Slurm's word on each host's run, put into its document (its job, state, findings)."""
-    from dflash_tui.core.control.slurm.findings import overlay, read_view
+async def _here(samples: list[tuple[HostConfig, Snapshot]], table: bool) -> list[Result]:
+    """This machine's Slurm hosts, sampled in this process: Slurm's word on each, at once."""
     from dflash_tui.core.link.connect import make_transport
+    from dflash_tui.core.link.fanout import each_host
 
-    for host, doc in zip(hosts, docs, strict=True):
+    async def one(item: tuple[HostConfig, Snapshot]) -> Result:
+        host, snap = item
         transport = make_transport(host)
         try:
-            view = await read_view(transport, host)
+            return await _document(transport, host, snap, table)
         finally:
             await transport.close()
-        overlay(doc, view)
-        if view.job is not None and view.job.run_state == "running":
-            doc["nodes"] = await _nodes(host, view.job.job_id, view.job.nodes)
+
+    return await each_host(samples, one)
+
+
+async def _document(transport: Transport, host: HostConfig, snap: Snapshot, table: bool) -> Result:
+    """The host's document and table parts; a Slurm host's with Slurm's word, read on the
+    host's transport, put in before either is made (both say the job's state), its lines
+    first in the table, and each node of a running job sampled."""
+    from dflash_tui.cli.status_doc import host_document
+
+    if host.scheduler != "slurm":
+        return host_document(host, snap, table)
+    from dflash_tui.core.control.slurm.findings import lines, read_view
+
+    view = await read_view(transport, host)
+    doc, parts = host_document(host, snap, table, view)
+    if view.job is not None and view.job.run_state == "running":
+        doc["nodes"] = await _nodes(host, view.job.job_id, view.job.nodes)
+    if table:  # Slurm's words (its reasons, node names) are made safe as every host's
+        from rich.text import Text
+
+        parts = [Text(terminal_safe(text)) for text in lines(view)] + parts
+    return doc, parts
 
 
 async def _nodes(host: HostConfig, job_id: str, nodes: Sequence[str]) -> list[dict[str, Any]]:
@@ -97,7 +128,7 @@ async def _nodes(host: HostConfig, job_id: str, nodes: Sequence[str]) -> list[di
 async def _gather(hosts: list[HostConfig], table: bool) -> list[Result]:
     """Every host at once (core/link/fanout.py), each within its own connect and sample
     timeouts: an unreachable host is reported as such without holding up the others."""
-    from dflash_tui.cli.status_doc import host_document, unreachable
+    from dflash_tui.cli.status_doc import unreachable
     from dflash_tui.core.link.connect import make_transport
     from dflash_tui.core.link.fanout import each_host
     from dflash_tui.core.link.feed import sample_once
@@ -107,11 +138,11 @@ async def _gather(hosts: list[HostConfig], table: bool) -> list[Result]:
             transport = make_transport(h)
             try:
                 snap = await sample_once(transport, h)
+                return await _document(transport, h, snap, table)
             finally:
                 await transport.close()
         except TransportError as exc:
             return unreachable(h, str(exc)), []
-        return host_document(h, snap, table)
 
     return await each_host(hosts, one)
 
@@ -143,12 +174,7 @@ def run_status(cfg: Config, args: argparse.Namespace) -> int:
         console = Console(width=None if sys.stdout.isatty() else 200)
         if line:  # run ids and labels are the hosts' and the config's: made safe
             console.print(terminal_safe(line), markup=False, highlight=False)
-        for doc, parts in results:
-            if doc.get("scheduler"):  # the job as Slurm says it (docs/slurm.md)
-                from dflash_tui.core.control.slurm.findings import lines
-
-                for text in lines(doc):
-                    console.print(terminal_safe(text), markup=False, highlight=False)
+        for doc, parts in results:  # a Slurm host's parts start with the job's lines
             if not parts:
                 # The error names the host and quotes its or the container runtime's words.
                 console.print(terminal_safe(str(doc.get("error"))), markup=False)

@@ -5,7 +5,7 @@ members marked with the job's state."""
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
@@ -15,14 +15,17 @@ from dflash_tui.core.diagnosis.job import MemberView, job_line, job_state
 from dflash_tui.core.diagnosis.thresholds import thresholds_for
 from dflash_tui.core.diagnosis.tracker import Tracker
 
+if TYPE_CHECKING:  # the Slurm modules load only for a Slurm host
+    from dflash_tui.core.control.slurm.findings import SchedulerView
+
 
 def host_document(
-    host: HostConfig, snap: Snapshot, table: bool
+    host: HostConfig, snap: Snapshot, table: bool, view: SchedulerView | None = None
 ) -> tuple[dict[str, Any], list[Any]]:
     """The host's document, and the table's parts when ``table`` (Rich is imported only then:
-    ``--json`` pays for none of it)."""
+    ``--json`` pays for none of it); ``view``: Slurm's word on a Slurm host's run."""
     tracker = Tracker(host.topology, thresholds_for(host), live=False)
-    doc, diag = status_doc(host, tracker, snap)
+    doc, diag = status_doc(host, tracker, snap, view)
     if not table:
         return doc, []
     from dflash_tui.cli.table import render
@@ -30,11 +33,24 @@ def host_document(
     return doc, render(diag, host, tracker.progress)
 
 
-def status_doc(host: HostConfig, tracker: Tracker, snap: Snapshot) -> tuple[dict[str, Any], Any]:
-    """One sample through the diagnosis into the status document (also ``metrics``' feed)."""
+def status_doc(
+    host: HostConfig, tracker: Tracker, snap: Snapshot, view: SchedulerView | None = None
+) -> tuple[dict[str, Any], Any]:
+    """One sample through the diagnosis into the status document (also ``metrics``' feed).
+    With ``view`` (a Slurm host), Slurm's word is put in before either is made, so the table
+    and the document say the same run state and findings."""
     diag = tracker.add(snap)
+    if view is not None:
+        from dflash_tui.core.control.slurm.findings import with_view
+
+        diag = with_view(diag, view, own=False)
     mtime = next((lg.mtime for lg in snap.logs if lg.is_run_log), None)
-    return to_json(diag, host, tracker.progress, mtime), diag
+    doc = to_json(diag, host, tracker.progress, mtime)
+    if view is not None:
+        from dflash_tui.core.control.slurm.findings import overlay
+
+        overlay(doc, view)
+    return doc, diag
 
 
 def unreachable(host: HostConfig, error: str) -> dict[str, Any]:

@@ -78,20 +78,26 @@ class HostWait:
 
 
 async def _settled(transport: Transport, host: HostConfig, doc: dict[str, Any]) -> tuple[bool, str]:
-    """Read the run directory again: does it still say what failed the wait (a sample taken
-    as the job ended can see its group gone before its exit code is written)? And the
-    launcher's error, else the log's last lines, for the reason."""
+    """Read the run again: does it still say what failed the wait (a sample taken as the job
+    ended can see its group gone before its exit code is written)? Its scheduler says (under
+    Slurm the job's state, scheduled.latest_run). And the launcher's error, else the log's
+    last lines, for the reason."""
     run = doc["run"]
     if not run.get("id"):
         return True, ""
     try:
         rep = await fetch_run(transport, host.run_root, run["id"], log_lines=LOG_LINES)
+        now = rep
+        if host.scheduler == "slurm":  # the run is its job: the login node sees none of it
+            from dflash_tui.core.control.scheduled import latest_run
+
+            now = await latest_run(transport, host)
     except (ControlError, TransportError):
         return True, ""
-    rec = rep.record
+    rec = now.record
     if rec is None:
         return True, ""
-    if (rep.state(), rec.exit_code) != (run.get("state"), run.get("exit_code")):
+    if (now.state(), rec.exit_code) != (run.get("state"), run.get("exit_code")):
         return False, ""
     if rec.launch_error:
         return True, f"; launcher: {rec.launch_error}"

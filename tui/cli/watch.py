@@ -16,7 +16,7 @@ import signal
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dflash_tui.cli.status_doc import status_doc, unreachable
 from dflash_tui.core.base.config_types import Config, HostConfig
@@ -28,6 +28,9 @@ from dflash_tui.core.link.connect import make_transport
 from dflash_tui.core.link.fanout import MAX_OPENING, opened_under
 from dflash_tui.core.link.feed import Disconnected, FeedEvent
 from dflash_tui.core.link.local_feed import feed_for
+
+if TYPE_CHECKING:  # the Slurm modules load only for a Slurm host
+    from dflash_tui.core.control.slurm.findings import KeptView
 from dflash_tui.core.link.transport import Transport
 
 PROGRESS_EVERY_S = 30.0
@@ -117,18 +120,26 @@ async def host_documents(
     """The host's status document at every sample of its live feed's ``events``, and an
     unreachable host's document whenever the feed loses it (the feed reconnects by itself).
     ``status --watch`` and ``wait`` read the same stream. Under Slurm the run is its job, as
-    Slurm says it, through the same transport (the login node)."""
+    Slurm says it, through the same transport (the login node), read again at most every
+    ``SLURM_REFRESH_S`` (tui/core/control/slurm/findings.py)."""
     tracker = Tracker(host.topology, thresholds_for(host))
+    kept = kept_view(host, transport)
     async for ev in events:
         if isinstance(ev, Snapshot):
-            doc = status_doc(host, tracker, ev)[0]
-            if host.scheduler == "slurm":
-                from dflash_tui.core.control.slurm.findings import scheduled
-
-                await scheduled(doc, transport, host)
-            yield doc
+            view = await kept.read() if kept is not None else None
+            yield status_doc(host, tracker, ev, view)[0]
         elif isinstance(ev, Disconnected):
             yield unreachable(host, ev.error)
+
+
+def kept_view(host: HostConfig, transport: Transport) -> KeptView | None:
+    """Slurm's kept word on a Slurm host's run; None for a direct host (the Slurm modules
+    are imported only for a Slurm host)."""
+    if host.scheduler != "slurm":
+        return None
+    from dflash_tui.core.control.slurm.findings import KeptView
+
+    return KeptView(transport, host)
 
 
 async def _watch_host(

@@ -5,7 +5,7 @@ cancels it and submits it again resumed (tui/core/control/slurm/actions.py).
 ``k`` asks Slurm for the run root's live job when pressed, builds one ``JobKillRequest``
 naming that job id and its nodes, and the confirm shows it; ``y`` cancels exactly that job,
 or nothing when another one is live by then. A node's pane (tui/app/host/slurm.py) acts on
-its Slurm host's job.
+its Slurm host's job. Its bridge (slurm_bridge.py) loads with the first Slurm host.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Protocol
 
 from rich.text import Text
 
-from dflash_tui.app.control.bridge import Bridge, ControlError, StepFn, outcome
+from dflash_tui.app.control.bridge import Bridge, ControlError
 from dflash_tui.app.control.confirm import ConfirmScreen
 from dflash_tui.app.control.requests import (
     ControlRequest,
@@ -26,46 +26,9 @@ from dflash_tui.app.host.state import HostState
 from dflash_tui.app.ports import AppPort
 from dflash_tui.core.base.config_types import HostConfig, JobConfig
 from dflash_tui.core.base.text import safe_label
-from dflash_tui.core.control.slurm import actions as slurm
-from dflash_tui.core.control.slurm.query import SlurmJob
-from dflash_tui.core.control.slurm.runs import SlurmRun, live_job
 from dflash_tui.core.link.transport import Transport
 
 KEYS = ("launch", "kill", "restart")  # the run keys that go through the scheduler
-
-
-class SlurmBridge(Bridge):
-    """Run control of a Slurm host: its launch, kill and restart go through Slurm (on the
-    login node, over the host's one transport); the rest is the login node's, as any host's."""
-
-    async def launch(self, step: StepFn) -> str:
-        step(f"sbatch: {self.host.command}")
-        progress = self._progress(step)
-        res = await self._reach(slurm.submit_run(self.transport, self.host, progress=progress))
-        return outcome(res.ok, res.message)
-
-    async def kill(self, step: StepFn, run_id: str, job_id: str | None = None) -> str:
-        """Cancel job ``job_id`` (the one the confirm named); without one, nothing."""
-        if job_id is None:
-            raise ControlError(f"run {run_id}: no Slurm job was named, so none is cancelled")
-        step(f"scancel {job_id}; KILL after {self.grace:.0f}s")
-        res = await self._reach(
-            slurm.cancel_run(self.transport, self.host, grace=self.grace,
-                             progress=self._progress(step), job_id=job_id)
-        )  # fmt: skip
-        return outcome(res.ok, res.message)
-
-    async def restart(self, step: StepFn, run_id: str | None) -> str:
-        step("scontrol requeue, else scancel and sbatch --resume auto")
-        res = await self._reach(
-            slurm.requeue_or_resubmit(self.transport, self.host, grace=self.grace,
-                                      progress=self._progress(step), run_id=run_id)
-        )  # fmt: skip
-        return outcome(res.ok, res.message)
-
-    async def live_job(self) -> tuple[SlurmRun, SlurmJob] | None:
-        """The run root's queued or running job, as Slurm says now."""
-        return await self._reach(live_job(self.transport, self.host))
 
 
 def make_bridge(
@@ -75,6 +38,10 @@ def make_bridge(
 ) -> Bridge:
     """The run control of ``host``: through Slurm for a Slurm host."""
     if host.scheduler == "slurm":
+        # Imported here: the Slurm modules load only when a Slurm host is made, so the app
+        # starts without them for direct hosts.
+        from dflash_tui.app.control.slurm_bridge import SlurmBridge
+
         return SlurmBridge(transport, host)
     return Bridge(transport, host, job)
 
@@ -118,8 +85,10 @@ class SlurmKeys:
             if found is None:
                 app.notify(f"no queued or running Slurm job on {state.key}", severity="warning")
                 return
+            from dflash_tui.core.control.slurm.actions import kill_confirm  # a Slurm host's
+
             run, job = found
-            text = slurm.kill_confirm(run, job)
+            text = kill_confirm(run, job)
             req = JobKillRequest(state.key, run.run_id, job.job_id, state.bridge.grace, text)
             title = f"Cancel Slurm job {job.job_id} on {state.key}?"
             self.control.ask(req, ConfirmScreen(title, slurm_kill_text(req), "Kill"))

@@ -13,18 +13,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from dataclasses import replace
 
 from dflash_tui.app.host.no_job import NO_JOB, NoJob
 from dflash_tui.app.host.source import LiveSource, probe_feed
 from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.control.slurm.findings import (
-    REPLACED,
+    KeptView,
     SchedulerView,
-    findings,
-    lines,
-    read_view,
+    slurm_job_text,
+    with_view,
 )
 from dflash_tui.core.diagnosis.views import Diagnosis
 from dflash_tui.core.link.feed import Disconnected, FeedEvent
@@ -32,16 +30,9 @@ from dflash_tui.core.link.slurm_node import node_transport
 from dflash_tui.core.link.transport import CommandResult, Transport, TransportError
 
 
-class SlurmWatch:
-    """Slurm's latest word on the host's run: read after each sample of the login node."""
-
-    def __init__(self, transport: Transport, host: HostConfig) -> None:
-        self.transport, self.host = transport, host
-        self.view: SchedulerView | None = None
-
-    async def read(self) -> SchedulerView:
-        self.view = await read_view(self.transport, self.host)
-        return self.view
+class SlurmWatch(KeptView):
+    """Slurm's latest word on the host's run: read after a sample of the login node when
+    older than ``SLURM_REFRESH_S`` (a refresh key reads it afresh)."""
 
     def node(self, index: int) -> tuple[str, str] | None:
         """(job id, node) of the job's ``index``-th node while the job runs, else None."""
@@ -53,7 +44,7 @@ class SlurmWatch:
 
 class SlurmSource:
     """The login node's probe; Slurm is asked after each of its samples, before the sample
-    is folded (``slurm_diagnosis`` then reads the watch)."""
+    is folded (``slurm_diagnosis`` then reads the watch), when its kept word is old."""
 
     def __init__(self, inner: LiveSource, watch: SlurmWatch) -> None:
         self.inner, self.watch = inner, watch
@@ -66,7 +57,7 @@ class SlurmSource:
 
     async def sample_now(self, last: Snapshot | None) -> Snapshot:
         snap = await self.inner.sample_now(last)
-        await self.watch.read()
+        await self.watch.read(fresh=True)
         return snap
 
     async def close(self) -> None:
@@ -152,24 +143,13 @@ def node_of(watch: SlurmWatch, index: int | None) -> str | None:
 def slurm_diagnosis(diag: Diagnosis, view: SchedulerView | None, node: bool) -> Diagnosis:
     """``diag`` with Slurm's word on the run: the job's state, and (on the Slurm host, not
     on a node's) Slurm's findings in place of those the login node cannot judge."""
-    if view is None:
-        return diag
-    job = view.job
-    has_job = job is not None and bool(job.job_id)
-    kept = tuple(f for f in diag.findings if not (has_job and f.code in REPLACED))
-    found = () if node else tuple(findings(view))
-    state = diag.run_state
-    if job is not None and view.run is not None and job.state != "UNKNOWN":
-        state = job.run_state
-    elif view.error is not None:
-        state = "unknown"
-    return replace(diag, run_state=state, findings=found + kept)
+    return diag if view is None else with_view(diag, view, own=not node)
 
 
 def slurm_job_line(view: SchedulerView | None, node: str | None = None) -> str | None:
-    """The header's line of the job, as ``status`` words it (``lines``), with the expected
-    start of a queued job when Slurm knows one: ``Slurm job 12 PENDING (Resources), expected
-    start ...``; on a node's host ``node n1 of Slurm job 12 RUNNING ...``."""
+    """The header's line of the job, as ``status`` words it, with the expected start of a
+    queued job when Slurm knows one: ``Slurm job 12 PENDING (Resources), expected start
+    ...``; on a node's host ``node n1 of Slurm job 12 RUNNING ...``."""
     if view is None:
         return None
     if view.error is not None:
@@ -177,7 +157,5 @@ def slurm_job_line(view: SchedulerView | None, node: str | None = None) -> str |
     job = view.job
     if job is None or not job.job_id:
         return "Slurm: no job submitted yet"
-    text = lines({"scheduler": job.to_json()})[0]
-    if job.start and job.run_state == "queued":
-        text += f", expected start {job.start}"
+    text = slurm_job_text(job, start=True)
     return f"node {node} of {text}" if node else text

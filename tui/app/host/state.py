@@ -13,18 +13,9 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dflash_tui.app.host.sample import SampleReady
-from dflash_tui.app.host.slurm import (
-    NodeLink,
-    NodeSource,
-    SlurmSource,
-    SlurmWatch,
-    node_of,
-    slurm_diagnosis,
-    slurm_job_line,
-)
 from dflash_tui.app.host.source import EventSource, LiveSource
 from dflash_tui.core.base.config_record import RecordSettings
 from dflash_tui.core.base.config_types import Config, HostConfig, JobConfig
@@ -39,6 +30,9 @@ from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.diagnosis.views import Diagnosis
 from dflash_tui.core.link.transport import Transport
 from dflash_tui.core.record.recorder import Recorder
+
+if TYPE_CHECKING:  # the Slurm modules load with the first Slurm host (slurm_nodes)
+    from dflash_tui.app.host.slurm import SlurmWatch
 
 # Makes a host's run control from its transport, its config and its job (with the job's members).
 MakeBridge = Callable[
@@ -114,15 +108,25 @@ class HostState:
         """The probe; with ``record``, the app records the host while no live headless
         supervisor holds its run root (the supervisor records it then)."""
         if self.slurm is not None and self.slurm[1] is not None:  # a node of a Slurm job
+            from dflash_tui.app.host.slurm import NodeSource
+
             return NodeSource(self.slurm[0], self.cfg, self.slurm[1], interval)
         if record is not None and record.enabled:
             self.recorder = Recorder(self.cfg, record, "app")
         source = LiveSource(self.transport, self.cfg, interval)
-        return source if self.slurm is None else SlurmSource(source, self.slurm[0])
+        if self.slurm is None:
+            return source
+        from dflash_tui.app.host.slurm import SlurmSource
+
+        return SlurmSource(source, self.slurm[0])
 
     def node_name(self) -> str | None:
         """The node of a Slurm job this host shows, once the job runs there."""
-        return node_of(self.slurm[0], self.slurm[1]) if self.slurm is not None else None
+        if self.slurm is None:
+            return None
+        from dflash_tui.app.host.slurm import node_of
+
+        return node_of(self.slurm[0], self.slurm[1])
 
     @property
     def diagnosis(self) -> Diagnosis | None:
@@ -146,6 +150,8 @@ class HostState:
         diag = self.tracker.add(snap)
         line = None
         if self.slurm is not None:  # Slurm's word on the run (read just before this sample)
+            from dflash_tui.app.host.slurm import slurm_diagnosis, slurm_job_line
+
             view, node = self.slurm[0].view, self.slurm[1]
             diag = slurm_diagnosis(diag, view, node is not None)
             line = slurm_job_line(view, self.node_name())
@@ -295,7 +301,11 @@ def make_hosts(
 
 def slurm_nodes(host: HostState, first: int, make: MakeBridge | None) -> list[HostState]:
     """The Slurm host ``host`` watches its job; one host per node of it follows, whose run
-    keys act on the job (through ``host``) and whose process keys act on the node."""
+    keys act on the job (through ``host``) and whose process keys act on the node. The Slurm
+    modules are imported here, and in the methods of a Slurm host, so that only a Slurm host
+    loads them: the app starts without them for direct hosts."""
+    from dflash_tui.app.host.slurm import NodeLink, SlurmWatch
+
     watch = SlurmWatch(host.transport, host.cfg)
     host.slurm = (watch, None)
     nodes = []

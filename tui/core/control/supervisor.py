@@ -36,7 +36,6 @@ from dflash_tui.core.control import scheduled
 from dflash_tui.core.control import supervisor_files as files
 from dflash_tui.core.control.policy import AutoRestart, Decision
 from dflash_tui.core.control.script import ControlError, fetch_run
-from dflash_tui.core.control.slurm import supervise as slurm
 from dflash_tui.core.control.supervisor_loop import LockLost, SupervisorLoop
 from dflash_tui.core.control.supervisor_state import (
     Kept,
@@ -314,7 +313,7 @@ class Supervisor(SupervisorLoop):
         self.samples += 1
         self.recorder.add(snap, diag)
         self.finding_watch.holding = self.findings
-        found = slurm.trusted(diag.findings) if self.host.scheduler == "slurm" else diag.findings
+        found = scheduled.trusted(self.host, diag.findings)
         for said in self.finding_watch.observe(found):
             self.alert(said.code, said.severity, said.message)
         self.findings = self.finding_watch.holding

@@ -9,20 +9,21 @@ Slurm cannot be asked. Every string in them came through ``safe_label`` (query.p
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+import time
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dflash_tui.core.base.config_types import HostConfig
+from dflash_tui.core.control.scheduled import REPLACED
 from dflash_tui.core.control.script import ControlError
 from dflash_tui.core.control.slurm import query
 from dflash_tui.core.control.slurm.query import SlurmJob, SlurmUnavailable
 from dflash_tui.core.control.slurm.runs import SlurmRun, latest
 from dflash_tui.core.diagnosis.finding import Finding, duration
+from dflash_tui.core.diagnosis.views import Diagnosis
 from dflash_tui.core.link.transport import Transport, TransportError
 
-# The run findings the login node's own reading would give: there the job's processes are
-# never seen, so its run directory reads as ended; Slurm's word replaces them.
-REPLACED = frozenset({"launch-failed", "run-exited", "log-missing", "no-progress"})
 NEXT_STEP = {
     "NODE_FAIL": "a node of the job failed: restart it (it is requeued or submitted again, "
     "resuming from the last checkpoint), and tell the cluster's admins",
@@ -35,6 +36,9 @@ NEXT_STEP = {
     "BOOT_FAIL": "a node failed to boot: restart it, and tell the cluster's admins",
     "DEADLINE": "it reached its deadline: submit it again with a later one",
 }
+# Seconds Slurm's word on a run is kept between reads (KeptView): a job's state changes on
+# the scale of its queue and its run, and slurmctld serves every user of the cluster.
+SLURM_REFRESH_S = 10.0
 _DOWN = ("down", "fail", "not_responding", "no_respond", "unknown")
 _DRAINED = ("drain", "drained", "draining")
 
@@ -106,10 +110,41 @@ def findings(view: SchedulerView) -> list[Finding]:
     return out + _node_findings(view)
 
 
-async def scheduled(doc: dict[str, Any], transport: Transport, host: HostConfig) -> None:
-    """A status document of a host under Slurm, with Slurm's word put in (status --watch and
-    the metrics exporter call this on each sample's document)."""
-    overlay(doc, await read_view(transport, host))
+class KeptView:
+    """Slurm's latest word on a host's run, read again at most every ``SLURM_REFRESH_S``:
+    a sample every few seconds would otherwise send four to six Slurm commands each time to
+    a slurmctld the whole cluster shares. ``status --watch``, ``wait``, the metrics exporter
+    and the app put the kept view into each sample."""
+
+    def __init__(self, transport: Transport, host: HostConfig) -> None:
+        self.transport, self.host = transport, host
+        self.view: SchedulerView | None = None
+        self.read_at = -math.inf  # time.monotonic() of the last read
+
+    async def read(self, fresh: bool = False) -> SchedulerView:
+        """The kept view, read again when older than ``SLURM_REFRESH_S`` or ``fresh``."""
+        now = time.monotonic()
+        if self.view is None or fresh or now - self.read_at >= SLURM_REFRESH_S:
+            self.view = await read_view(self.transport, self.host)
+            self.read_at = now
+        return self.view
+
+
+def slurm_run_state(view: SchedulerView, current: str) -> str:
+    """Our run state with Slurm's word on it: the job's while Slurm names its state, unknown
+    when Slurm cannot be asked, else ``current`` (the run directory's own reading)."""
+    job = view.job
+    if view.run is not None and job is not None and job.state != "UNKNOWN":
+        return job.run_state
+    return "unknown" if view.error is not None else current
+
+
+def replaced(view: SchedulerView) -> frozenset[str]:
+    """The codes of the login node's findings that Slurm's word replaces: those of its reading
+    of the run once a job is named; none without one (sbatch refused it: the run directory's
+    own word, launch-failed, stands)."""
+    job = view.job
+    return REPLACED if job is not None and job.job_id else frozenset()
 
 
 def overlay(doc: dict[str, Any], view: SchedulerView) -> None:
@@ -123,34 +158,39 @@ def overlay(doc: dict[str, Any], view: SchedulerView) -> None:
     if view.run is not None and job is not None:
         run["id"] = view.run.run_id
         if job.state != "UNKNOWN":
-            run["state"] = job.run_state
             run["exit_code"] = job.exit_code
-    elif view.error is not None:
-        run["state"] = "unknown"
-    # Without a job (sbatch refused it) the run directory's own word stands: launch-failed.
-    replaced = REPLACED if job is not None and job.job_id else frozenset()
-    kept = [f for f in doc.get("findings", []) if f.get("code") not in replaced]
+    run["state"] = slurm_run_state(view, run.get("state", "unknown"))
+    gone = replaced(view)
+    kept = [f for f in doc.get("findings", []) if f.get("code") not in gone]
     doc["findings"] = [f.to_json() for f in findings(view)] + kept
 
 
-SLURM_CODES = frozenset(
-    {"queued", "node-down", "node-drained", "scheduler-ended-job", "scheduler-unavailable"}
-)
+def with_view(diag: Diagnosis, view: SchedulerView, *, own: bool) -> Diagnosis:
+    """``diag`` with Slurm's word on the run: the job's state, the findings it replaces
+    dropped and, with ``own``, Slurm's findings put first (a node's pane shows none of them;
+    ``status``'s table prints them as ``lines``)."""
+    gone = replaced(view)
+    kept = tuple(f for f in diag.findings if f.code not in gone)
+    found = tuple(findings(view)) if own else ()
+    return replace(diag, run_state=slurm_run_state(view, diag.run_state), findings=found + kept)
 
 
-def lines(doc: dict[str, Any]) -> list[str]:
+def slurm_job_text(job: SlurmJob, *, start: bool = False) -> str:
+    """The job in one line: ``Slurm job 12 PENDING (Resources) on n1, 10m00s left``; with
+    ``start``, a queued job's expected start when Slurm knows one."""
+    why = f" ({job.reason})" if job.reason else ""
+    on = f" on {', '.join(job.nodes)}" if job.nodes else ""
+    left = f", {duration(job.time_left_s)} left" if job.time_left_s else ""
+    code = f", exit code {job.exit_code}" if job.exit_code is not None else ""
+    when = (
+        f", expected start {job.start}" if start and job.start and job.run_state == "queued" else ""
+    )
+    return f"Slurm job {job.job_id} {job.state}{why}{on}{left}{code}{when}"
+
+
+def lines(view: SchedulerView) -> list[str]:
     """The job and Slurm's findings in plain lines, for ``status``'s table (made safe by the
     caller, as everything it prints)."""
-    s = doc.get("scheduler") or {}
-    if s.get("kind") != "slurm":
-        return []
-    out = []
-    if s.get("job_id"):
-        why = f" ({s['reason']})" if s.get("reason") else ""
-        on = f" on {', '.join(s['nodes'])}" if s.get("nodes") else ""
-        left = f", {duration(s['time_left_s'])} left" if s.get("time_left_s") else ""
-        code = f", exit code {s['exit_code']}" if s.get("exit_code") is not None else ""
-        out.append(f"Slurm job {s['job_id']} {s['state']}{why}{on}{left}{code}")
-    out += [f"{f['severity']}: {f['message']}" for f in doc.get("findings", [])
-            if f.get("code") in SLURM_CODES]  # fmt: skip
-    return out
+    job = view.job
+    out = [slurm_job_text(job)] if job is not None and job.job_id else []
+    return out + [f"{f.severity}: {f.message}" for f in findings(view)]

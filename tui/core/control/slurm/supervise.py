@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dflash_tui.core.base.config_types import HostConfig
@@ -22,8 +21,6 @@ from dflash_tui.core.base.snapshot import RunRecord
 from dflash_tui.core.base.timings import START_WINDOW_S
 from dflash_tui.core.control.launch import LaunchResult
 from dflash_tui.core.control.slurm import actions, runs
-from dflash_tui.core.control.slurm.findings import REPLACED
-from dflash_tui.core.diagnosis.finding import Finding
 from dflash_tui.core.link.transport import Transport
 
 
@@ -84,9 +81,3 @@ async def relaunch(transport: Transport, host: HostConfig) -> LaunchResult:
         error=None if res.ok else res.message,
         refused=res.refused,
     )
-
-
-def trusted(findings: Sequence[Finding]) -> list[Finding]:
-    """The login node's findings that hold for a run under Slurm: not its reading of the run
-    itself (the job's processes are on the nodes, not there), which Slurm's word replaces."""
-    return [f for f in findings if f.code not in REPLACED]
