@@ -4,11 +4,20 @@ Everything lives in one throwaway directory: host key, user key, authorized_keys
 config, a client ssh config with aliases, and a known_hosts file that trusts the host key.
 ``LoopbackSshd.stop`` ends the listener and every session process it forked, which is what
 "the sshd went away" looks like to a client (the TCP connections close).
+
+A machine without OpenSSH (the device machine of bench/device_scale.sh) runs a carried one
+(bench/device_sshd_kit.sh): DFLASH_TUI_TEST_SSHD names its sshd (an absolute path: sshd
+re-executes itself), DFLASH_TUI_TEST_SSHD_LIBS its libraries (LD_LIBRARY_PATH of the sshd
+alone; sshd builds its sessions' environment afresh) and DFLASH_TUI_TEST_SESSION_PATH folders
+put before the sessions' PATH (where that machine's python3 lives). With DFLASH_TUI_TEST_SSHD
+set, what such a bare box lacks is made first: the privilege-separation user and folder, and
+an unlocked root account (sshd without PAM refuses a locked one even for keys).
 """
 
 from __future__ import annotations
 
 import os
+import pwd
 import signal
 import socket
 import subprocess
@@ -18,8 +27,12 @@ from pathlib import Path
 
 import asyncssh
 
-SSHD = "/usr/sbin/sshd"
+SSHD = os.environ.get("DFLASH_TUI_TEST_SSHD") or "/usr/sbin/sshd"
+SSHD_LIBS = os.environ.get("DFLASH_TUI_TEST_SSHD_LIBS", "")
+SESSION_PATH = os.environ.get("DFLASH_TUI_TEST_SESSION_PATH", "")
 ALIAS = "dflash-test"
+PRIVSEP_USER = "sshd"  # Debian's build: SSH_PRIVSEP_USER, chrooted into PRIVSEP_DIR
+PRIVSEP_DIR = "/run/sshd"
 
 
 def free_port() -> int:
@@ -34,7 +47,51 @@ def sshd_unavailable() -> str | None:
         return f"{SSHD} is missing: install openssh-server (.ci/run does)"
     if os.geteuid() != 0:
         return "the loopback sshd needs root (it logs in as root on 127.0.0.1)"
+    shell = pwd.getpwuid(0).pw_shell or "/bin/sh"
+    if not os.access(shell, os.X_OK):
+        return f"root's login shell {shell} is missing (sshd refuses the login)"
     return None
+
+
+def add_privsep_user(passwd: Path) -> bool:
+    """Add the unprivileged user sshd's pre-auth child runs as, when ``passwd`` lacks it: a
+    free system uid, nogroup's gid, no shell. True when a line was added."""
+    lines = passwd.read_text().splitlines()
+    entries = [line.split(":") for line in lines if line.count(":") >= 6]
+    if any(e[0] == PRIVSEP_USER for e in entries):
+        return False
+    taken = {int(e[2]) for e in entries if e[2].isdigit()}
+    uid = next(u for u in range(100, 1000) if u not in taken)
+    entry = f"{PRIVSEP_USER}:x:{uid}:65534::{PRIVSEP_DIR}:/usr/sbin/nologin"
+    passwd.write_text("\n".join([*lines, entry]) + "\n")
+    return True
+
+
+def unlock_root(shadow: Path) -> bool:
+    """Turn root's locked password field ("!..."), which sshd without PAM treats as a locked
+    account, into "*" (no password can match; keys still log in). True when changed."""
+    lines = shadow.read_text().splitlines()
+    out = []
+    for line in lines:
+        name, _, rest = line.partition(":")
+        if name == "root" and rest.startswith("!"):
+            line = "root:*:" + rest.partition(":")[2]
+        out.append(line)
+    if out == lines:
+        return False
+    shadow.write_text("\n".join(out) + "\n")
+    return True
+
+
+def prepare_bare_host() -> None:
+    """What a carried sshd needs on a box that never had OpenSSH installed (only when
+    DFLASH_TUI_TEST_SSHD names one: a test machine with openssh-server is left alone)."""
+    if not os.environ.get("DFLASH_TUI_TEST_SSHD"):
+        return
+    add_privsep_user(Path("/etc/passwd"))
+    shadow = Path("/etc/shadow")
+    if shadow.exists():
+        unlock_root(shadow)
 
 
 def _write_key(path: Path, key: asyncssh.SSHKey) -> None:
@@ -105,7 +162,7 @@ class LoopbackSshd:
         return f"[127.0.0.1]:{self.port} {key[0]} {key[1]}\n"
 
     def _write_configs(self) -> None:
-        path = f"{self.path_prefix}:" if self.path_prefix else ""
+        path = "".join(f"{p}:" for p in (self.path_prefix, SESSION_PATH) if p)
         env = {"PATH": f"{path}/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
         env.update(self.session_env)
         setenv = " ".join(f'"{k}={v}"' for k, v in env.items())
@@ -131,8 +188,12 @@ class LoopbackSshd:
         self.empty_known_hosts.write_text("")
 
     def start(self, timeout: float = 10.0) -> None:
-        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
-        check = subprocess.run([SSHD, "-t", "-f", str(self.sshd_config)], capture_output=True)
+        prepare_bare_host()
+        os.makedirs(PRIVSEP_DIR, mode=0o755, exist_ok=True)
+        env = dict(os.environ, LD_LIBRARY_PATH=SSHD_LIBS) if SSHD_LIBS else None
+        check = subprocess.run(
+            [SSHD, "-t", "-f", str(self.sshd_config)], capture_output=True, env=env
+        )
         if check.returncode:
             raise RuntimeError(f"sshd -t refused the test config: {check.stderr.decode()}")
         with open(self.log, "ab") as log:
@@ -141,6 +202,7 @@ class LoopbackSshd:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
+                env=env,
             )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
