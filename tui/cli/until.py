@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from dflash_tui.core.base.codes import GPU_LABELS
-from dflash_tui.core.base.rundir import exit_text
+from dflash_tui.core.base.rundir import ENDED_STATES, exit_text
 
 OUTCOMES = ("started", "first-step", "step:N", "exited", "healthy")
-ENDED = ("exited", "killed", "launch-failed")
+ENDED = ENDED_STATES
 # Error findings that say nothing about the run itself.
 NOT_THE_RUN = frozenset(
     {
