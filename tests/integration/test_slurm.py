@@ -28,7 +28,7 @@ from supervise_util import alive, cli, record, run_dirs, wait_for
 from support import processes_naming
 
 from dflash_tui.core.base.config_types import HostConfig
-from dflash_tui.core.control.slurm import actions
+from dflash_tui.core.control.slurm import actions, supervise
 from dflash_tui.core.control.slurm.findings import SLURM_REFRESH_S
 from dflash_tui.core.link.transport import LocalTransport
 
@@ -245,6 +245,30 @@ def test_restart_of_a_job_slurm_forgot_submits_it_again_resumed(
     assert (root / out["run_id"] / "slurm_command").read_text().endswith("; : --resume auto")
     wait_for(lambda: scheduler(root).get("state") == "RUNNING", 30, "the new job runs")
     assert not (old / "command").exists()  # the forgotten run was left as it was
+
+
+def test_a_forgotten_jobs_exit_record_is_read_by_the_one_reader(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """status and the supervisor's reading (job_report) of a job Slurm forgot read its exit
+    record through rundir.parse_exit: a good one is the code and end time, a malformed part
+    is unknown (no traceback, no restart decided on a guess)."""
+    root = tmp_path / "runs"
+    run = root / "20260101-000000-0001"
+    run.mkdir(parents=True)
+    (run / "slurm_job").write_text("999999\n")  # long gone: no Slurm command knows it
+    host = HostConfig(run_root=str(root), scheduler="slurm")
+    for text, state, code, ended in [
+        ("3 1767225600.5\n", "FAILED", 3, 1767225600.5),
+        ("3 1e999\n", "FAILED", 3, None),
+        ("3abc 1767225600\n", "UNKNOWN", None, 1767225600.0),  # each part on its own
+        ("9" * 90 + "\n", "UNKNOWN", None, None),
+    ]:
+        (run / "exit").write_text(text)
+        assert scheduler(root)["state"] == state, text
+        report = asyncio.run(supervise.job_report(LocalTransport(), host))
+        assert report.record is not None, text
+        assert (report.record.exit_code, report.record.ended_at) == (code, ended), text
 
 
 def test_a_warning_sbatch_prints_is_not_taken_for_the_job_id(

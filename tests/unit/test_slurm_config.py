@@ -186,13 +186,14 @@ def test_config_shows_what_sbatch_is_given(tmp_path: Path) -> None:
 
 def test_an_exit_record_that_is_not_code_and_time_is_an_unknown_end() -> None:
     # The batch script writes ``CODE TIME`` on the job's machine: anything else is unknown,
-    # never a ValueError out of the supervisor's cycle.
-    from dflash_tui.core.control.slurm.supervise import _ended_at
+    # never a ValueError out of the supervisor's cycle (supervise.job_report reads the end time
+    # through rundir.parse_exit, as the run directory's reader does).
+    from dflash_tui.core.base.rundir import parse_exit
 
-    assert _ended_at(["0", "1764669600.5"]) == 1764669600.5
-    assert _ended_at(["0", "x"]) is None
-    assert _ended_at(["0", "nan"]) is None
-    assert _ended_at(["3"]) is None
+    assert parse_exit("0 1764669600.5") == (0, 1764669600.5)
+    assert parse_exit("0 x") == (0, None)
+    assert parse_exit("0 nan") == (0, None)
+    assert parse_exit("3") == (3, None)
 
 
 def test_one_rule_says_the_run_state_and_the_findings_slurm_replaces() -> None:

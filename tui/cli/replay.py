@@ -12,7 +12,9 @@ import json
 import sys
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
+from dflash_tui.core.base.rundir import exit_text
 from dflash_tui.core.base.text import terminal_safe
 from dflash_tui.core.record.replay import RecordError, Recording, load, parse_time, status_at
 
@@ -48,6 +50,16 @@ def run_replay(args: argparse.Namespace) -> int:
     return run_replay_app(rec, at, args.speed, args.theme)
 
 
+def doc_line(doc: dict[str, Any]) -> str:
+    """The document's first line: the host, when, the run (its exit as ``exit_text``), the step."""
+    run, prog = doc["run"], doc.get("progress") or {}
+    line = f"{doc['host']} at {doc['time']}: "
+    line += f"run {run['id']} {run['state']}" if run["id"] else "no run of ours"
+    if isinstance(run["exit_code"], int):
+        line += f" ({exit_text(run['exit_code'])})"
+    return line + (f", step {prog['step']}" if prog.get("step") is not None else "")
+
+
 def run_status_replay(args: argparse.Namespace) -> int:
     """``status --replay DIR [--at TIME] [--json]``: the document at that moment."""
     try:
@@ -60,20 +72,7 @@ def run_status_replay(args: argparse.Namespace) -> int:
         json.dump(doc, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        run = doc["run"]
-        prog = doc.get("progress") or {}
-        print(
-            terminal_safe(
-                f"{doc['host']} at {doc['time']}: "
-                + (f"run {run['id']} {run['state']}" if run["id"] else "no run of ours")
-                + (
-                    f" (exit {run['exit_code']}: {run['exit_meaning']})"
-                    if run["exit_code"] is not None
-                    else ""
-                )
-                + (f", step {prog['step']}" if prog.get("step") is not None else "")
-            )
-        )
+        print(terminal_safe(doc_line(doc)))
         for f in doc["findings"]:
             print(terminal_safe(f"  {f['severity'].upper():7} {f['code']}: {f['message']}"))
         for note in rec.notes:

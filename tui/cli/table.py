@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dflash_tui.core.base.config_types import HostConfig
-from dflash_tui.core.base.rundir import exit_meaning
+from dflash_tui.core.base.rundir import exit_text
 from dflash_tui.core.base.supervision import SupervisorRecord
 from dflash_tui.core.base.text import mib_pair, printable
 from dflash_tui.core.control.supervisor_state import alive_here
@@ -32,7 +32,7 @@ def _head(diag: Diagnosis, host: HostConfig) -> str:
     if run:
         head += f"  id {run.id}  pgid {run.pgid}"
         if run.exit_code is not None:
-            head += f"  exit {run.exit_code} ({exit_meaning(run.exit_code)})"
+            head += f"  {exit_text(run.exit_code)}"
     target, drafter = diag.health_text("target"), diag.health_text("drafter")
     return head + f"  healthy target {target}, drafter {drafter}"
 

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from dflash_tui.core.base.codes import GPU_LABELS
+from dflash_tui.core.base.rundir import ENDED_STATES, exit_text
 
 OUTCOMES = ("started", "first-step", "step:N", "exited", "healthy")
-ENDED = ("exited", "killed", "launch-failed")
+ENDED = ENDED_STATES
 # Error findings that say nothing about the run itself.
 NOT_THE_RUN = frozenset(
     {
@@ -59,10 +60,8 @@ def parse_until(text: str) -> Until:
 
 def _run_words(run: dict[str, Any]) -> str:
     words = f"run {run.get('id') or '(none)'} {run.get('state')}"
-    if run.get("exit_code") is not None:
-        words += f", exit {run['exit_code']}"
-        if run.get("exit_meaning"):
-            words += f" ({run['exit_meaning']})"
+    if isinstance(run.get("exit_code"), int):
+        words += f", {exit_text(run['exit_code'])}"
     return words
 
 

@@ -6,6 +6,9 @@ previous one and every difference is one line: a finding that appeared or went, 
 state (or run id) changing, the host going unreachable or coming back, and the step's progress
 at most every ``--progress-every`` seconds. No colour, no cursor movement: every line goes
 through base/text.py's terminal_safe. Ctrl-C (or SIGTERM) ends it with exit 0.
+
+Each host is watched on its own: an exception while sampling one host is that host's
+``unreachable`` line, and the host is followed again after a growing pause; the others go on.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from dflash_tui.cli.status_doc import status_doc, unreachable
 from dflash_tui.core.base.config_types import Config, HostConfig
+from dflash_tui.core.base.rundir import exit_text
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.text import terminal_safe
 from dflash_tui.core.diagnosis.thresholds import thresholds_for
@@ -34,6 +38,8 @@ if TYPE_CHECKING:  # the Slurm modules load only for a Slurm host
 from dflash_tui.core.link.transport import Transport
 
 PROGRESS_EVERY_S = 30.0
+FAILURE_CAP = 300  # characters of an exception's text in a host's line
+RETRY_FIRST_S, RETRY_MAX_S = 1.0, 30.0  # pauses before a failed host is followed again
 
 
 def _finding_key(f: dict[str, Any]) -> tuple[str, tuple[int, ...]]:
@@ -49,10 +55,8 @@ def _run_line(run: dict[str, Any]) -> str:
     parts = [f"run {run.get('state')}"]
     if run.get("id"):
         parts.append(str(run["id"]))
-    if run.get("exit_code") is not None:
-        parts.append(f"exit {run['exit_code']}")
-    if run.get("exit_meaning"):
-        parts.append(f"({run['exit_meaning']})")
+    if isinstance(run.get("exit_code"), int):
+        parts.append(exit_text(run["exit_code"]))
     return " ".join(parts)
 
 
@@ -142,24 +146,62 @@ def kept_view(host: HostConfig, transport: Transport) -> KeptView | None:
     return KeptView(transport, host)
 
 
-async def _watch_host(
-    cfg: Config, host: HostConfig, progress_every: float, opening: asyncio.Semaphore
+def _failure(exc: Exception) -> str:
+    """One host's sampling that raised, in a line of its own (the host is named by
+    ``unreachable``, every line made safe by ``print_lines``); capped, as any hostile text."""
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    return f"sampling failed: {text[:FAILURE_CAP]}"
+
+
+async def _follow(
+    cfg: Config, host: HostConfig, opening: asyncio.Semaphore, say: Callable[[dict[str, Any]], None]
 ) -> None:
-    """One host's lines; its connection and first sample wait for one of ``opening``'s slots
-    (core/link/fanout.py), so every host opens concurrently, a bounded number at a time."""
-    watch, several = Watch(host.label, progress_every), len(cfg.hosts) > 1
+    """One connection's documents of ``host``, each given to ``say``, until its feed ends."""
     transport = make_transport(host)
-
-    def write(text: str) -> None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-
-    events = opened_under(opening, feed_for(transport, host, cfg.interval).events())
     try:
+        events = opened_under(opening, feed_for(transport, host, cfg.interval).events())
         async for doc in host_documents(host, transport, events):
-            print_lines(host.label, watch.lines(doc, time.monotonic()), several, write)
+            say(doc)
     finally:
         await transport.close()
+
+
+async def _watch_host(
+    cfg: Config,
+    host: HostConfig,
+    progress_every: float,
+    opening: asyncio.Semaphore,
+    write: Callable[[str], None],
+) -> None:
+    """One host's lines; its connection and first sample wait for one of ``opening``'s slots
+    (core/link/fanout.py), so every host opens concurrently, a bounded number at a time.
+    Whatever ends this host's documents (an exception while sampling it, its feed ending) is
+    this host's line, ``unreachable: HOST: why``, and it is followed again after a growing
+    pause: the other hosts' lines go on meanwhile."""
+    watch, several = Watch(host.label, progress_every), len(cfg.hosts) > 1
+    backoff = [RETRY_FIRST_S]
+
+    def say(doc: dict[str, Any]) -> None:
+        if "error" not in doc:
+            backoff[0] = RETRY_FIRST_S
+        print_lines(host.label, watch.lines(doc, time.monotonic()), several, write)
+
+    while True:
+        try:
+            await _follow(cfg, host, opening, say)
+            why = "its feed ended"
+        except BrokenPipeError:  # the reader left (`status --watch | head`): the watch ends
+            raise
+        except Exception as exc:  # one host's failure is its own line, not the watch's end
+            why = _failure(exc)
+        say(unreachable(host, why))
+        await asyncio.sleep(backoff[0])
+        backoff[0] = min(backoff[0] * 2, RETRY_MAX_S)
+
+
+def _stdout(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
 
 
 async def _watch(cfg: Config, progress_every: float) -> int:
@@ -168,8 +210,13 @@ async def _watch(cfg: Config, progress_every: float) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     opening = asyncio.Semaphore(MAX_OPENING)
-    tasks = [asyncio.create_task(_watch_host(cfg, h, progress_every, opening)) for h in cfg.hosts]
+    tasks = [
+        asyncio.create_task(_watch_host(cfg, h, progress_every, opening, _stdout))
+        for h in cfg.hosts
+    ]
     waiter = asyncio.create_task(stop.wait())
+    # A host's task ends only when the reader left (a BrokenPipeError) or on what is not an
+    # Exception: the watch ends with it, as it does when stopped.
     await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
     for t in [waiter, *tasks]:
         t.cancel()

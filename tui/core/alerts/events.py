@@ -14,7 +14,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from dflash_tui.core.base.rundir import ALIVE_STATES, exit_text
+from dflash_tui.core.base.rundir import ALIVE_STATES, ENDED_STATES, exit_text
 from dflash_tui.core.base.snapshot import RunRecord
 
 # Codes said from the run directory (RunWatch) or by the supervisor itself, not from findings.
@@ -54,8 +54,8 @@ class RunWatch:
         if state in ALIVE_STATES:
             self.seen_alive = run.id
             return None
-        if run.id != self.seen_alive or run.id == self.end_alerted or state == "starting":
-            return None
+        if run.id != self.seen_alive or run.id == self.end_alerted or state not in ENDED_STATES:
+            return None  # queued again, suspended, unknown: no end to say (yet)
         self.end_alerted = run.id
         if run.kill_requested_at is not None:
             return Said(STOPPED, "info", f"run {run.id} was stopped on request ({state})", run.id)

@@ -14,9 +14,14 @@ from dataclasses import dataclass, field
 from dflash_tui.core.base.snapshot import Proc, RunRecord
 from dflash_tui.core.base.timings import LAUNCH_SETUP_S, START_WINDOW_S
 
-# `queued`: a run under Slurm whose job waits for its nodes (tui/core/control/slurm/).
-RUN_STATES = ("none", "queued", "starting", "running", "exited", "killed", "launch-failed")
+# `queued`: a run under Slurm whose job waits for its nodes; `suspended`: one whose job Slurm
+# holds stopped (SUSPENDED, STOPPED): its processes take no step, nor has it ended
+# (tui/core/control/slurm/). Neither is alive, nor ended: a restart waits for its end.
+RUN_STATES = (
+    "none", "queued", "suspended", "starting", "running", "exited", "killed", "launch-failed",
+)  # fmt: skip
 ALIVE_STATES = ("starting", "running")
+ENDED_STATES = ("exited", "killed", "launch-failed")  # a run's end: what a restart follows
 
 
 def group_members(run: RunRecord | None, procs: Sequence[Proc]) -> list[Proc]:
@@ -179,8 +184,12 @@ def parse_exit(text: str | None) -> tuple[int | None, float | None]:
     return code, ended if ended is not None and math.isfinite(ended) else None
 
 
+_INT_DIGITS = 18  # more is no PID, PGID or exit code (and int() refuses past 4300 digits)
+
+
 def _int(parts: list[str], i: int) -> int | None:
-    return int(parts[i]) if len(parts) > i and parts[i].isascii() and parts[i].isdigit() else None
+    text = parts[i] if len(parts) > i else ""
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= _INT_DIGITS else None
 
 
 def _member(text: str) -> Proc | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dflash_tui.core.base.rundir import exit_text
+from dflash_tui.core.base.rundir import ENDED_STATES, exit_text
 from dflash_tui.core.base.snapshot import RunRecord
 from dflash_tui.core.base.timings import RestartPolicy
 
@@ -44,7 +44,8 @@ class AutoRestart:
             return self._fatal
         if run is not None and state in ("starting", "running"):
             self._seen_alive = run.id
-        if run is None or state not in ("exited", "killed", "launch-failed"):
+        # Queued, suspended (a Slurm job held stopped), unknown: not ended, so nothing to judge.
+        if run is None or state not in ENDED_STATES:
             if run is not None and run.id == self._handled:
                 # Judged ended, yet alive now (a transient reading): judge its real end afresh.
                 self._handled, self._pending = None, None

@@ -31,6 +31,7 @@ RUN_STATE = {
     "none": "info",
     "unknown": "info",
     "queued": "info",  # a Slurm job waiting for its nodes
+    "suspended": "warning",  # a Slurm job held with its processes stopped
     "starting": "warning",
     "running": "ok",
     "exited": "info",

@@ -14,6 +14,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from dflash_tui.core.base.rundir import parse_exit
 from dflash_tui.core.base.text import safe_label
 from dflash_tui.core.control.script import ControlError
 from dflash_tui.core.link.slurm_node import is_job_id
@@ -24,8 +25,11 @@ MAX_NODES = 1024
 QUERY_TIMEOUT_S = 20.0
 # Slurm's own states, as squeue, sacct and scontrol name them, and ours for each.
 QUEUED = ("PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD")
-RUNNING = ("RUNNING", "COMPLETING", "SUSPENDED", "STOPPED", "SIGNALING", "STAGE_OUT")
-LIVE = QUEUED + RUNNING
+RUNNING = ("RUNNING", "COMPLETING", "SIGNALING", "STAGE_OUT")
+# Held, its processes stopped (by an admin's scontrol suspend, gang scheduling, a STOP signal):
+# not running (no step is taken, no restart is due), nor ended: it resumes where it stopped.
+SUSPENDED = ("SUSPENDED", "STOPPED")
+LIVE = QUEUED + RUNNING + SUSPENDED
 ENDED_BY_SCHEDULER = ("NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY", "TIMEOUT", "BOOT_FAIL", "DEADLINE")
 
 
@@ -56,9 +60,11 @@ class SlurmJob:
 
     @property
     def run_state(self) -> str:
-        """Ours: queued, running, exited (COMPLETED, FAILED) or killed (the rest)."""
+        """Ours: queued, suspended, running, exited (COMPLETED, FAILED) or killed (the rest)."""
         if self.state in QUEUED:
             return "queued"
+        if self.state in SUSPENDED:
+            return "suspended"
         if self.state in RUNNING:
             return "running"
         if self.state in ("COMPLETED", "FAILED"):
@@ -195,11 +201,11 @@ async def from_scontrol(transport: Transport, job_id: str) -> SlurmJob | None:
 
 
 def from_record(job_id: str, record: str | None) -> SlurmJob:
-    """The exit record the batch script wrote (``exit``: "CODE TIME"), once Slurm forgot."""
-    m = re.match(r"\s*(\d+)", record or "")
-    if m is None:
+    """The exit record the batch script wrote (``exit``: "CODE TIME"), once Slurm forgot;
+    read by rundir.parse_exit, the one reader of it: a malformed record is an unknown end."""
+    code, _ = parse_exit(record)
+    if code is None:
         return SlurmJob(job_id, "UNKNOWN", source="none")
-    code = int(m.group(1))
     return SlurmJob(job_id, "COMPLETED" if code == 0 else "FAILED", exit_code=code, source="record")
 
 

@@ -11,12 +11,11 @@ policy's retries and backoff.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 
 from dflash_tui.core.base.config_types import HostConfig
-from dflash_tui.core.base.rundir import RunReport
+from dflash_tui.core.base.rundir import RunReport, parse_exit
 from dflash_tui.core.base.snapshot import RunRecord
 from dflash_tui.core.base.timings import START_WINDOW_S
 from dflash_tui.core.control.launch import LaunchResult
@@ -41,13 +40,12 @@ async def job_report(transport: Transport, host: HostConfig) -> SlurmReport:
     if found is None:
         return SlurmReport(now=now)
     run, job = found
-    ended = run.exit_record.split() if run.exit_record else []
     record = RunRecord(
         id=run.run_id,
         dir=run.dir,
         started_at=run.started_at,
         exit_code=job.exit_code,
-        ended_at=_ended_at(ended) if not job.live else None,
+        ended_at=parse_exit(run.exit_record)[1] if not job.live else None,
         launch_error=run.launch_error,
         kill_requested_at=run.kill_requested,
         log_path=f"{run.dir}/output.log",
@@ -55,18 +53,6 @@ async def job_report(transport: Transport, host: HostConfig) -> SlurmReport:
     )
     state = "launch-failed" if run.launch_error and not job.job_id else job.run_state
     return SlurmReport(now=now, record=record, scheduled=state)
-
-
-def _ended_at(fields: list[str]) -> float | None:
-    """The end time of the exit record the batch script wrote (``CODE TIME``): a file on the
-    job's machine, so anything else in it is unknown, not a crash of the supervisor."""
-    if len(fields) < 2:
-        return None
-    try:
-        value = float(fields[1])
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
 
 
 async def relaunch(transport: Transport, host: HostConfig) -> LaunchResult:
