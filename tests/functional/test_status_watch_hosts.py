@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from fakes.scenario import FakeSmi
 
-from dflash_tui.cli import watch
+from dflash_tui.cli import follow, watch
 from dflash_tui.core.base.config import load_file
 
 INTERVAL = 0.3
@@ -44,7 +44,7 @@ def test_one_hosts_failure_is_its_line_and_the_watch_goes_on(
 ) -> None:
     cfg = replace(load_file(config(tmp_path)), interval=INTERVAL)
     assert [h.label for h in cfg.hosts] == ["h0", "h1"]
-    real, calls = watch.status_doc, {"h0": 0, "h1": 0}
+    real, calls = follow.status_doc, {"h0": 0, "h1": 0}
     failed_at: list[float] = []
     h0_after: list[float] = []
 
@@ -57,7 +57,7 @@ def test_one_hosts_failure_is_its_line_and_the_watch_goes_on(
             h0_after.append(time.monotonic())
         return real(host, *args)
 
-    monkeypatch.setattr(watch, "status_doc", status_doc)
+    monkeypatch.setattr(follow, "status_doc", status_doc)
 
     async def main() -> tuple[int, float]:
         asyncio.get_running_loop().call_later(WATCH_S, os.kill, os.getpid(), signal.SIGINT)

@@ -10,8 +10,8 @@ import sys
 import time
 from typing import Any
 
+from dflash_tui.cli.follow import kept_view
 from dflash_tui.cli.status_doc import status_doc, unreachable
-from dflash_tui.cli.watch import kept_view
 from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.diagnosis.thresholds import thresholds_for

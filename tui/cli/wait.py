@@ -1,12 +1,14 @@
 """``dflash-tui wait --until OUTCOME``: return as soon as the run reaches an outcome (exit 0)
 or can no longer reach it (exit 1), or at ``--timeout`` (exit 124).
 
-The same live feed and diagnosis as ``status --watch`` (watch.host_documents), on every
-selected host at once (a job's members all): each document is judged by until.py. A run that
-ended, or an error finding about the run, fails the wait at once, with the launcher's own error
-or the log's last lines read from the run directory; a host unreachable for the feed's stall
-time fails it too. One line says why (prefixed by the host with several), or ``--json`` prints
-the status document(s) it ended on and the line goes to stderr.
+The same live feed and diagnosis as ``status --watch`` (follow.py), on every selected host at
+once (a job's members all): each document is judged by until.py. A run that ended, or an error
+finding about the run, fails the wait at once, with the launcher's own error or the log's last
+lines read from the run directory; a host unreachable for the feed's stall time fails it too.
+An exception while sampling one host is noted on stderr and the host is followed again, as an
+unreachable one (staying so for the stall time fails the wait). One line says why (prefixed by
+the host with several), or ``--json`` prints the status document(s) it ended on and the line
+goes to stderr.
 """
 
 from __future__ import annotations
@@ -16,16 +18,17 @@ import asyncio
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from dflash_tui.cli.follow import SAMPLING_FAILED, follow_host
 from dflash_tui.cli.until import Until, verdict_on
-from dflash_tui.cli.watch import host_documents
 from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.base.text import terminal_safe
 from dflash_tui.core.control.script import ControlError, fetch_run
-from dflash_tui.core.link.connect import make_transport
-from dflash_tui.core.link.local_feed import feed_for
+from dflash_tui.core.link.fanout import MAX_OPENING
+from dflash_tui.core.link.feed import Feed
 from dflash_tui.core.link.transport import Transport, TransportError
 
 TIMED_OUT = 124  # as timeout(1)
@@ -43,38 +46,46 @@ class HostWait:
     doc: dict[str, Any] = field(default_factory=dict)
     line: str = "no sample yet"
     verdict: str = "pending"
+    unreachable_since: float | None = None
+    rechecks: int = 0
+    note: Callable[[str], None] = field(default=lambda _: None, repr=False)
 
-    async def run(self, interval: float) -> HostWait:
-        transport = make_transport(self.host)
-        try:
-            feed = feed_for(transport, self.host, interval)
-            unreachable_since: float | None = None
-            rechecks = 0
-            async for doc in host_documents(self.host, transport, feed.events()):
-                self.doc = doc
-                self.verdict, self.line = verdict_on(doc, self.until)
-                now = time.monotonic()
-                if "error" not in doc:
-                    unreachable_since = None
-                else:
-                    unreachable_since = unreachable_since or now
-                    if now - unreachable_since >= feed.stall_timeout:
-                        gone = now - unreachable_since
-                        self.verdict = "failed"
-                        self.line = f"{self.until} cannot be reached: {doc['error']} ({gone:.0f} s)"
-                if self.verdict == "failed" and "error" not in doc:
-                    settled, why = await _settled(transport, self.host, doc)
-                    if not settled and rechecks < MAX_RECHECKS:
-                        # a sample that straddled the job's end: the next one says
-                        rechecks += 1
-                        self.verdict = "pending"
-                        continue
-                    self.line += why
-                if self.verdict != "pending":
-                    return self
-            return self
-        finally:
-            await transport.close()
+    async def run(self, interval: float, opening: asyncio.Semaphore) -> HostWait:
+        """Follow the host until a verdict (follow.py: an exception while sampling it is
+        noted, and the host is followed again, as an unreachable one)."""
+        await follow_host(self.host, interval, opening, self.take)
+        return self
+
+    async def take(self, feed: Feed, doc: dict[str, Any]) -> bool:
+        """Judge one document; True once the wait on this host has its verdict."""
+        self.doc = doc
+        self.verdict, self.line = verdict_on(doc, self.until)
+        if "error" in doc:
+            return self._unreachable(doc["error"], feed.stall_timeout)
+        self.unreachable_since = None
+        if self.verdict == "failed":
+            settled, why = await _settled(feed.transport, self.host, doc)
+            if not settled and self.rechecks < MAX_RECHECKS:
+                # a sample that straddled the job's end: the next one says
+                self.rechecks += 1
+                self.verdict = "pending"
+                return False
+            self.line += why
+        return self.verdict != "pending"
+
+    def _unreachable(self, error: str, stall_timeout: float) -> bool:
+        """An unreachable host fails the wait once it stayed so for the stall time."""
+        now = time.monotonic()
+        if self.unreachable_since is None:
+            self.unreachable_since = now
+        if SAMPLING_FAILED in error:  # a bug or a hostile sample, not a network: say it now
+            self.note(f"{error}; trying again")  # the error names the host
+        gone = now - self.unreachable_since
+        if gone < stall_timeout:
+            return False
+        self.verdict = "failed"
+        self.line = f"{self.until} cannot be reached: {error} ({gone:.0f} s)"
+        return True
 
 
 async def _settled(transport: Transport, host: HostConfig, doc: dict[str, Any]) -> tuple[bool, str]:
@@ -105,6 +116,11 @@ async def _settled(transport: Transport, host: HostConfig, doc: dict[str, Any]) 
     return True, f"; log: {' | '.join(tail)}" if tail else ""
 
 
+def _note(text: str) -> None:
+    """A line on stderr while the wait goes on: stdout keeps the one line (or the JSON)."""
+    print(terminal_safe(text.replace("\n", " ")), file=sys.stderr, flush=True)
+
+
 def _say(waits: list[HostWait], as_json: bool, prefix: str = "") -> None:
     several = len(waits) > 1
     out = sys.stderr if as_json else sys.stdout
@@ -119,8 +135,9 @@ def _say(waits: list[HostWait], as_json: bool, prefix: str = "") -> None:
 
 
 async def _wait(cfg: Config, until: Until, timeout: float | None, as_json: bool) -> int:
-    waits = [HostWait(h, until) for h in cfg.hosts]
-    tasks = [asyncio.create_task(w.run(cfg.interval)) for w in waits]
+    waits = [HostWait(h, until, note=_note) for h in cfg.hosts]
+    opening = asyncio.Semaphore(MAX_OPENING)
+    tasks = [asyncio.create_task(w.run(cfg.interval, opening)) for w in waits]
     deadline = None if timeout is None else time.monotonic() + timeout
     try:
         pending = set(tasks)

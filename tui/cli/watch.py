@@ -7,8 +7,9 @@ state (or run id) changing, the host going unreachable or coming back, and the s
 at most every ``--progress-every`` seconds. No colour, no cursor movement: every line goes
 through base/text.py's terminal_safe. Ctrl-C (or SIGTERM) ends it with exit 0.
 
-Each host is watched on its own: an exception while sampling one host is that host's
-``unreachable`` line, and the host is followed again after a growing pause; the others go on.
+Each host is watched on its own (follow.py, as ``wait`` does): an exception while sampling
+one host is that host's ``unreachable`` line, and the host is followed again after a growing
+pause; the others go on.
 """
 
 from __future__ import annotations
@@ -18,28 +19,17 @@ import asyncio
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
-from dflash_tui.cli.status_doc import status_doc, unreachable
+from dflash_tui.cli.follow import follow_host
 from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.base.rundir import exit_text
-from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.text import terminal_safe
-from dflash_tui.core.diagnosis.thresholds import thresholds_for
-from dflash_tui.core.diagnosis.tracker import Tracker
-from dflash_tui.core.link.connect import make_transport
-from dflash_tui.core.link.fanout import MAX_OPENING, opened_under
-from dflash_tui.core.link.feed import Disconnected, FeedEvent
-from dflash_tui.core.link.local_feed import feed_for
-
-if TYPE_CHECKING:  # the Slurm modules load only for a Slurm host
-    from dflash_tui.core.control.slurm.findings import KeptView
-from dflash_tui.core.link.transport import Transport
+from dflash_tui.core.link.fanout import MAX_OPENING
+from dflash_tui.core.link.feed import Feed
 
 PROGRESS_EVERY_S = 30.0
-FAILURE_CAP = 300  # characters of an exception's text in a host's line
-RETRY_FIRST_S, RETRY_MAX_S = 1.0, 30.0  # pauses before a failed host is followed again
 
 
 def _finding_key(f: dict[str, Any]) -> tuple[str, tuple[int, ...]]:
@@ -118,54 +108,6 @@ def print_lines(label: str, lines: list[str], several: bool, write: Callable[[st
         write(terminal_safe(f"{stamp}{where} {line}".replace("\n", " ")) + "\n")
 
 
-async def host_documents(
-    host: HostConfig, transport: Transport, events: AsyncIterator[FeedEvent]
-) -> AsyncIterator[dict[str, Any]]:
-    """The host's status document at every sample of its live feed's ``events``, and an
-    unreachable host's document whenever the feed loses it (the feed reconnects by itself).
-    ``status --watch`` and ``wait`` read the same stream. Under Slurm the run is its job, as
-    Slurm says it, through the same transport (the login node), read again at most every
-    ``SLURM_REFRESH_S`` (tui/core/control/slurm/findings.py)."""
-    tracker = Tracker(host.topology, thresholds_for(host))
-    kept = kept_view(host, transport)
-    async for ev in events:
-        if isinstance(ev, Snapshot):
-            view = await kept.read() if kept is not None else None
-            yield status_doc(host, tracker, ev, view)[0]
-        elif isinstance(ev, Disconnected):
-            yield unreachable(host, ev.error)
-
-
-def kept_view(host: HostConfig, transport: Transport) -> KeptView | None:
-    """Slurm's kept word on a Slurm host's run; None for a direct host (the Slurm modules
-    are imported only for a Slurm host)."""
-    if host.scheduler != "slurm":
-        return None
-    from dflash_tui.core.control.slurm.findings import KeptView
-
-    return KeptView(transport, host)
-
-
-def _failure(exc: Exception) -> str:
-    """One host's sampling that raised, in a line of its own (the host is named by
-    ``unreachable``, every line made safe by ``print_lines``); capped, as any hostile text."""
-    text = " ".join(f"{type(exc).__name__}: {exc}".split())
-    return f"sampling failed: {text[:FAILURE_CAP]}"
-
-
-async def _follow(
-    cfg: Config, host: HostConfig, opening: asyncio.Semaphore, say: Callable[[dict[str, Any]], None]
-) -> None:
-    """One connection's documents of ``host``, each given to ``say``, until its feed ends."""
-    transport = make_transport(host)
-    try:
-        events = opened_under(opening, feed_for(transport, host, cfg.interval).events())
-        async for doc in host_documents(host, transport, events):
-            say(doc)
-    finally:
-        await transport.close()
-
-
 async def _watch_host(
     cfg: Config,
     host: HostConfig,
@@ -173,30 +115,15 @@ async def _watch_host(
     opening: asyncio.Semaphore,
     write: Callable[[str], None],
 ) -> None:
-    """One host's lines; its connection and first sample wait for one of ``opening``'s slots
-    (core/link/fanout.py), so every host opens concurrently, a bounded number at a time.
-    Whatever ends this host's documents (an exception while sampling it, its feed ending) is
-    this host's line, ``unreachable: HOST: why``, and it is followed again after a growing
-    pause: the other hosts' lines go on meanwhile."""
+    """One host's lines, as long as the watch runs (follow.py: a failure while sampling
+    it is its line, ``unreachable: HOST: why``, and it is followed again)."""
     watch, several = Watch(host.label, progress_every), len(cfg.hosts) > 1
-    backoff = [RETRY_FIRST_S]
 
-    def say(doc: dict[str, Any]) -> None:
-        if "error" not in doc:
-            backoff[0] = RETRY_FIRST_S
+    async def say(_feed: Feed, doc: dict[str, Any]) -> bool:
         print_lines(host.label, watch.lines(doc, time.monotonic()), several, write)
+        return False
 
-    while True:
-        try:
-            await _follow(cfg, host, opening, say)
-            why = "its feed ended"
-        except BrokenPipeError:  # the reader left (`status --watch | head`): the watch ends
-            raise
-        except Exception as exc:  # one host's failure is its own line, not the watch's end
-            why = _failure(exc)
-        say(unreachable(host, why))
-        await asyncio.sleep(backoff[0])
-        backoff[0] = min(backoff[0] * 2, RETRY_MAX_S)
+    await follow_host(host, cfg.interval, opening, say)
 
 
 def _stdout(text: str) -> None:
