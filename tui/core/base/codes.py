@@ -39,6 +39,7 @@ FINDING_CODES = (
     "worker-stalled",
     # A run under Slurm (tui/core/control/slurm/findings.py)
     "queued",
+    "job-suspended",
     "node-down",
     "node-drained",
     "scheduler-ended-job",

@@ -28,6 +28,7 @@ MAX_EVENTS = 200
 class Event:
     time: float
     kind: str  # launched | attached | restarted | running | log | compiled | ... | crash
+    # | suspended | resumed (a Slurm job held stopped, let go on)
     # | supervisor (a headless supervisor's restart or FATAL)
     severity: str  # info | warning | error
     text: str
@@ -88,7 +89,7 @@ class Timeline:
                 new.append(Event(at, "launched", "info", f"launched {who}"))
             self._seen = set()
         if run is not None and state != prev_state and state != "starting":
-            ev = self._state_event(run, state, t)
+            ev = _held_event(state, prev_state, t) or self._state_event(run, state, t)
             if ev is not None:
                 new.append(ev)
         self._run, self._state = run, state
@@ -143,6 +144,15 @@ class Timeline:
             self._seen.add(kind)
             sev = "error" if kind == "error" else "info"
             new.append(Event(t, kind, sev, text))
+
+
+def _held_event(state: str, prev_state: str | None, t: float) -> Event | None:
+    """A Slurm job held stopped (the ``suspended`` run state) and let go on again."""
+    if state == "suspended":
+        return Event(t, "suspended", "warning", "suspended by Slurm: its processes are stopped")
+    if state == "running" and prev_state == "suspended":
+        return Event(t, "resumed", "info", "resumed by Slurm: it goes on where it stopped")
+    return None
 
 
 def _is_events(path: str) -> bool:

@@ -1,7 +1,8 @@
 """What a run under Slurm adds to a host's status: the job as Slurm says it (the ``scheduler``
 key of the status document), our run state from it, and the findings only Slurm can give.
 
-Findings: ``queued`` (Slurm's reason and expected start), ``node-down`` / ``node-drained`` for
+Findings: ``queued`` (Slurm's reason and expected start), ``job-suspended`` for a job Slurm
+holds stopped (SUSPENDED, STOPPED), ``node-down`` / ``node-drained`` for
 a node the job holds or, while it waits, one of its partition's, ``scheduler-ended-job`` for a
 job Slurm ended (NODE_FAIL, PREEMPTED, OUT_OF_MEMORY, TIMEOUT), ``scheduler-unavailable`` when
 Slurm cannot be asked. Every string in them came through ``safe_label`` (query.py).
@@ -89,6 +90,15 @@ def _node_findings(view: SchedulerView) -> list[Finding]:
     return out
 
 
+def _suspended_text(job: SlurmJob) -> str:
+    on = f" on {', '.join(job.nodes)}" if job.nodes else ""
+    return (
+        f"job {job.job_id} is suspended by Slurm ({job.state}){on}: its processes are stopped "
+        "and take no step, and it keeps its nodes; it goes on where it stopped once resumed "
+        "(scontrol resume, by the cluster's admins, or its gang scheduling's turn)"
+    )
+
+
 def findings(view: SchedulerView) -> list[Finding]:
     """The findings of one reading (pure)."""
     if view.error is not None:
@@ -104,6 +114,8 @@ def findings(view: SchedulerView) -> list[Finding]:
         when = f"; Slurm expects it to start at {job.start}" if job.start else ""
         text = f"job {job.job_id} is queued{why}{when}: it starts when Slurm gives it its nodes"
         out.append(Finding("queued", "info", (), text))
+    if job.state in query.SUSPENDED:
+        out.append(Finding("job-suspended", "warning", (), _suspended_text(job)))
     if job.state in NEXT_STEP:
         text = f"Slurm ended job {job.job_id}: {job.state}; {NEXT_STEP[job.state]}"
         out.append(Finding("scheduler-ended-job", "error", (), text, "restart"))
