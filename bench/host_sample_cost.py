@@ -95,9 +95,7 @@ class Host:
 
     def line(self, i: int) -> bytes:
         j = i + self.offset
-        doc = soak_feed.sample(
-            self.feed, self.timeline_of_feed, self.base, j, self.t0 + j, self.t0
-        )
+        doc = soak_feed.sample(self.feed, self.timeline_of_feed, self.base, j, self.t0 + j, self.t0)
         doc["host"] = self.name
         return (json.dumps(doc, separators=(",", ":")) + "\n").encode()
 
