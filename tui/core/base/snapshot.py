@@ -423,7 +423,7 @@ class Snapshot:
 
     def forget_lookups(self) -> None:
         """Drop the PID and parent indexes once this sample's own diagnosis is made: a
-        tracker keeps its last 120 samples, and an index of every process, on each of them,
+        tracker keeps a minute of samples, and an index of every process, on each of them,
         was most of what a watched host held. Asked again, an index is built again."""
         for name in ("_by_pid", "parents"):
             self.__dict__.pop(name, None)

@@ -18,7 +18,8 @@ METRICS_KEPT = 200
 
 
 class Tracker:
-    """Folds Snapshots in order; bounded history (``keep`` samples).
+    """Folds Snapshots in order; bounded history: the diagnosis' window (60 s by default), at
+    most ``keep`` samples.
 
     The history is bounded, but how long a label or a missing log has held is not: each new
     diagnosis inherits the ``since`` of the same unbroken state from the one before it.
@@ -42,7 +43,7 @@ class Tracker:
             self._run_id, self.progress = run_id, Progress()
         self._fold_metrics(snap)
         # The history feeds the diagnosis, which never reads log text: keep it without the
-        # lines, or 120 samples of a flooding log would hold hundreds of MiB.
+        # lines, or a minute of samples of a flooding log would hold hundreds of MiB.
         self.history.append(replace(snap, logs=tuple(replace(lg, lines=()) for lg in snap.logs)))
         self._prune(snap.time)
         self._last = self.diagnose()
