@@ -404,8 +404,29 @@ class Snapshot:
         return self._by_pid.get(pid)
 
     @functools.cached_property
+    def _members(self) -> dict[int, tuple[Proc, ...]]:
+        return {}  # filled by ``members``, one group at a time
+
+    def members(self, group: int) -> tuple[Proc, ...]:
+        """The processes whose group or session is ``group``, in the table's order. Kept for
+        each group asked (a run's): the diagnosis asks it of every sample of its window, every
+        sample, and an index of every group would cost each kept sample a table's worth."""
+        memo = self._members
+        found = memo.get(group)
+        if found is None:
+            found = memo[group] = tuple(p for p in self.procs if group in (p.pgid, p.sid))
+        return found
+
+    @functools.cached_property
     def parents(self) -> dict[int, int]:
         return {p.pid: p.ppid for p in self.procs}
+
+    def forget_lookups(self) -> None:
+        """Drop the PID and parent indexes once this sample's own diagnosis is made: a
+        tracker keeps a minute of samples, and an index of every process, on each of them,
+        was most of what a watched host held. Asked again, an index is built again."""
+        for name in ("_by_pid", "parents"):
+            self.__dict__.pop(name, None)
 
     def procs_on(self, gpu: Gpu) -> tuple[GpuProcess, ...]:
         return tuple(p for p in self.gpu_procs if gpu.uuid is not None and p.gpu_uuid == gpu.uuid)

@@ -16,7 +16,10 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-MAX_HOSTS = 64  # hosts (the probe's ``host`` names) kept; more forget them all and start over
+# Hosts (the probe's ``host`` names) kept; more forget them all and start over. Well above the
+# hosts one app watches (64 x 8 GPUs is the scale it is made for): past it every host would
+# forget the others' rows in turn, and every row of every sample would be parsed again.
+MAX_HOSTS = 256
 
 # host -> PID -> (the probe dict, the record parsed from it), the host's latest sample's rows
 _KEPT: dict[str, dict[int, tuple[dict[str, Any], Any]]] = {}
@@ -48,9 +51,13 @@ class KeptRows:
         if type(pid) is not int:
             return self.parse(raw)  # no PID to keep it by (it is rejected or odd): parse
         was = self.old.get(pid)
-        plain = _plain(raw)
-        row = was[1] if was is not None and plain and was[0] == raw else self.parse(raw)
-        if row is not None and plain:
+        if was is not None and was[0] == raw:
+            if _plain(raw):
+                self.new[pid] = was  # the kept dict equals this one: it stays
+                return was[1]
+            return self.parse(raw)
+        row = self.parse(raw)
+        if row is not None and _plain(raw):
             self.new[pid] = (raw, row)
         return row
 

@@ -194,6 +194,11 @@ def _carry(
     return gpus_out, logs_out
 
 
+def window_s(th: Thresholds) -> float:
+    """How far back from the latest sample the diagnosis looks (seconds)."""
+    return max(th.persist_s * 3, 60.0)
+
+
 def diagnose(
     snapshots: Sequence[Snapshot],
     topology: Topology,
@@ -210,7 +215,8 @@ def diagnose(
     if not snapshots:
         raise ValueError("diagnose needs at least one snapshot")
     latest = snapshots[-1]
-    window = [s for s in snapshots if latest.time - s.time <= max(th.persist_s * 3, 60.0)]
+    span = window_s(th)
+    window = [s for s in snapshots if latest.time - s.time <= span]
     per_snap = [_sample_views(s, topology, th) for s in window]
     history = [v.labels for v in per_snap]
     times = [s.time for s in window]

@@ -171,31 +171,33 @@ def _run_pids(diag: Diagnosis, snap: Snapshot) -> dict[int, str]:
     run = diag.run
     if run is None or run.pgid is None:
         return {}
-    return {p.pid: p.cmd for p in snap.procs if run.pgid in (p.pgid, p.sid)}
+    return {p.pid: p.cmd for p in snap.members(run.pgid)}
 
 
 def _oom(diag: Diagnosis, window: Sequence[Snapshot]) -> list[Finding]:
     """A process of the run killed by the kernel: the kernel log names it; else the OOM-kill
     counter rose while one of the run's processes vanished."""
     latest = window[-1]
+    m = latest.machine
+    counts = [s.machine.oom_kill for s in window if s.machine and s.machine.oom_kill is not None]
+    rose = len(counts) >= 2 and counts[-1] > counts[0]
+    if diag.run is None or not (rose or (m is not None and m.kernel_ooms)):
+        return []  # nothing could be named: the run's processes over the window are not read
     seen: dict[int, str] = {}
     for s in window:
         seen.update(_run_pids(diag, s))
     now = _run_pids(diag, latest)
     named = []
-    m = latest.machine
-    started = diag.run.started_at if diag.run is not None else None
+    started = diag.run.started_at
     for line in m.kernel_ooms if m is not None else ():
         recent = started is not None and line.time is not None and line.time >= started
         if line.pid in seen or recent:
             named.append(f"pid {line.pid} ({line.name}) [kernel: {line.text[:160]}]")
-    counts = [s.machine.oom_kill for s in window if s.machine and s.machine.oom_kill is not None]
-    rose = len(counts) >= 2 and counts[-1] > counts[0]
     if not named and rose:
         gone = [f"pid {pid} ({cmd[:80]})" for pid, cmd in seen.items() if pid not in now]
         named = [f"{x} (gone while the kernel's OOM-kill count rose "
                  f"{counts[0]} -> {counts[-1]})" for x in gone]  # fmt: skip
-    if not named or diag.run is None:
+    if not named:
         return []
     return [
         Finding(

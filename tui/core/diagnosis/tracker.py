@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from dflash_train.topology import Topology
 from dflash_tui.core.base.snapshot import Snapshot
-from dflash_tui.core.diagnosis.diagnose import diagnose
+from dflash_tui.core.diagnosis.diagnose import diagnose, window_s
 from dflash_tui.core.diagnosis.progress import Metric, Progress, advance, newest_metrics
 from dflash_tui.core.diagnosis.thresholds import DEFAULT, Thresholds
 from dflash_tui.core.diagnosis.views import Diagnosis
@@ -18,7 +18,8 @@ METRICS_KEPT = 200
 
 
 class Tracker:
-    """Folds Snapshots in order; bounded history (``keep`` samples).
+    """Folds Snapshots in order; bounded history: the diagnosis' window (60 s by default), at
+    most ``keep`` samples.
 
     The history is bounded, but how long a label or a missing log has held is not: each new
     diagnosis inherits the ``since`` of the same unbroken state from the one before it.
@@ -42,10 +43,21 @@ class Tracker:
             self._run_id, self.progress = run_id, Progress()
         self._fold_metrics(snap)
         # The history feeds the diagnosis, which never reads log text: keep it without the
-        # lines, or 120 samples of a flooding log would hold hundreds of MiB.
+        # lines, or a minute of samples of a flooding log would hold hundreds of MiB.
         self.history.append(replace(snap, logs=tuple(replace(lg, lines=()) for lg in snap.logs)))
+        self._prune(snap.time)
         self._last = self.diagnose()
+        # What later diagnoses read of this sample is kept on it (its views, its run's
+        # members): its indexes of every process are not needed again.
+        self.history[-1].forget_lookups()
         return self._last
+
+    def _prune(self, now: float) -> None:
+        """Samples older than the diagnosis' window (60 s by default) are never read again:
+        at 1 Hz half of the ``keep`` samples would be held for nothing, on every host."""
+        span, history = window_s(self.th), self.history
+        while len(history) > 1 and now - history[0].time > span:
+            history.popleft()
 
     def _fold_metrics(self, snap: Snapshot) -> None:
         # Progress comes from the run's own log when there is one.

@@ -9,6 +9,7 @@ is written as the rows that changed (``procs_set``) and the PIDs that left (``pr
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
@@ -102,33 +103,56 @@ def dumps(obj: dict[str, Any]) -> bytes:
     return (json.dumps(obj, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
 
 
+def _same(row: Any) -> Any:
+    return row
+
+
 class Encoder:
-    """Sample records of one segment: the first carries the whole process table."""
+    """Sample records of one segment: the first carries the whole process table.
+
+    What it keeps of the last sample's process table, to tell the rows that changed, is the
+    rows as given: from a sample, its frozen ``Proc`` records (shared with the sample; the
+    parser hands an unchanged row's record again, so most rows are told by identity), turned
+    into dicts only for the rows written; from ``record``, the dicts."""
 
     def __init__(self) -> None:
-        self.procs: dict[int, dict[str, Any]] = {}
+        self.procs: dict[Any, Any] = {}
         self.first = True
 
     def sample(
         self, snap: Snapshot, diag: Diagnosis | None, events: list[Event] | tuple[Event, ...]
     ) -> dict[str, Any]:
         diag_d = diagnosis_dict(diag) if diag is not None else None
-        rows = {p.pid: _row(p) for p in snap.procs}
-        return self.record(snapshot_dict(snap), rows, diag_d, [event_dict(e) for e in events])
+        rows = {p.pid: p for p in snap.procs}
+        d, evs = snapshot_dict(snap), [event_dict(e) for e in events]
+        return self._record(d, rows, diag_d, evs, _row)
 
     def record(
         self,
         d: dict[str, Any],
-        rows: dict[int, dict[str, Any]],
+        rows: dict[Any, dict[str, Any]],
         diag: dict[str, Any] | None,
         events: list[dict[str, Any]],
     ) -> dict[str, Any]:
         """The record of probe object ``d`` (without its ``procs``) and its process ``rows``."""
+        return self._record(d, rows, diag, events, _same)
+
+    def _record(
+        self,
+        d: dict[str, Any],
+        rows: dict[Any, Any],
+        diag: dict[str, Any] | None,
+        events: list[dict[str, Any]],
+        as_row: Callable[[Any], dict[str, Any]],
+    ) -> dict[str, Any]:
         d = dict(d)
         if self.first:
-            d["procs"] = list(rows.values())
+            d["procs"] = [as_row(r) for r in rows.values()]
         else:
-            d["procs_set"] = [r for pid, r in rows.items() if self.procs.get(pid) != r]
+            old = self.procs
+            d["procs_set"] = [
+                as_row(r) for pid, r in rows.items() if (o := old.get(pid)) is not r and o != r
+            ]
             d["procs_gone"] = [pid for pid in self.procs if pid not in rows]
             # The decoder keeps the old rows' order and appends new PIDs: say the order only
             # when the probe's differs from that (rare: a PID back after it had gone).

@@ -1,0 +1,114 @@
+"""The per-sample path's short cuts say what the plain computation says: the tracker (its
+history cut to the diagnosis' window, the process indexes it drops, the run's members it
+keeps) against ``diagnose`` over the last 120 samples, each parsed afresh; the recorder's
+encoder (rows told by identity) against the same records made from dicts, and read back."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from dflash_train.topology import Topology
+from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.diagnosis.diagnose import diagnose
+from dflash_tui.core.diagnosis.thresholds import DEFAULT, Thresholds
+from dflash_tui.core.diagnosis.tracker import Tracker
+from dflash_tui.core.record.codec import Decoder, Encoder, _row, snapshot_dict
+
+TOPO = Topology.parse("0-3:4-7")
+RUN_PGID = 500
+
+
+def _procs(i: int) -> list[dict[str, Any]]:
+    rows = [{"pid": 1, "ppid": 0, "pgid": 1, "sid": 1, "cmd": "init", "rss_kb": 9000}]
+    rows += [{"pid": 100 + k, "ppid": 1, "pgid": 100 + k, "sid": 100 + k, "state": "S",
+              "cmd": f"daemon {k}", "cpu_pct": float((i + k) % 3 == 0)}
+             for k in range(30)]  # fmt: skip
+    rows.append({"pid": RUN_PGID, "ppid": 1, "pgid": RUN_PGID, "sid": RUN_PGID,
+                 "start_ticks": 10, "cmd": "torchrun train.py"})  # fmt: skip
+    # rank 7 is killed at sample 150 (and its GPU left with memory: an orphan, then gone)
+    for g in range(8 if i < 150 else 7):
+        rows.append({"pid": RUN_PGID + 1 + g, "ppid": RUN_PGID, "pgid": RUN_PGID,
+                     "sid": RUN_PGID, "state": "R", "start_ticks": 11,
+                     "cpu_pct": 90.0 + (i + g) % 7,
+                     "cmd": f"python train.py --rank {g}"})  # fmt: skip
+    if 40 <= i < 90:  # a stranger's job on GPU 5 for a while (reparented to init: an orphan)
+        rows.append({"pid": 7777, "ppid": 1, "pgid": 7777, "sid": 7777, "user": "alice",
+                     "cmd": "python notebook.py"})  # fmt: skip
+    return rows
+
+
+def _sample(i: int, step: float) -> dict[str, Any]:
+    t = 1_000_000.0 + i * step
+    gpus = [{"index": g, "uuid": f"GPU-{g}", "util": 0 if (g == 3 and 60 <= i < 80) else 95,
+             "mem_used_mib": 60_000 + 100 * ((i + g) % 9), "mem_total_mib": 81_559}
+            for g in range(8)]  # fmt: skip
+    gprocs = [{"pid": RUN_PGID + 1 + g, "gpu_uuid": f"GPU-{g}", "used_mib": 59_000}
+              for g in range(8 if i < 150 else 7)]  # fmt: skip
+    if 40 <= i < 90:
+        gprocs.append({"pid": 7777, "gpu_uuid": "GPU-5", "used_mib": 2000})
+    # read before the run started: it names the rank only while the rank is in the window
+    ooms = [{"time": 999_000.0, "pid": RUN_PGID + 8, "name": "python", "text": "Killed process"}]
+    kernel = {"source": "kmsg", "xids": [], "ooms": ooms if i >= 151 else []}
+    machine = {"oom_kill": 0 if i < 150 else 1, "kernel_log": kernel}
+    run = {"id": "r1", "dir": "/runs/r1", "pid": RUN_PGID, "pgid": RUN_PGID, "start_ticks": 10,
+           "started_at": 1_000_000.0 - 30}  # fmt: skip
+    return {"time": t, "host": "box", "telemetry": {"source": "nvml"}, "gpus": gpus,
+            "gpu_procs": gprocs, "procs": _procs(i), "run": run, "machine": machine}  # fmt: skip
+
+
+def _docs(n: int, step: float) -> Iterator[dict[str, Any]]:
+    for i in range(n):
+        yield _sample(i, step)
+
+
+@pytest.mark.parametrize(
+    ("step", "th"),
+    [(1.0, DEFAULT), (1.0, replace(DEFAULT, persist_s=30.0)), (0.25, DEFAULT)],
+    ids=["1Hz", "1Hz-window-90s", "4Hz-120-samples-bind"],
+)
+def test_tracker_says_what_diagnose_over_the_last_120_samples_says(
+    step: float, th: Thresholds
+) -> None:
+    tracker = Tracker(TOPO, th)
+    plain: list[Snapshot] = []
+    earlier = None
+    codes: set[str] = set()
+    for doc in _docs(260, step):
+        got = tracker.add(Snapshot.from_dict(doc))
+        plain.append(Snapshot.from_dict(doc))  # its own records: nothing kept from the other
+        want = diagnose(plain[-120:], TOPO, th, tracker.progress, True, earlier)
+        assert got == want
+        earlier = want
+        codes |= {f.code for f in got.findings} | {c for g in got.gpus for c in g.codes}
+    # the sequence reaches the rules the short cuts touch
+    assert {"oom-killed", "orphan-process"} <= codes, codes
+
+
+def test_members_are_the_filtered_table_and_lookups_come_back() -> None:
+    snap = Snapshot.from_dict(_sample(10, 1.0))
+    want = tuple(p for p in snap.procs if RUN_PGID in (p.pgid, p.sid))
+    assert snap.members(RUN_PGID) == want and len(want) == 9
+    assert snap.members(RUN_PGID) is snap.members(RUN_PGID)  # kept
+    assert snap.members(4242) == ()
+    assert snap.proc(RUN_PGID + 1) is not None
+    snap.forget_lookups()
+    assert snap.proc(RUN_PGID + 1) == want[1] and snap.parents[RUN_PGID + 1] == RUN_PGID
+
+
+def test_encoder_rows_by_identity_are_the_rows_by_value_and_read_back() -> None:
+    by_record, by_dict, dec = Encoder(), Encoder(), Decoder()
+    snaps = [Snapshot.from_dict(doc) for doc in _docs(160, 1.0)]
+    # a PID gone and back (its order said), and a row equal but not the same record
+    snaps[100] = replace(snaps[100], procs=snaps[100].procs[1:])
+    snaps[101] = replace(snaps[101], procs=tuple(replace(p) for p in snaps[101].procs))
+    for snap in snaps:
+        rec = by_record.sample(snap, None, ())
+        rows = {p.pid: _row(p) for p in snap.procs}
+        assert rec == by_dict.record(snapshot_dict(snap), rows, None, [])
+        back = dec.snap(rec)
+        assert back["procs"] == [_row(p) for p in snap.procs]
+        assert Snapshot.from_dict(back) == snap
