@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
+from pathlib import Path
 
 import asyncssh
 import pytest
@@ -14,7 +16,7 @@ from loopback_sshd import ALIAS, LoopbackSshd
 from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.link.feed import probe_command
 from dflash_tui.core.link.ssh import SshTransport
-from dflash_tui.core.link.ssh_connect import SshSettings
+from dflash_tui.core.link.ssh_connect import ENV_CONFIG, SshSettings, open_connection
 from dflash_tui.core.link.transport import TransportError
 from dflash_tui.core.probe.bundle import probe_source
 
@@ -116,3 +118,25 @@ def test_cli_flag_accepts_a_new_key(ssh_env: LoopbackSshd) -> None:
         assert ssh_env.empty_known_hosts.read_text() == ssh_env.host_public_line
     finally:
         ssh_env.empty_known_hosts.write_text("")
+
+
+async def _ciphers() -> tuple[str, str]:
+    conn, jumps = await open_connection(ALIAS, SshSettings())
+    try:
+        return conn.get_extra_info("send_cipher"), conn.get_extra_info("recv_cipher")
+    finally:
+        conn.close()
+        assert not jumps
+
+
+async def test_aes_gcm_is_offered_first_unless_the_config_names_ciphers(
+    ssh_env: LoopbackSshd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No `Ciphers` in the ssh config: AES-GCM, which asyncssh encrypts several times cheaper
+    a packet than ChaCha20-Poly1305 (OpenSSH's first choice); a `Ciphers` line is obeyed."""
+    assert await _ciphers() == ("aes128-gcm@openssh.com",) * 2
+    config = tmp_path / "ssh_config"
+    own = [Path(p).read_text() for p in os.environ[ENV_CONFIG].split(os.pathsep)]
+    config.write_text("Ciphers chacha20-poly1305@openssh.com\n" + "".join(own))
+    monkeypatch.setenv(ENV_CONFIG, str(config))
+    assert await _ciphers() == ("chacha20-poly1305@openssh.com",) * 2
