@@ -20,7 +20,6 @@ from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Input, TabbedContent
 
 from dflash_tui.app.host.findings.panel import TimelineList
-from dflash_tui.app.host.header import RunHeader
 from dflash_tui.app.host.pane import HostPane, pane_id
 from dflash_tui.app.keys.footer import KeyFooter
 from dflash_tui.app.keys.table import MAIN_BINDINGS
@@ -38,8 +37,9 @@ class MainScreen(Screen[None], inherit_bindings=False):
         """``on_filter``: called with the log filter's text once it is submitted."""
         super().__init__(id="main")
         self.hosts, self.read_only, self.on_filter = tuple(hosts), read_only, on_filter
-        # Kept as built: every sample of every host reaches its pane, so no DOM search per sample.
-        self.panes = [HostPane(host, i, read_only) for i, host in enumerate(self.hosts)]
+        # Kept as made: every sample of every host reaches its pane, so no DOM search per
+        # sample. Only the first host's widgets are made now; another's when it is first shown.
+        self.panes = [HostPane(h, i, read_only, built=i == 0) for i, h in enumerate(self.hosts)]
         self.overview = HostOverview() if len(self.hosts) > 1 else None
 
     @property
@@ -72,13 +72,13 @@ class MainScreen(Screen[None], inherit_bindings=False):
         pane = self.panes[index] if 0 <= index < len(self.panes) else None
         return pane if pane is not None and pane.is_attached else None
 
-    def show_pane(self, index: int) -> None:
+    async def show_pane(self, index: int) -> None:
+        """Show host ``index``'s pane, its widgets made if this is the first time."""
         if len(self.hosts) > 1:
-            self.query_one("#hosts", ContentSwitcher).current = pane_id(index)
             pane = self.panes[index]
+            await pane.build()
+            self.query_one("#hosts", ContentSwitcher).current = pane_id(index)
             pane.catch_up()  # what it did not draw while another host was shown
-            # Its header tells which problem GPUs are out of sight: check once it is laid out.
-            self.call_after_refresh(pane.query_one(RunHeader).recheck)
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         # Lines added while the timeline was hidden could not scroll it; show the newest now.
