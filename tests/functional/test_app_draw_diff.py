@@ -267,7 +267,7 @@ async def test_a_quiet_screen_keeps_no_timer_running() -> None:
         assert last in screen_text(app)
         tail = next(iter(area.tails.values()))
         later = f"{last} (again)"
-        tail.add_lines([later])
+        tail.store.add([later])
         area.show(snaps[-1].logs, app.detail().diag)  # type: ignore[arg-type]
         assert area.flushing
         await until(pilot, lambda: later in screen_text(app))
