@@ -268,7 +268,7 @@ async def test_a_quiet_screen_keeps_no_timer_running() -> None:
         tail = next(iter(area.tails.values()))
         later = f"{last} (again)"
         tail.store.add([later])
-        area.show(snaps[-1].logs, app.detail().diag)  # type: ignore[arg-type]
+        area.sync()  # as a sample drawn does
         assert area.flushing
         await until(pilot, lambda: later in screen_text(app))
         await until(pilot, lambda: not area.flushing)

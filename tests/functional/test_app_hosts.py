@@ -29,8 +29,8 @@ from dflash_tui.app.host.procs.tree import ProcTree
 from dflash_tui.app.host.source import Disconnected, ScriptedSource
 from dflash_tui.app.host.state import summarize
 from dflash_tui.app.screens.help import HelpScreen
-from dflash_tui.app.widgets.rows import RowStatic
 from dflash_tui.app.screens.overview import HostOverview
+from dflash_tui.app.widgets.rows import RowStatic
 from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.control import kill as control_kill
@@ -415,3 +415,28 @@ def test_two_host_screen(snap_compare) -> None:  # type: ignore[no-untyped-def]
         await pilot.wait_for_scheduled_animations()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+async def test_keys_and_focus_act_on_a_pane_made_when_first_shown() -> None:
+    """The first key after switching to a host never shown reaches its new widgets: tab
+    moves the focus into them (not into the hidden pane), e shows its next tab, c makes its
+    grid compact, a shows all its log lines (and the store keeps that for a later log)."""
+    seed, healthy = scenes.seed_incident(), scenes.healthy_run(samples=4)
+    app, _, _ = two_hosts(seed, healthy)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, len(seed), 4)
+        pane_a, pane_b = app.screen.query(HostPane)
+        assert not pane_b.built
+        await pilot.press("2", "tab")
+        assert pane_b.built and app.focused is not None and pane_b in app.focused.ancestors
+        await pilot.press("e")
+        assert pane_b.tabs().active == "tab-timeline" and pane_a.tabs().active == "tab-procs"
+        await pilot.press("c")
+        assert pane_b.grid().compact and not pane_a.grid().compact
+        filtered = pane_b.logs().filter_on
+        await pilot.press("a")
+        assert pane_b.logs().filter_on is not filtered and pane_a.logs().filter_on
+        assert pane_b.store.log_pattern is None and pane_a.store.log_pattern is not None
+        await pilot.press("1", "2")  # away and back: what the keys set is as it was
+        assert pane_b.tabs().active == "tab-timeline" and pane_b.grid().compact
+        assert shown(app) == 1 and app.current is app.host_states[1]
