@@ -3,6 +3,11 @@ findings, process tree, timeline and history, and owns how the host's sample, li
 auto-restart state are drawn on them (as Posting's ResponseArea owns its response's display):
 the app hands it what to draw and never reaches into its widgets.
 
+Its widgets are made when the host is first shown: 64 hosts must not cost 64 sets of ~40
+widgets when one is on screen. Until then, and whenever another host is shown, a sample is only
+folded into the pane's store (tui/app/host/store.py) and kept as the latest; shown, the pane
+draws from them (``catch_up``).
+
 It guards itself: a pane that is not mounted yet, is being removed or is gone, or whose app is
 shutting down draws nothing and raises nothing, because a sample, a link tick or a supervisor's
 report can still arrive while the app exits. While it can draw, a panel that fails is

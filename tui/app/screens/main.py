@@ -3,10 +3,11 @@ process tree / timeline on the right, the wait bar and the footer. The key table
 (tui/app/keys/table.py) are this screen's, so the footer shows them (and ``tab``, which
 Textual's Screen binds hidden by default).
 
-Every host gets its own set of detail widgets, a ``HostPane`` (tui/app/host/pane.py). With two
-or more hosts, the host overview comes first and the panes share a ContentSwitcher: switching
-host shows another pane, so no host's logs, sparklines, tree or timeline are ever lost. One
-host: its pane alone, without the overview.
+Every host gets its own ``HostPane`` (tui/app/host/pane.py), whose widgets are made the first
+time it is shown; what accumulates (logs, sparklines, timeline, history) is kept in its store
+meanwhile, so nothing is lost. With two or more hosts, the host overview comes first and the
+panes share a ContentSwitcher: switching host shows another pane. One host: its pane alone,
+without the overview.
 """
 
 from __future__ import annotations
