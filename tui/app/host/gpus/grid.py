@@ -21,8 +21,8 @@ from dflash_tui.core.diagnosis.views import Diagnosis
 
 
 class GpuGrid(ScrollableContainer, can_focus=True):
-    """Adds and drops panels (and their compact lines) as GPUs appear; never rebuilds the
-    ones it has."""
+    """Draws the panels its host's store keeps (and a compact line for each), adding and
+    dropping lines as GPUs appear; never rebuilds the ones it has."""
 
     DEFAULT_CSS = """
     GpuGrid {

@@ -86,8 +86,12 @@ class LogArea(Vertical):
 
     @property
     def shown(self) -> bool:
-        """Its host's pane is on screen (a hidden pane's lines wait in their store)."""
-        return all(node.display for node in self.ancestors_with_self if isinstance(node, Widget))
+        """Its host's pane (class ``host-pane``) is the one shown: another host's lines wait
+        in their store, and its pane's sync wakes the timer when it is shown. Only the pane
+        counts: an area hidden inside a shown pane (a zoom, the History tab) gets its size
+        back unchanged, so no resize would wake it."""
+        panes = (n for n in self.ancestors if isinstance(n, Widget) and n.has_class("host-pane"))
+        return all(pane.display for pane in panes)
 
     def _tick(self) -> None:
         if not self.shown:  # the pane's sync wakes the timer when the host is shown again
