@@ -440,3 +440,21 @@ async def test_keys_and_focus_act_on_a_pane_made_when_first_shown() -> None:
         await pilot.press("1", "2")  # away and back: what the keys set is as it was
         assert pane_b.tabs().active == "tab-timeline" and pane_b.grid().compact
         assert shown(app) == 1 and app.current is app.host_states[1]
+
+
+async def test_a_host_first_shown_draws_the_findings_it_received_while_hidden() -> None:
+    """Host B's incident arrives while A is shown: switched to, B's new pane lists B's latest
+    findings, on screen, and its grid labels B's GPUs as the latest sample does."""
+    seed, healthy = scenes.seed_incident(), scenes.healthy_run(samples=4)
+    app, _, _ = two_hosts(healthy, seed)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, len(healthy), len(seed))
+        latest = app.host_states[1].diagnosis
+        assert latest is not None and latest.findings
+        await pilot.press("2")
+        await pilot.pause(0.1)
+        pane_b = app.screen.query_one("#host-1", HostPane)
+        assert pane_b.query_one(FindingsList).findings == latest.findings
+        text = str(pane_b.query_one(FindingsList).query_one(".body", RowStatic).render())
+        assert all(f.message[:30] in text for f in latest.findings)
+        assert labels(app, 1) == {v.index: v.codes for v in latest.gpus}
