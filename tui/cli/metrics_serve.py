@@ -60,11 +60,12 @@ async def serve(cfg: Config, addr: str, port: int) -> int:
     server, thread = start_http_server(port, addr, registry_for(latest, time.time))
     bound = server.server_address[1]
     shown = f"[{addr}]" if ":" in addr else addr
-    print(f"serving OpenMetrics at http://{shown}:{bound}/metrics", flush=True)
+    # Stop on a signal from before the URL is printed: whoever reads the URL may stop us at once.
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         loop.add_signal_handler(sig, stop.set)
+    print(f"serving OpenMetrics at http://{shown}:{bound}/metrics", flush=True)
     tasks = [asyncio.create_task(latest.watch(h, cfg.interval)) for h in cfg.hosts]
     try:
         await stop.wait()

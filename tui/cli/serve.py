@@ -159,6 +159,11 @@ async def serve_app(command: str, addr: str, port: int, token: str) -> int:
     await runner.setup()
     site = web.TCPSite(runner, addr, port)
     await site.start()
+    # Stop on a signal from before the URL is printed: whoever reads the URL may stop us at once.
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
     bound = runner.addresses[0][1]
     host = f"[{addr}]" if ":" in addr else addr
     url = f"http://{host}:{bound}/?token={token}"
@@ -168,10 +173,6 @@ async def serve_app(command: str, addr: str, port: int, token: str) -> int:
         "open the same URL there; Ctrl-C stops serving (the run keeps running)",
         flush=True,
     )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
     try:
         await stop.wait()
     finally:
