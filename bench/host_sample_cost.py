@@ -6,6 +6,11 @@ machine of --procs processes, --busy-procs of them moving, a run of 8 ranks with
 findings that come and go) go through the code the app runs for every sample of every host,
 a stage at a time:
 
+The lines are what the probe's stream sends: with a tree whose probe has change lists
+(``--delta``, tui/core/probe/procs.py ``RowDelta``), the process table only as it changed,
+rebuilt by the feed's ``ProcTables`` within the parse stage; with an older tree, the whole
+table every line. ``line_bytes`` is a host's mean line over the timed samples.
+
 - split: the bytes as the SSH channel hands them (64 KiB reads) cut into lines and decoded
   (tui/core/link/transport.py read_lines' LineSplitter);
 - parse: ``Snapshot.from_json`` (the feed's ``_parse``), the frozen sample records;
@@ -92,12 +97,24 @@ class Host:
         self.recorder = Recorder(self.cfg, RecordSettings(), "bench")
         self.runs, self.findings = RunWatch(), FindingWatch()
         self.success = self.cfg.restart.success_codes
+        self.rows: Any = None
+        self.tables: Any = None
+        try:  # the stream's change lists, where the tree has them
+            from dflash_tui.core.base.snapshot_delta import ProcTables
+            from dflash_tui.core.probe.procs import RowDelta
+        except ImportError:  # a tree from before them: whole tables
+            return
+        self.rows, self.tables = RowDelta(delta=True), ProcTables()
 
     def line(self, i: int) -> bytes:
         j = i + self.offset
         doc = soak_feed.sample(self.feed, self.timeline_of_feed, self.base, j, self.t0 + j, self.t0)
         doc["host"] = self.name
-        return (json.dumps(doc, separators=(",", ":")) + "\n").encode()
+        if self.rows is None:
+            return (json.dumps(doc, separators=(",", ":")) + "\n").encode()
+        procs = doc.pop("procs")
+        head = json.dumps(doc, separators=(",", ":"))
+        return (head[:-1] + "," + self.rows.encode(procs) + "}\n").encode()
 
     def take(self, data: bytes, cpu: dict[str, float]) -> None:
         """One sample through every stage; each stage's thread CPU added to ``cpu``."""
@@ -112,7 +129,9 @@ class Host:
         t1 = clock()
         cpu["split"] += t1 - t
         for text in lines:
-            snap = Snapshot.from_json(text)
+            snap = (
+                Snapshot.from_json(text, self.tables) if self.tables else Snapshot.from_json(text)
+            )
             t2 = clock()
             diag = self.tracker.add(snap)
             t3 = clock()
@@ -142,16 +161,18 @@ def one(args: argparse.Namespace, hosts: int) -> dict[str, Any]:
     for i in range(args.warmup):
         for h in group:
             h.take(h.line(i), cpu)
-    cpu = dict.fromkeys(STAGES, 0.0)
+    cpu, sent = dict.fromkeys(STAGES, 0.0), 0
     for i in range(args.warmup, args.warmup + args.samples):
         for h in group:
-            h.take(h.line(i), cpu)
+            data = h.line(i)
+            sent += len(data)
+            h.take(data, cpu)
     n = hosts * args.samples
     out = {f"{s}_ms": 1000 * cpu[s] / n for s in STAGES}
     out["total_ms"] = sum(out.values())
     out["rss_mib"] = rss_mib()
     out["rss_start_mib"] = before
-    out["line_bytes"] = len(group[0].line(args.warmup))
+    out["line_bytes"] = sent / n
     for h in group:
         h.recorder.close()
         h.recorder.release()
@@ -201,15 +222,17 @@ def med(rows: list[dict[str, Any]], key: str) -> float:
 
 def report(runs: Runs, args: argparse.Namespace, counts: list[int]) -> str:
     head = "| tree | hosts | ms CPU per host-sample | " + " | ".join(STAGES)
-    lines = [head + " | RSS MiB | MiB per host added |", "|" + " --- |" * (len(STAGES) + 5)]
+    lines = [head + " | bytes a line | RSS MiB | MiB per host added |",
+             "|" + " --- |" * (len(STAGES) + 6)]  # fmt: skip
     first: dict[str, tuple[int, float]] = {}
     for (tree, n), rows in runs.items():
         rss = med(rows, "rss_mib")
         n0, rss0 = first.setdefault(tree, (n, rss))
         added = f"{(rss - rss0) / (n - n0):.2f}" if n != n0 else "-"
         stages = " | ".join(f"{med(rows, f'{s}_ms'):.3f}" for s in STAGES)
-        lines.append(f"| {tree} | {n} | {med(rows, 'total_ms'):.3f} | {stages} | {rss:.0f} "
-                     f"| {added} |")  # fmt: skip
+        size = med(rows, "line_bytes")
+        lines.append(f"| {tree} | {n} | {med(rows, 'total_ms'):.3f} | {stages} | {size:,.0f} "
+                     f"| {rss:.0f} | {added} |")  # fmt: skip
     lines.append("")
     lines.append(
         f"{','.join(map(str, counts))} hosts x 8 GPUs, {args.procs} processes "

@@ -252,7 +252,8 @@ def test_the_line_is_the_sample_as_json_and_rows_that_stood_keep_their_text(
         table = probe.Procs()
         table.read([])  # new: cpu_pct None
         second = table.read([])  # the same bytes: cpu_pct 0.0, and idle from now on
-        table.encode(second)
+        enc = probe.RowDelta()
+        enc.encode(second)
         third = table.read([])  # not its turn, or its turn with the same bytes: it stood
         (mine,) = [r for r in third if r["pid"] == p.pid]
         assert mine is next(r for r in second if r["pid"] == p.pid)
@@ -264,10 +265,10 @@ def test_the_line_is_the_sample_as_json_and_rows_that_stood_keep_their_text(
             return real(row)
 
         monkeypatch.setattr(probe, "_ROW_JSON", spy)
-        assert json.loads("[" + table.encode(third) + "]") == third
+        assert json.loads("{" + enc.encode(third) + "}") == {"procs": third}
         assert p.pid not in encoded
         encoded.clear()
-        assert table.encode([dict(mine)]) == real(mine)  # a new row object: encoded again
+        assert enc.encode([dict(mine)]) == f'"procs": [{real(mine)}]'  # a new object: encoded
         assert encoded == [p.pid]
     finally:
         p.kill()

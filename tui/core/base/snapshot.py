@@ -26,6 +26,7 @@ from dflash_tui.core.base.fields import (
 )
 from dflash_tui.core.base.machine import Machine, Worker, workers_of
 from dflash_tui.core.base.ranges import GPU_LIMITS, PROC_LIMITS, sane
+from dflash_tui.core.base.snapshot_delta import ROWS_CAP, ProcTables
 from dflash_tui.core.base.snapshot_rows import KeptRows
 from dflash_tui.core.base.supervision import SupervisorRecord
 
@@ -38,7 +39,7 @@ PROBE_FORMAT = 1
 PROBE_LINE_MAX = 32 << 20
 # Rows one sample may carry, by key: past them the rest are skipped and said in ``errors``.
 ERRORS_MAX, ERROR_CHARS = 100, 500  # the probe's errors kept, and each one's length
-ROWS_MAX = {"procs": 20_000, "gpu_procs": 4096, "gpus": 256, "logs": 256}
+ROWS_MAX = {"procs": ROWS_CAP, "gpu_procs": 4096, "gpus": 256, "logs": 256}
 
 
 # Field annotations (strings: ``from __future__ import annotations``) -> tolerant converter.
@@ -315,9 +316,10 @@ class Snapshot:
     workers: tuple[Worker, ...] = ()  # each pipeline worker's latest heartbeat
 
     @classmethod
-    def from_json(cls, line: str | bytes) -> Snapshot:
+    def from_json(cls, line: str | bytes, tables: ProcTables | None = None) -> Snapshot:
         """Parse one probe line. Raises ValueError only when the line is not a JSON object
-        (or is over ``PROBE_LINE_MAX``)."""
+        (or is over ``PROBE_LINE_MAX``), or when its process table is a change list that
+        ``tables`` (the stream's previous table; none: no base) cannot apply."""
         if len(line) > PROBE_LINE_MAX:
             raise ValueError(f"probe line of {len(line):,} bytes is over the cap of "
                              f"{PROBE_LINE_MAX:,}: refused")  # fmt: skip
@@ -329,6 +331,10 @@ class Snapshot:
             raise ValueError("probe line is nested too deep to be a probe's") from None
         if not isinstance(data, dict):
             raise ValueError("probe line is not a JSON object")
+        if tables is not None:
+            data = tables.apply(data)
+        elif "procs_delta" in data:
+            raise ValueError("probe line: a process-table change list outside a stream")
         return cls.from_dict(data)
 
     @classmethod

@@ -51,6 +51,9 @@ class KeptRows:
         if type(pid) is not int:
             return self.parse(raw)  # no PID to keep it by (it is rejected or odd): parse
         was = self.old.get(pid)
+        if was is not None and was[0] is raw:  # a stream's unchanged row (snapshot_delta.py)
+            self.new[pid] = was  # kept only if plain: it stays
+            return was[1]
         if was is not None and was[0] == raw:
             if _plain(raw):
                 self.new[pid] = was  # the kept dict equals this one: it stays

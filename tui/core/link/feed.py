@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.base.snapshot_delta import DeltaError, ProcTables
 from dflash_tui.core.base.timings import SAMPLE_TIMEOUT_S
 from dflash_tui.core.link.hostmap import HostPidMapper
 from dflash_tui.core.link.local_probe import probe_args
@@ -40,6 +41,7 @@ class Malformed:
     """A probe line that could not be parsed (shown as a finding, never a crash)."""
 
     error: str
+    lost_base: bool = False  # a process-table change list whose base this feed does not hold
 
 
 FeedEvent = Snapshot | Disconnected | Malformed
@@ -116,6 +118,7 @@ class Feed:
         self.stall_timeout = stall_timeout or max(5 * interval, 30.0)
         self.connected = False
         self.mapper = HostPidMapper.for_transport(transport, host.container)
+        self.tables = ProcTables()  # the stream's last process table (snapshot_delta.py)
         self.resume: dict[str, str] = {}  # log path -> where its tail stopped (the probe's token)
 
     def stalled(self) -> str:
@@ -137,11 +140,14 @@ class Feed:
     async def events(self) -> AsyncGenerator[FeedEvent, None]:
         backoff = 1.0
         while True:
+            # Each line's process table only as it changed (RowDelta): a stream's own tables.
+            extra = ["--delta", *self.resume_args()]
             cmd = probe_command(
-                self.transport.python, self.host, interval=self.interval, extra=self.resume_args()
+                self.transport.python, self.host, interval=self.interval, extra=extra
             )
-            stream = self.transport.stream(cmd, probe_source())
+            stream, self.tables = self.transport.stream(cmd, probe_source()), ProcTables()
             try:
+                error = "the probe stopped"
                 while True:
                     try:
                         line = await asyncio.wait_for(anext(stream), self.stall_timeout)
@@ -153,7 +159,11 @@ class Feed:
                             self.connected, backoff = True, 1.0
                             self._keep_resume(event)
                         yield event
-                error = "the probe stopped"
+                    if isinstance(event, Malformed) and event.lost_base:
+                        # A new probe sends a whole table at once (and resumes the logs where
+                        # the last sample left them), sooner than this one's next whole table.
+                        error = "a probe line was lost: the probe is started again"
+                        break
             except asyncio.TimeoutError:
                 error = self.stalled()
             except TransportError as exc:
@@ -173,7 +183,12 @@ class Feed:
             return None
         if (size := oversize_of(line)) is not None:
             return Malformed(refused(size))
-        snap = snapshot_of(lambda: Snapshot.from_json(line))
-        if isinstance(snap, Malformed) or self.mapper is None:
+        try:
+            snap = Snapshot.from_json(line, self.tables)
+        except DeltaError as exc:
+            return Malformed(str(exc), lost_base=True)
+        except ValueError as exc:
+            return Malformed(str(exc))
+        if self.mapper is None:
             return snap
         return await self.mapper.apply(snap)

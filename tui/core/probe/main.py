@@ -111,6 +111,7 @@ class Probe:
     def __init__(self, args):
         self.args, self.samples = args, 0
         self.procs = Procs()
+        self.rows = RowDelta(bool(args.delta) and not args.once)
         self.steps = StepReader()
         self.tails = {}
         self.resume = resume_tokens(args.resume)  # where the previous probe's tails stopped
@@ -172,10 +173,11 @@ class Probe:
         self.calls.close()
 
     def dumps(self, out: dict) -> str:
-        """The sample as one JSON line; the process table last, encoded by Procs.encode."""
+        """The sample as one JSON line; the process table last, encoded by RowDelta (with
+        --delta, only the rows changed since the previous line: RowDelta's docstring)."""
         rows = out.pop("procs")
         head = json.dumps(out, default=str)
-        return head[:-1] + ', "procs": [' + self.procs.encode(rows) + "]}"
+        return head[:-1] + ", " + self.rows.encode(rows) + "}"
 
     def read_procs(self, out: dict, errors: list) -> list:
         """The table; the GPUs' processes and the runs' groups are read every sample."""
@@ -307,6 +309,7 @@ def parse_args(argv):
     ap.add_argument("--no-nvml", action="store_true")
     ap.add_argument("--tail-bytes", type=int, default=65536)
     ap.add_argument("--max-lines", type=int, default=5000)
+    ap.add_argument("--delta", action="store_true")  # process table as change lists
     ap.add_argument("--resume", action="append", default=[], metavar="PATH=TOKEN")
     return ap.parse_args(argv)
 

@@ -49,6 +49,47 @@ def parse_stat(text: str):
         return None
 
 
+FULL_EVERY = 60  # a change list's probe sends the whole table every 60th line regardless
+
+
+class RowDelta:
+    """The process table as the text of a probe line: the whole table, or (``delta``) only
+    the rows whose text changed since the previous line plus every PID in the table's order.
+
+    A row that stood (the same object as last line's) keeps its text: encoding a thousand
+    rows costs more than reading them. A row counts as changed when its text differs, so the
+    reader (tui/core/base/snapshot_delta.py) rebuilds exactly the rows a whole table would
+    carry. Lines are numbered (``seq``); a change list names the line it is relative to, and
+    the first line and every FULL_EVERY-th carry the whole table, so a reader that lost its
+    base (a refused line) is repaired by the probe without being asked.
+    """
+
+    def __init__(self, delta: bool = False):
+        self.delta, self.seq, self.full_every = delta, 0, FULL_EVERY
+        self.texts = {}  # type: dict[int, tuple[dict, str]]  # pid: (row, its JSON)
+
+    def encode(self, rows: list) -> str:
+        """The JSON members (after the head's others) that carry ``rows``."""
+        texts, changed, pids, cache, last = [], [], [], {}, self.texts
+        for row in rows:
+            pid = row["pid"]
+            hit = last.get(pid)
+            text = hit[1] if hit is not None and hit[0] is row else _ROW_JSON(row)
+            cache[pid] = (row, text)  # the row is held, so `is` cannot meet a new object
+            texts.append(text)
+            if hit is None or hit[1] != text:
+                changed.append(text)
+            pids.append(str(pid))
+        self.texts, self.seq = cache, self.seq + 1
+        if not self.delta:
+            return '"procs": [' + ",".join(texts) + "]"
+        if (self.seq - 1) % self.full_every == 0:  # the first line, and periodically
+            return '"seq": %d, "procs": [%s]' % (self.seq, ",".join(texts))
+        return '"seq": %d, "procs_delta": {"base": %d, "pids": [%s], "rows": [%s]}' % (
+            self.seq, self.seq - 1, ",".join(pids), ",".join(changed),
+        )  # fmt: skip
+
+
 class Seen:
     """What the table knows of one /proc entry since its last reading."""
 
@@ -91,7 +132,6 @@ class Procs:
         self.users = {}  # type: dict[int, str]
         self.groups = set()  # type: set[int]
         self.turn = 0  # samples read so far: whose turn it is among the cold
-        self.texts = {}  # type: dict[int, tuple[dict, str]]  # pid: (row, its JSON)
         self.page_kb = os.sysconf("SC_PAGE_SIZE") // 1024
         self.clk_tck = os.sysconf("SC_CLK_TCK")
 
@@ -132,18 +172,6 @@ class Procs:
         if denied:
             errors.append("unreadable /proc entries: %d, e.g. %s" % (len(denied), denied[0]))
         return procs
-
-    def encode(self, rows: list) -> str:
-        """The rows as the inside of a JSON array. A row that stood (the same object as last
-        sample's) keeps its text: encoding a thousand rows costs more than reading them."""
-        texts, cache = [], {}
-        for row in rows:
-            hit = self.texts.get(row["pid"])
-            text = hit[1] if hit is not None and hit[0] is row else _ROW_JSON(row)
-            cache[row["pid"]] = (row, text)  # the row is held, so `is` cannot meet a new object
-            texts.append(text)
-        self.texts = cache
-        return ",".join(texts)
 
     def one(self, name: str, last=None, now=None):
         """The entry of /proc/NAME after reading its stat (and, when new, what it keeps);
