@@ -267,8 +267,8 @@ async def test_a_quiet_screen_keeps_no_timer_running() -> None:
         assert last in screen_text(app)
         tail = next(iter(area.tails.values()))
         later = f"{last} (again)"
-        tail.add_lines([later])
-        area.show(snaps[-1].logs, app.detail().diag)  # type: ignore[arg-type]
+        tail.store.add([later])
+        area.sync()  # as a sample drawn does
         assert area.flushing
         await until(pilot, lambda: later in screen_text(app))
         await until(pilot, lambda: not area.flushing)

@@ -20,15 +20,17 @@ from textual.pilot import Pilot
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.control.confirm import ConfirmScreen
-from dflash_tui.app.host.findings.panel import FindingsList
+from dflash_tui.app.host.findings.panel import FindingsList, TimelineList
 from dflash_tui.app.host.gpus.grid import GpuGrid
 from dflash_tui.app.host.header import RunHeader
 from dflash_tui.app.host.logs.tail import LogTail
+from dflash_tui.app.host.pane import HostPane
 from dflash_tui.app.host.procs.tree import ProcTree
 from dflash_tui.app.host.source import Disconnected, ScriptedSource
 from dflash_tui.app.host.state import summarize
 from dflash_tui.app.screens.help import HelpScreen
 from dflash_tui.app.screens.overview import HostOverview
+from dflash_tui.app.widgets.rows import RowStatic
 from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.control import kill as control_kill
@@ -64,6 +66,10 @@ def shown(app: DflashApp) -> int:
     panes = [p for p in app.screen.query(".host-pane") if p.display]
     assert len(panes) == 1
     return int(str(panes[0].id).removeprefix("host-"))
+
+
+def timeline_text(pane: HostPane) -> str:
+    return str(pane.query_one(TimelineList).query_one(".body", RowStatic).render())
 
 
 def labels(app: DflashApp, i: int) -> dict[int, tuple[str, ...]]:
@@ -107,10 +113,10 @@ async def test_switching_shows_each_host_and_keeps_its_state() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app, len(seed), len(healthy))
         assert shown(app) == 0 and set(labels(app, 0)[2]) == {"busy-no-memory"}
-        tail_b = app.screen.query_one("#host-1").query_one(LogTail)
-        received, events_b = tail_b.store.received, len(app.host_states[1].timeline.events)
         await pilot.press("right_square_bracket")
         assert app.selected == 1 and shown(app) == 1 and app.current.cfg.address == B
+        tail_b = app.screen.query_one("#host-1").query_one(LogTail)
+        received, events_b = tail_b.store.received, len(app.host_states[1].timeline.events)
         assert all(codes == ("ok",) for codes in labels(app, 1).values())
         header = pane_text(app, 1, RunHeader)
         assert "gpu-b" in header and "RUNNING" in header
@@ -132,41 +138,84 @@ async def test_switching_shows_each_host_and_keeps_its_state() -> None:
         assert tail_a.has_class("-missing")
 
 
-async def test_a_hidden_host_keeps_its_samples_and_draws_them_when_shown() -> None:
-    """The pane of a host not on screen does not draw its samples; it keeps what
-    accumulates (every GPU's sparkline point, its log lines, its timeline) and, when shown,
-    draws the latest sample: the same header, findings and panels as a pane that drew all."""
+async def test_a_hidden_host_has_no_widgets_until_shown_and_loses_nothing() -> None:
+    """The pane of a host never shown is one empty container: its samples are only folded
+    into its store (every GPU's sparkline point, its log lines, its timeline, its history).
+    Shown, its widgets are made and draw what it received while hidden: the same header,
+    findings, panels and log lines as a pane that drew every sample."""
     seed, healthy = scenes.seed_incident(), scenes.healthy_run()
     app, _, _ = two_hosts(seed, healthy)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app, len(seed), len(healthy))
-        pane_b = app.screen.query_one("#host-1")
-        assert shown(app) == 0 and pane_b.behind is app.host_states[1].last  # type: ignore[attr-defined]
-        grid_b = pane_b.query_one(GpuGrid)
-        assert grid_b.panels and not any(str(p.render()) for p in grid_b.panels.values())
-        assert all(len(p.util_hist) == len(healthy) for p in grid_b.panels.values())
-        assert pane_b.query_one(ProcTree).last is None  # its process tree was not drawn
-        # Its header drew the link coming up (the first sample) and nothing since.
-        header_b = pane_b.query_one(RunHeader)
-        assert header_b.diag is not None and header_b.diag.time == healthy[0].time
-        assert app.screen.query_one("#host-1").query_one(LogTail).store.received > 0
+        pane_a, pane_b = app.screen.query(HostPane)
+        assert shown(app) == 0 and pane_a.built and not pane_b.built
+        assert not pane_b.children and len(pane_a.query("*")) > 30
+        kept = pane_b.store
+        assert kept.panels and all(len(p.util_hist) == len(healthy) for p in kept.panels.values())
+        assert not any(str(p.render()) for p in kept.panels.values())  # never drawn
+        (log,) = kept.logs.values()
+        assert log.store.received > 0 and kept.events and kept.history.span() is not None
         await pilot.press("2")
-        assert shown(app) == 1 and pane_b.behind is None  # type: ignore[attr-defined]
-        assert "RUNNING" in pane_text(app, 1, RunHeader)
+        assert shown(app) == 1 and pane_b.built
+        grid_b = pane_b.query_one(GpuGrid)
+        assert grid_b.panels is kept.panels
         tree_last = pane_b.query_one(ProcTree).last
         assert tree_last is not None and tree_last[0] is healthy[-1]
+        await pilot.pause(0.15)  # one flush of the log tails
+        tail = pane_b.query_one(LogTail)
+        assert (
+            tail.data is log
+            and list(tail.log_view.lines) == list(log.store.lines)[-len(tail.log_view.lines) :]
+        )
+        assert len(tail.log_view.lines) == log.store.shown > 0
+        timeline = timeline_text(pane_b)
+        assert all(ev.text[:20] in timeline for ev in kept.events)
+        assert pane_b.history().history is kept.history and pane_b.history().dirty
         drawn = {i: str(p.render()) for i, p in grid_b.panels.items()}
         findings = pane_b.query_one(FindingsList).findings
         header = pane_text(app, 1, RunHeader)
+        lines = list(tail.log_view.lines)
     # What a pane that drew every one of those samples shows: host B alone.
     alone = DflashApp(Config(hosts=(HostConfig(address=B),)), source=ScriptedSource(healthy))
     async with alone.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: alone.samples >= len(healthy))
+        await pilot.pause(0.15)
         grid = alone.detail().query_one(GpuGrid)
         assert {i: str(p.render()) for i, p in grid.panels.items()} == drawn
         assert alone.detail().query_one(FindingsList).findings == findings
         assert str(alone.detail().query_one(RunHeader).render()) == header
+        assert list(alone.detail().query_one(LogTail).log_view.lines) == lines
     assert all("ok" in text for text in drawn.values())
+
+
+async def test_a_host_hidden_again_draws_nothing_and_catches_up_when_shown() -> None:
+    """A host shown once, then hidden: its samples change no widget of its pane (its findings,
+    GPU lines, log lines, timeline stay as they were drawn); shown again, they are current."""
+    seed, healthy = scenes.seed_incident(), scenes.healthy_run(samples=12)
+    app, sa, _ = two_hosts(healthy[:4], seed[:3])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, 4, 3)
+        await pilot.press("2", "c")  # B shown (its GPU lines too), then A again
+        await pilot.press("1")
+        pane_a = app.screen.query_one("#host-0", HostPane)
+        await pilot.press("2")
+        tail = pane_a.query_one(LogTail)
+        before = (len(tail.log_view.lines), timeline_text(pane_a))
+        tree = pane_a.query_one(ProcTree)
+        drawn_tree = tree.last
+        for snap in healthy[4:]:
+            sa.push(snap)
+        await until(pilot, lambda: app.host_states[0].samples == len(healthy))
+        await pilot.pause(0.15)
+        assert tree.last is drawn_tree  # nothing drawn while hidden
+        assert (len(tail.log_view.lines), timeline_text(pane_a)) == before
+        assert tail.store.received > 0 and tail.store.pending  # kept, waiting to be drawn
+        await pilot.press("1")
+        await pilot.pause(0.15)
+        assert tree.last is not None and tree.last[0] is healthy[-1]
+        assert not tail.store.pending and len(tail.log_view.lines) == tail.store.shown
+        header = pane_text(app, 0, RunHeader)
+        assert "RUNNING" in header
 
 
 async def test_a_hidden_host_whose_link_went_down_still_says_so_when_shown() -> None:
@@ -178,9 +227,8 @@ async def test_a_hidden_host_whose_link_went_down_still_says_so_when_shown() -> 
         await settle(pilot, app, len(seed), len(healthy))
         sb.push(Disconnected("ssh: connection to gpu-b lost", 4.0))
         await until(pilot, lambda: app.host_states[1].link == "down")
+        await app.select_host(1)  # as the key does
         findings = app.screen.query_one("#host-1").query_one(FindingsList)
-        assert findings.note is not None and "probe link down" in findings.note
-        app.select_host(1)  # as the key does; no await: no timer redraws the line meanwhile
         assert findings.note is not None and "probe link down" in findings.note
         # The header, drawn with the latest sample on the way in, still says the link is down.
         header = pane_text(app, 1, RunHeader)
@@ -200,6 +248,7 @@ async def test_a_host_that_is_down_shows_on_its_row_while_the_other_updates() ->
         text_b = row(app, 1)
         assert "DOWN" in text_b and "retry" in text_b
         assert "RUNNING" in text_b  # the last known run is still shown, marked down
+        await pilot.press("2")
         header_b = pane_text(app, 1, RunHeader)
         assert "DISCONNECTED" in header_b and "connection to gpu-b lost" in header_b
         for snap in seed[10:]:  # host A keeps updating meanwhile
@@ -366,3 +415,46 @@ def test_two_host_screen(snap_compare) -> None:  # type: ignore[no-untyped-def]
         await pilot.wait_for_scheduled_animations()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+async def test_keys_and_focus_act_on_a_pane_made_when_first_shown() -> None:
+    """The first key after switching to a host never shown reaches its new widgets: tab
+    moves the focus into them (not into the hidden pane), e shows its next tab, c makes its
+    grid compact, a shows all its log lines (and the store keeps that for a later log)."""
+    seed, healthy = scenes.seed_incident(), scenes.healthy_run(samples=4)
+    app, _, _ = two_hosts(seed, healthy)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, len(seed), 4)
+        pane_a, pane_b = app.screen.query(HostPane)
+        assert not pane_b.built
+        await pilot.press("2", "tab")
+        assert pane_b.built and app.focused is not None and pane_b in app.focused.ancestors
+        await pilot.press("e")
+        assert pane_b.tabs().active == "tab-timeline" and pane_a.tabs().active == "tab-procs"
+        await pilot.press("c")
+        assert pane_b.grid().compact and not pane_a.grid().compact
+        filtered = pane_b.logs().filter_on
+        await pilot.press("a")
+        assert pane_b.logs().filter_on is not filtered and pane_a.logs().filter_on
+        assert pane_b.store.log_pattern is None and pane_a.store.log_pattern is not None
+        await pilot.press("1", "2")  # away and back: what the keys set is as it was
+        assert pane_b.tabs().active == "tab-timeline" and pane_b.grid().compact
+        assert shown(app) == 1 and app.current is app.host_states[1]
+
+
+async def test_a_host_first_shown_draws_the_findings_it_received_while_hidden() -> None:
+    """Host B's incident arrives while A is shown: switched to, B's new pane lists B's latest
+    findings, on screen, and its grid labels B's GPUs as the latest sample does."""
+    seed, healthy = scenes.seed_incident(), scenes.healthy_run(samples=4)
+    app, _, _ = two_hosts(healthy, seed)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, len(healthy), len(seed))
+        latest = app.host_states[1].diagnosis
+        assert latest is not None and latest.findings
+        await pilot.press("2")
+        await pilot.pause(0.1)
+        pane_b = app.screen.query_one("#host-1", HostPane)
+        assert pane_b.query_one(FindingsList).findings == latest.findings
+        text = str(pane_b.query_one(FindingsList).query_one(".body", RowStatic).render())
+        assert all(f.message[:30] in text for f in latest.findings)
+        assert labels(app, 1) == {v.index: v.codes for v in latest.gpus}

@@ -106,7 +106,7 @@ async def test_the_app_shows_the_queued_reason_then_the_node_and_k_cancels_that_
                     and any("sleep 300" in p.cmd for p in node.snapshot.procs), 40)  # fmt: skip
         run_dir = run_dirs(tmp_path / "runs")[-1]
         assert node.diagnosis and node.diagnosis.run and node.diagnosis.run.id == run_dir.name
-        app.action_show_host(1)
+        await app.action_show_host(1)
         await until(pilot, lambda: f"node n1 of Slurm job {job} RUNNING" in header(app), 20)
         assert "n1" in app.screen.query_one(HostOverview).row_text(1)
 
@@ -215,7 +215,7 @@ async def test_k_on_a_nodes_pane_signals_the_process_on_that_node(
         await until(pilot, lambda: sleeper() is not None, 40)
         pid = sleeper()
         assert pid is not None
-        app.action_show_host(1)
+        await app.action_show_host(1)
         body = await open_kill_process_dialog(pilot, app, pid, "TERM", app.detail().procs())
         assert f"{pid}" in body
         await pilot.press("y")

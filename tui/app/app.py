@@ -146,29 +146,31 @@ class DflashApp(ViewKeys, App[None]):
             raise RuntimeError(f"the pane of {self.current.key} is missing")
         return pane
 
-    def select_host(self, index: int) -> None:
+    async def select_host(self, index: int) -> None:
+        """Show host ``index`` in detail (awaited: its pane's widgets are made the first time,
+        and the keys that act on them wait until they are)."""
         if not 0 <= index < len(self.host_states) or index == self.selected:
             return
         self.selected = index
         screen = self.main_screen()
         if screen is not None:
-            screen.show_pane(index)
+            await screen.show_pane(index)
         self.refresh_overview()
         self.refresh_bindings()
 
-    def on_host_overview_picked(self, msg: HostOverview.Picked) -> None:
-        self.select_host(msg.index)
+    async def on_host_overview_picked(self, msg: HostOverview.Picked) -> None:
+        await self.select_host(msg.index)
 
-    def action_next_host(self) -> None:
-        self.select_host((self.selected + 1) % len(self.host_states))
+    async def action_next_host(self) -> None:
+        await self.select_host((self.selected + 1) % len(self.host_states))
 
-    def action_prev_host(self) -> None:
-        self.select_host((self.selected - 1) % len(self.host_states))
+    async def action_prev_host(self) -> None:
+        await self.select_host((self.selected - 1) % len(self.host_states))
 
-    def action_show_host(self, index: int) -> None:
+    async def action_show_host(self, index: int) -> None:
         if index >= len(self.host_states):
             self.notify(f"there are {len(self.host_states)} hosts", severity="warning", timeout=3)
-        self.select_host(index)
+        await self.select_host(index)
 
     # -- where each host is drawn --
 

@@ -23,10 +23,6 @@ from textual.widgets import Input
 
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.host.feeds import HostFeeds
-from dflash_tui.app.host.findings.panel import TimelineList
-from dflash_tui.app.host.gpus.grid import GpuGrid
-from dflash_tui.app.host.history.view import HistoryView
-from dflash_tui.app.host.logs.area import LogArea
 from dflash_tui.app.host.sample import SampleReady
 from dflash_tui.app.screens.main import MainScreen
 from dflash_tui.app.screens.timebar import TimeBar
@@ -230,25 +226,18 @@ class ReplayApp(DflashApp):
         pane = self.pane_of(self.host_states[0])
         if pane is None:
             return
-        area = pane.query_one(LogArea)
-        for tail in area.tails.values():
-            tail.remove()
-        area.tails.clear()
+        kept = pane.store
+        kept.logs.clear()
         # The events before this sample; its own come with it (a crash toasts on landing).
-        timeline = pane.query_one(TimelineList)
         everything = list(self.cursor.timeline.events)
-        timeline.events = everything[: len(everything) - len(self.cursor.new_events)]
-        timeline.redraw()
+        kept.events = everything[: len(everything) - len(self.cursor.new_events)]
         # The History tab folds what each sample adds: after a jump, fold the samples before
         # this one again (this one comes with its SampleReady).
-        history = pane.query_one(HistoryView)
-        history.history = RunHistory()
+        kept.history = RunHistory()
         for s in self.rec.samples[: self.cursor.index]:
-            history.history.add(s.snap)
-        history.dirty = True
-        grid = pane.query_one(GpuGrid)
+            kept.history.add(s.snap)
         recent = self.rec.samples[max(self.cursor.index - 60, 0) : self.cursor.index]
-        for index, panel in grid.panels.items():
+        for index, panel in kept.panels.items():
             panel.forget()
             for s in recent:
                 panel.remember(next((g for g in s.snap.gpus if g.index == index), None))

@@ -1,7 +1,8 @@
 """The feed side of the app: one exclusive worker per host (group ``feed:<index>``, so a host
 whose link is down, or whose SSH connect hangs, never holds up another) takes that host's feed
-events, keeps the host's state, has the host's pane (tui/app/host/pane.py) draw each one as it
-comes, and keeps the overview's row of that host current. The refresh key (``R``) samples
+events, keeps the host's state, hands each one to the host's pane (tui/app/host/pane.py: it
+keeps it in its store, and draws it only while shown), and keeps the overview's row of that host
+current. The refresh key (``R``) samples
 every host at once beside its stream; the sample goes through the same fold as the stream's,
 one at a time."""
 

@@ -3,6 +3,11 @@ findings, process tree, timeline and history, and owns how the host's sample, li
 auto-restart state are drawn on them (as Posting's ResponseArea owns its response's display):
 the app hands it what to draw and never reaches into its widgets.
 
+Its widgets are made when the host is first shown: 64 hosts must not cost 64 sets of ~40
+widgets when one is on screen. Until then, and whenever another host is shown, a sample is only
+folded into the pane's store (tui/app/host/store.py) and kept as the latest; shown, the pane
+draws from them (``catch_up``).
+
 It guards itself: a pane that is not mounted yet, is being removed or is gone, or whose app is
 shutting down draws nothing and raises nothing, because a sample, a link tick or a supervisor's
 report can still arrive while the app exits. While it can draw, a panel that fails is
@@ -30,6 +35,7 @@ from dflash_tui.app.host.procs.gpu_table import GpuProcView
 from dflash_tui.app.host.procs.tree import ProcInfo, ProcTree
 from dflash_tui.app.host.sample import SampleReady
 from dflash_tui.app.host.state import HostState
+from dflash_tui.app.host.store import PaneStore
 from dflash_tui.app.host.strip import HostStrip
 from dflash_tui.app.host.zoom import Zoom
 from dflash_tui.app.widgets.themed import draw_guarded
@@ -76,44 +82,73 @@ def pane_id(index: int) -> str:
 
 
 class HostPane(Vertical):
-    """The detail widgets of host ``index`` (id ``host-<index>``, class ``host-pane``)."""
+    """The detail widgets of host ``index`` (id ``host-<index>``, class ``host-pane``).
 
-    def __init__(self, host: str, index: int, read_only: bool) -> None:
+    Its widgets are made when the host is first shown (``build``): until then the pane is one
+    empty container, and every sample is only folded into its store. A pane not on screen
+    draws nothing; shown again, it draws what its store and its latest sample say."""
+
+    def __init__(self, host: str, index: int, read_only: bool, built: bool = False) -> None:
+        """``built``: compose the widgets at once (the host shown at start)."""
         super().__init__(id=pane_id(index), classes="host-pane")
         self.host, self.index, self.read_only = host, index, read_only
+        self.built = built
+        self.store = PaneStore()  # what accumulates: sparklines, log lines, events, history
+        self.latest: SampleReady | None = None  # the latest sample
         # Staleness: while the link is down or a sample is overdue, what is drawn is the
         # last known state, greyed and marked with its age; nothing is called healthy.
-        self.sample_at: float | None = None  # time.monotonic() of the last sample drawn
+        self.sample_at: float | None = None  # time.monotonic() of the last sample
         self.interval: float | None = None  # the probe's interval (None: scripted, never due)
-        self.down = False  # the link is down (a LinkDown came after the last sample)
+        self.link = "connecting"  # connecting | connected | down | idle (no job on a node)
         self.down_text = ""  # what the header says of the link while it is down
+        self.down_findings: Sequence[Finding] = ()  # the findings shown with the link down
+        self.auto = "off"  # auto-restart, as the header says it
         self.stale_s: int | None = None  # seconds since the last sample, while it is stale
-        self.diag: Diagnosis | None = None  # the last sample's, for what a finding names
-        self.behind: SampleReady | None = None  # the latest sample, not drawn while hidden
         self._stale_due: Timer | None = None  # the next look at the age
+        self.zoom = Zoom(self)
+
+    @property
+    def down(self) -> bool:
+        """The link is down (a LinkDown came after the last sample)."""
+        return self.link == "down"
+
+    @property
+    def diag(self) -> Diagnosis | None:
+        """The latest sample's diagnosis, for what a finding names."""
+        return self.latest.diagnosis if self.latest is not None else None
 
     def compose(self) -> ComposeResult:
+        if self.built:
+            yield from self._widgets()
+
+    def _widgets(self) -> ComposeResult:
+        kept = self.store
         yield RunHeader(self.host, self.read_only)
-        yield GpuGrid()
+        yield GpuGrid(kept.panels)
         with Horizontal(id="lower"):
             with Vertical(id="left"):
                 yield MetricsStrip()
                 yield HostStrip()
-                yield LogArea(self.read_only)
+                yield LogArea(kept, self.read_only)
             with Vertical(id="right"):
                 yield FindingsList()
                 with TabbedContent(id="right-tabs"):
                     with TabPane("Processes", id="tab-procs"):
                         yield ProcTree()
                     with TabPane("Timeline", id="tab-timeline"):
-                        yield TimelineList()
+                        yield TimelineList(kept)
                     with TabPane("History", id="tab-history"):
-                        yield HistoryView()
+                        yield HistoryView(kept)
                     with TabPane("GPU procs", id="tab-gpuprocs"):
                         yield GpuProcView()
 
-    def on_mount(self) -> None:
-        self.zoom = Zoom(self)
+    async def build(self) -> None:
+        """Make the widgets, the first time the host is shown (awaited: the keys that act on
+        them wait until they are there)."""
+        if self.built or not self.alive:
+            return
+        self.built = True
+        await self.mount_compose(self._widgets())
 
     def on_unmount(self) -> None:
         self._look_again(None)
@@ -121,72 +156,84 @@ class HostPane(Vertical):
     def _look_again(self, delay: float | None) -> None:
         """Look at the age of the last sample in ``delay`` seconds (None: not at all), in
         place of any look planned: when the next sample is overdue, then at each whole second
-        of age while stale. A one-shot timer re-armed with every sample, not an interval:
-        nothing wakes the app while samples come in time."""
+        of age while stale. A one-shot timer re-armed with every sample drawn, not an
+        interval: nothing wakes the app while samples come in time, nor for a hidden host."""
         if self._stale_due is not None:
             self._stale_due.stop()
         self._stale_due = None if delay is None else self.set_timer(delay, self.check_stale)
 
     def on_resize(self, _event: Resize) -> None:
         # The grid's mode depends on the pane's height too, which its own resize misses.
-        self.query_one(GpuGrid).refit()
+        if self.built:
+            self.query_one(GpuGrid).refit()
 
     @property
-    def can_draw(self) -> bool:
-        """Whether anything drawn now would land on a live screen."""
+    def alive(self) -> bool:
+        """Whether the pane is there to keep anything (its widgets made or not)."""
         if not (self.is_mounted and self.is_attached and self.app.is_running):
             return False
         # Removal marks the pane at once, before its children are closed one by one; Textual
         # has no public flag for it, and its own signal delivery checks these two.
         return not (self._closing or self._pruning)
 
+    @property
+    def can_draw(self) -> bool:
+        """Whether anything drawn now would land on a live screen: the widgets are made,
+        the pane is alive and on screen (not another host's turn)."""
+        return self.built and self.display and self.alive
+
     # -- what the app hands over --
 
     def show_sample(self, msg: SampleReady) -> bool:
-        """Draw one diagnosed sample; False when the pane could not draw (nothing was)."""
-        if not self.can_draw:
+        """Keep one diagnosed sample, and draw it while shown; False when the pane is gone
+        (nothing was kept)."""
+        if not self.alive:
             return False
         snap, diag = msg.snapshot, msg.diagnosis
-        self.sample_at, self.interval, self.down = time.monotonic(), diag.interval, False
+        self.store.fold(snap, diag, msg.events)
+        self.latest = msg
+        self.sample_at, self.interval, self.link = time.monotonic(), diag.interval, "connected"
+        if not self.can_draw:
+            # Hidden: only what the store folded; the age is worked out when it is shown.
+            self.stale_s = None
+            return True
         self._look_again(stale_after(diag.interval) if diag.interval else None)
-        self.diag = diag
         self._show_stale(None)  # before the findings: a fresh sample may say OK again
-        # A host not on screen (another host's pane is shown) keeps what accumulates (the
-        # sparklines, log lines, timeline, history) and draws the rest when it is shown
-        # (catch_up). Its header is drawn only when its link state changes (back up): a
-        # link down is drawn at once, and the sample's own parts wait like the rest.
-        shown = self.display
-        self.behind = None if shown else msg
         header = self.query_one(RunHeader)
-        if shown or header.link != "connected":
-            self._draw("header", lambda: header.show(diag, msg.job))
-        self._draw("GPUs", lambda: self.query_one(GpuGrid).show(diag, draw=shown))
-        self._draw("logs", lambda: self.query_one(LogArea).show(snap.logs, diag))
-        self._draw("timeline", lambda: self.query_one(TimelineList).add(msg.events))
-        self._draw("history", lambda: self.query_one(HistoryView).add(snap))
-        if shown:
-            self._draw_latest(msg)
+        self._draw("header", lambda: header.show(diag, msg.job))
+        self._draw_kept(diag)
+        self._draw_latest(msg)
         return True
 
     def catch_up(self) -> None:
-        """Shown again: draw the latest sample's views that were not drawn while hidden."""
-        msg, self.behind = self.behind, None
-        if msg is None or not self.can_draw:
+        """Shown (again): draw what the store and the latest sample say, and the link's and
+        the age's state, as the samples, link losses and stale checks since it was last
+        drawn would have left them."""
+        if not self.can_draw:
             return
-        self._draw("header", lambda: self._header_caught_up(msg.diagnosis, msg.job))
-        self._draw("GPUs", self.query_one(GpuGrid).redraw)
-        # While the link is down the findings already say so (show_link_down drew them with
-        # the latest sample's findings); drawing them again would drop that line.
-        self._draw_latest(msg, findings=not self.down)
-
-    def _header_caught_up(self, diag: Diagnosis, job: str | None) -> None:
-        """The header as the samples, link losses and stale checks since it was hidden
-        would have left it: the latest sample, then the link down and the age, if so."""
+        msg = self.latest
         header = self.query_one(RunHeader)
-        header.show(diag, job)
+        if msg is not None:
+            self._draw("header", lambda: header.show(msg.diagnosis, msg.job))
+            # While the link is down the findings say so (with the latest sample's findings).
+            self._draw_latest(msg, findings=not self.down)
+        self._draw_kept(msg.diagnosis if msg is not None else None)
+        if self.auto != header.auto:
+            self._draw("header", lambda: header.show_auto(self.auto))
         if self.down:
-            header.show_link("down", self.down_text)
-        header.show_stale(self.stale_s)
+            self._draw_down()
+        elif self.link == "idle":
+            header.show_link("idle", "")
+        self.stale_s = None  # what is drawn now is fresh: the look below says otherwise
+        self._paint_stale(None)
+        self.check_stale()
+        self.call_after_refresh(header.recheck)  # which problem GPUs are out of sight
+
+    def _draw_kept(self, diag: Diagnosis | None) -> None:
+        """The views that draw what accumulates (kept by the store)."""
+        self._draw("GPUs", lambda: self.query_one(GpuGrid).sync(diag))
+        self._draw("logs", lambda: self.query_one(LogArea).sync())
+        self._draw("timeline", lambda: self.query_one(TimelineList).sync())
 
     def _draw_latest(self, msg: SampleReady, findings: bool = True) -> None:
         """The views that show only the latest sample (nothing of theirs accumulates)."""
@@ -200,28 +247,30 @@ class HostPane(Vertical):
 
     def show_link_down(self, text: str, findings: Sequence[Finding]) -> None:
         """The link is down: the header and the findings say so, with the countdown."""
-        if not self.can_draw:
-            return
-        self.down, self.down_text = True, text
-        self.check_stale()
+        self.link, self.down_text, self.down_findings = "down", text, tuple(findings)
+        if self.can_draw:
+            self.check_stale()
+            self._draw_down()
+
+    def _draw_down(self) -> None:
         # Not through the draw guard, as before: these two only format the text they are given.
-        self.query_one(RunHeader).show_link("down", text)
-        self.query_one(FindingsList).show(findings, note=f"probe link down: {text}")
+        self.query_one(RunHeader).show_link("down", self.down_text)
+        note = f"probe link down: {self.down_text}"
+        self.query_one(FindingsList).show(self.down_findings, note=note)
 
     def show_no_job(self) -> None:
         """A Slurm node host whose job holds no node for it: the header says so; what the
         last sample showed stays, aged as any sample that is not followed by another."""
-        if not self.can_draw:
-            return
-        self.down = False
-        self.query_one(RunHeader).show_link("idle", "")
-        self.check_stale()
+        self.link = "idle"
+        if self.can_draw:
+            self.query_one(RunHeader).show_link("idle", "")
+            self.check_stale()
 
     def check_stale(self) -> None:
         """From the first missed sample (or the link going down) the GPU panels, the tree
         and the findings are greyed and say how old they are, counting up each second."""
         if not self.can_draw:
-            return
+            return  # worked out again when the host is shown
         age = None if self.sample_at is None else time.monotonic() - self.sample_at
         overdue = age is not None and bool(self.interval) and age >= stale_after(self.interval or 0)
         stale = (self.down or overdue) and age is not None
@@ -237,6 +286,9 @@ class HostPane(Vertical):
         if age == self.stale_s and self.stale_s is None:
             return
         self.stale_s = age
+        self._paint_stale(age)
+
+    def _paint_stale(self, age: int | None) -> None:
         self._draw("header", lambda: self.query_one(RunHeader).show_stale(age))
         self._draw("GPUs", lambda: self.query_one(GpuGrid).show_stale(age))
         self._draw("processes", lambda: self.query_one(ProcTree).show_stale(age))
@@ -258,13 +310,15 @@ class HostPane(Vertical):
 
     def show_auto(self, auto: str) -> None:
         """The header's auto-restart state: off | on | fatal."""
+        self.auto = auto
         if self.can_draw:
             self._draw("header", lambda: self.query_one(RunHeader).show_auto(auto))
 
     def add_events(self, events: Sequence[Event]) -> None:
         """Events that did not come with a sample (auto-restart's decisions)."""
+        self.store.add_events(events)
         if self.can_draw:
-            self._draw("timeline", lambda: self.query_one(TimelineList).add(events))
+            self._draw("timeline", lambda: self.query_one(TimelineList).sync())
 
     def on_findings_list_picked(self, msg: FindingsList.Picked) -> None:
         """A finding entered: select the process it names in the tree (so K is the next key),
@@ -334,7 +388,7 @@ class HostPane(Vertical):
         tabs.active = order[(at + 1) % len(order)]
 
     def history_shown(self) -> bool:
-        return self.is_mounted and self.tabs().active == "tab-history"
+        return self.can_draw and self.tabs().active == "tab-history"
 
     def tabs(self) -> TabbedContent:
         return self.query_one("#right-tabs", TabbedContent)

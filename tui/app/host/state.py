@@ -2,8 +2,9 @@
 control, so one SSH connection per host) for every host of the config.
 
 The app keeps one ``HostState`` per host for its whole life; switching the detailed view to
-another host never drops a host's samples, logs or timeline (each host also has its own
-widgets, see tui/app/screens/main.py), and a host whose link is down never holds up the others.
+another host never drops a host's samples, logs or timeline (each host's pane keeps what
+accumulates in its store, tui/app/host/store.py, and makes its widgets when first shown), and a
+host whose link is down never holds up the others.
 """
 
 from __future__ import annotations

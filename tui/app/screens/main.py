@@ -3,10 +3,11 @@ process tree / timeline on the right, the wait bar and the footer. The key table
 (tui/app/keys/table.py) are this screen's, so the footer shows them (and ``tab``, which
 Textual's Screen binds hidden by default).
 
-Every host gets its own set of detail widgets, a ``HostPane`` (tui/app/host/pane.py). With two
-or more hosts, the host overview comes first and the panes share a ContentSwitcher: switching
-host shows another pane, so no host's logs, sparklines, tree or timeline are ever lost. One
-host: its pane alone, without the overview.
+Every host gets its own ``HostPane`` (tui/app/host/pane.py), whose widgets are made the first
+time it is shown; what accumulates (logs, sparklines, timeline, history) is kept in its store
+meanwhile, so nothing is lost. With two or more hosts, the host overview comes first and the
+panes share a ContentSwitcher: switching host shows another pane. One host: its pane alone,
+without the overview.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Input, TabbedContent
 
 from dflash_tui.app.host.findings.panel import TimelineList
-from dflash_tui.app.host.header import RunHeader
 from dflash_tui.app.host.pane import HostPane, pane_id
 from dflash_tui.app.keys.footer import KeyFooter
 from dflash_tui.app.keys.table import MAIN_BINDINGS
@@ -38,8 +38,9 @@ class MainScreen(Screen[None], inherit_bindings=False):
         """``on_filter``: called with the log filter's text once it is submitted."""
         super().__init__(id="main")
         self.hosts, self.read_only, self.on_filter = tuple(hosts), read_only, on_filter
-        # Kept as built: every sample of every host reaches its pane, so no DOM search per sample.
-        self.panes = [HostPane(host, i, read_only) for i, host in enumerate(self.hosts)]
+        # Kept as made: every sample of every host reaches its pane, so no DOM search per
+        # sample. Only the first host's widgets are made now; another's when it is first shown.
+        self.panes = [HostPane(h, i, read_only, built=i == 0) for i, h in enumerate(self.hosts)]
         self.overview = HostOverview() if len(self.hosts) > 1 else None
 
     @property
@@ -72,13 +73,13 @@ class MainScreen(Screen[None], inherit_bindings=False):
         pane = self.panes[index] if 0 <= index < len(self.panes) else None
         return pane if pane is not None and pane.is_attached else None
 
-    def show_pane(self, index: int) -> None:
+    async def show_pane(self, index: int) -> None:
+        """Show host ``index``'s pane, its widgets made if this is the first time."""
         if len(self.hosts) > 1:
-            self.query_one("#hosts", ContentSwitcher).current = pane_id(index)
             pane = self.panes[index]
+            await pane.build()
+            self.query_one("#hosts", ContentSwitcher).current = pane_id(index)
             pane.catch_up()  # what it did not draw while another host was shown
-            # Its header tells which problem GPUs are out of sight: check once it is laid out.
-            self.call_after_refresh(pane.query_one(RunHeader).recheck)
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         # Lines added while the timeline was hidden could not scroll it; show the newest now.

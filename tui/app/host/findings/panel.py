@@ -15,6 +15,7 @@ from textual.geometry import Region
 from textual.message import Message
 from textual.widget import Widget
 
+from dflash_tui.app.host.store import PaneStore
 from dflash_tui.app.keys.keymap import key_text
 from dflash_tui.app.keys.table import app_action
 from dflash_tui.app.widgets.palette import Palette, palette_for
@@ -22,7 +23,7 @@ from dflash_tui.app.widgets.rows import RowStatic
 from dflash_tui.app.widgets.themed import follow_theme, unfollow_theme
 from dflash_tui.core.base.text import safe_label
 from dflash_tui.core.diagnosis.finding import Finding, duration
-from dflash_tui.core.diagnosis.timeline import MAX_EVENTS, Event
+from dflash_tui.core.diagnosis.timeline import Event
 
 _BADGE = {"error": " ERROR ", "warning": " WARN  ", "info": " INFO  "}
 
@@ -204,18 +205,23 @@ class FindingsList(_TextScroll):
 class TimelineList(_TextScroll):
     """Events, oldest first, newest at the bottom (scrolled into view)."""
 
-    def __init__(self) -> None:
+    def __init__(self, kept: PaneStore) -> None:
+        """``kept``: the host's store, which keeps its events whether this list is shown or
+        not (tui/app/host/store.py)."""
         super().__init__(id="timeline")
-        self.events: list[Event] = []
+        self.kept = kept
+        self.drawn: list[Event] | None = None  # the events drawn last
+
+    @property
+    def events(self) -> list[Event]:
+        return self.kept.events
 
     def empty_text(self) -> str:
         return "no events yet"
 
-    def add(self, events: Sequence[Event]) -> None:
-        if events:
-            # In time order: a sample reports a crash at its end time, after auto-restart's
-            # decisions about it arrived (sorted() is stable: ties keep their arrival order).
-            self.events = sorted(self.events + list(events), key=lambda e: e.time)[-MAX_EVENTS:]
+    def sync(self) -> None:
+        """Draw the store's events if they changed since the last draw, newest in view."""
+        if self.drawn is not self.kept.events:
             self.redraw()
             self.scroll_end(animate=False)
 
@@ -228,4 +234,5 @@ class TimelineList(_TextScroll):
             t.append(f"{ev.kind:<12}", pal.fg(ev.severity if ev.severity != "info" else "ok"))
             t.append(f" {safe_label(ev.text, 300)}\n")
         t.rstrip()
+        self.drawn = self.kept.events
         self.set_text(t if self.events else Text(self.empty_text()))

@@ -16,14 +16,13 @@ from dflash_tui.app.host.gpus.board import GpuBoard
 from dflash_tui.app.host.gpus.compact import GpuLine
 from dflash_tui.app.host.gpus.fit import GridFit, fit_grid
 from dflash_tui.app.host.gpus.panel import GpuPanel
-from dflash_tui.core.base.rundir import ALIVE_STATES as ACTIVE
 from dflash_tui.core.base.text import safe_label
 from dflash_tui.core.diagnosis.views import Diagnosis
 
 
 class GpuGrid(ScrollableContainer, can_focus=True):
-    """Adds and drops panels (and their compact lines) as GPUs appear; never rebuilds the
-    ones it has."""
+    """Draws the panels its host's store keeps (and a compact line for each), adding and
+    dropping lines as GPUs appear; never rebuilds the ones it has."""
 
     DEFAULT_CSS = """
     GpuGrid {
@@ -41,9 +40,10 @@ class GpuGrid(ScrollableContainer, can_focus=True):
     }
     """
 
-    def __init__(self) -> None:
+    def __init__(self, panels: dict[int, GpuPanel]) -> None:
+        """``panels``: the host's GPUs as its store keeps them (tui/app/host/store.py)."""
         super().__init__(id="gpus", classes="-empty")  # no GPU until the first sample
-        self.panels: dict[int, GpuPanel] = {}
+        self.panels = panels
         self.lines: dict[int, GpuLine] = {}
         self.board = GpuBoard(self.panels)
         self.choice: bool | None = None  # compact chosen by the key; None: by the size
@@ -106,32 +106,22 @@ class GpuGrid(ScrollableContainer, can_focus=True):
             return None
         return box.translate(self.board.region.offset)
 
-    def show(self, diag: Diagnosis, draw: bool = True) -> None:
-        """One diagnosed sample; ``draw`` False: the panels keep it without drawing (their
-        host is not on screen; ``redraw`` draws the latest when it is)."""
-        active = diag.run_state in ACTIVE
-        seen = set()
-        new = []
-        for view in diag.gpus:
-            seen.add(view.index)
-            panel = self.panels.get(view.index)
-            if panel is None:
-                panel = self.panels[view.index] = GpuPanel(view.index)
-                new.append(panel)
-            panel.show(view, diag.time, active)
-        gone = [i for i in self.panels if i not in seen]
+    def sync(self, diag: Diagnosis | None) -> None:
+        """Draw the panels as the store keeps them (``diag``: the latest sample, for what
+        the grid says when there is no GPU): a line for each new GPU, none for a gone one."""
+        # A GPU that went and came back while hidden is a new panel under its old index.
+        gone = [i for i, line in self.lines.items() if self.panels.get(i) is not line.panel]
+        new = [p for i, p in self.panels.items() if i in gone or i not in self.lines]
         for index in gone:
-            del self.panels[index]
             self.lines.pop(index).remove()
         self._mount_in_order(new)
         if new or gone:
             self.refit(draw=False)
-        if draw:
-            self.redraw()
+        self.redraw()
         note = self.query_one("#no-gpus", Static)
         note.display = not self.panels
         self.set_class(not self.panels, "-empty")
-        if not self.panels:
+        if not self.panels and diag is not None:
             note.update(_no_gpus_text(diag))
 
     def redraw(self) -> None:
@@ -168,9 +158,11 @@ class GpuGrid(ScrollableContainer, can_focus=True):
 
     def _mount_in_order(self, new: list[GpuPanel]) -> None:
         # New GPUs after the first sample are rare (a recovered driver); keep index order.
-        old = sorted(i for i, p in self.panels.items() if p not in new)
+        old = sorted(self.lines)
         for panel in sorted(new, key=lambda p: p.index):
             line = self.lines[panel.index] = GpuLine(panel)
+            old.append(panel.index)
+            old.sort()
             later = [i for i in old if i > panel.index]
             if later:
                 self.mount(line, before=self.lines[later[0]])

@@ -21,7 +21,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 
-from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.app.host.store import PaneStore
 from dflash_tui.core.base.text import terminal_safe
 from dflash_tui.core.base.timings import HISTORY_REDRAW_S
 from dflash_tui.core.diagnosis.history import RunHistory, Thinned, View, decimate, window
@@ -70,11 +70,13 @@ class HistoryView(Vertical):
     HistoryView Horizontal { height: 1fr; }
     """
 
-    def __init__(self) -> None:
+    def __init__(self, kept: PaneStore) -> None:
+        """``kept``: the host's store, which folds every sample into its history whether
+        this tab is shown or not (tui/app/host/store.py)."""
         super().__init__(id="history")
-        self.history = RunHistory()
+        self.kept = kept
         self.view = View()
-        self.dirty = False  # samples arrived since the last plot
+        self.plotted = -1  # the store's sample count at the last plot
         self.building = 0  # builds started and not yet shown (and the plots' mount)
         self.plots: str | None = None  # None, then "mounting", then "ready" (or "failed")
         self.plot_error: str | None = None
@@ -113,10 +115,18 @@ class HistoryView(Vertical):
         self.replot()
         self.building -= 1  # the mount's, after the build it started counted itself
 
-    def add(self, snap: Snapshot) -> None:
-        """Fold one sample; it is plotted at the next redraw while the tab is shown."""
-        self.history.add(snap)
-        self.dirty = True
+    @property
+    def history(self) -> RunHistory:
+        return self.kept.history
+
+    @property
+    def dirty(self) -> bool:
+        """Samples arrived since the last plot (each is plotted at the next redraw while
+        the tab is shown)."""
+        return self.plotted != self.kept.samples
+
+    def mark_dirty(self) -> None:
+        self.plotted = -1
 
     def _redraw(self) -> None:
         if self.dirty and self.shown:
@@ -139,12 +149,12 @@ class HistoryView(Vertical):
         return self.view.bounds(self.history.span())
 
     def replot(self) -> None:
-        self.dirty = False
+        self.plotted = self.kept.samples
         span = self.history.span()
         shown = self.view.bounds(span)
         self.query_one("#history-title", Static).update(Text(self.title(span, shown)))
         if not self.shown:  # hidden, or not laid out yet: built when shown
-            self.dirty = True
+            self.mark_dirty()
             return
         if self.plots is None:  # the first time shown: the plots are made, then built
             self.plots = "mounting"

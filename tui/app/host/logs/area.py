@@ -10,36 +10,20 @@ its end by the next tick.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.widget import Widget
 from textual.widgets import Input, Static
 
 from dflash_tui.app.host.logs.lines import DEFAULT_FILTER, compile_filter
 from dflash_tui.app.host.logs.search import compile_search
 from dflash_tui.app.host.logs.tail import LogTail
+from dflash_tui.app.host.store import PaneStore, TailData
 from dflash_tui.app.keys.keymap import key_text
 from dflash_tui.app.widgets.boxes import open_box
-from dflash_tui.core.base.snapshot import LogState
-from dflash_tui.core.diagnosis.views import Diagnosis
 
 FLUSH_INTERVAL = 0.05  # seconds: ~20 redraws a second at most, per tail
 IDLE_TICKS = 10  # ticks with nothing to draw before the flush timer pauses (half a second)
-
-
-def with_gaps(tail: LogTail, log: LogState) -> None:
-    """The sample's lines with the probe's gap notes in place: every line the tail could not
-    show, or anything it had to say (a rotation, a cut line), is marked where it happened."""
-    items: list[tuple[bool, str]] = []
-    at = 0
-    for index, text in sorted(log.gaps, key=lambda g: g[0]):
-        index = min(max(index, at), len(log.lines))
-        items += [(False, x) for x in log.lines[at:index]]
-        items.append((True, text))
-        at = index
-    items += [(False, x) for x in log.lines[at:]]
-    tail.add_sample(items)
 
 
 class LogArea(Vertical):
@@ -54,10 +38,12 @@ class LogArea(Vertical):
     }
     """
 
-    def __init__(self, read_only: bool = False) -> None:
-        """``read_only``: no key launches anything here (a viewer, a browser tab without
-        --allow-control, a replay), so the empty area names none."""
+    def __init__(self, kept: PaneStore, read_only: bool = False) -> None:
+        """``kept``: the host's store, whose log data the tails draw. ``read_only``: no key
+        launches anything here (a viewer, a browser tab without --allow-control, a replay),
+        so the empty area names none."""
         super().__init__(id="logs")
+        self.kept = kept
         self.read_only = read_only
         self.tails: dict[str, LogTail] = {}
         self.filter_text = DEFAULT_FILTER
@@ -98,7 +84,20 @@ class LogArea(Vertical):
             self.flushing = True
             self._flusher.resume()
 
+    @property
+    def shown(self) -> bool:
+        """Its host's pane (class ``host-pane``) is the one shown: another host's lines wait
+        in their store, and its pane's sync wakes the timer when it is shown. Only the pane
+        counts: an area hidden inside a shown pane (a zoom, the History tab) gets its size
+        back unchanged, so no resize would wake it."""
+        panes = (n for n in self.ancestors if isinstance(n, Widget) and n.has_class("host-pane"))
+        return all(pane.display for pane in panes)
+
     def _tick(self) -> None:
+        if not self.shown:  # the pane's sync wakes the timer when the host is shown again
+            self.flushing = False
+            self._flusher.pause()
+            return
         self.flush()
         if any(tail.waiting for tail in self.tails.values()):
             self._idle_ticks = 0
@@ -112,25 +111,18 @@ class LogArea(Vertical):
         for tail in self.tails.values():
             tail.flush()
 
-    def show(self, logs: Sequence[LogState], diag: Diagnosis) -> None:
-        """Route each log's new lines to its tail; add tails for new logs, drop gone ones."""
-        ordered = sorted(logs, key=lambda x: not x.is_run_log)  # run log first, stable
-        views = {v.path: v for v in diag.logs}
-        for log in ordered:
-            tail = self.tails.get(log.path)
-            if tail is None:
-                tail = self._add_tail(log, first=log.is_run_log)
-            if log.truncated and not log.gaps:  # a probe that does not say more (shell)
-                tail.add_gap("the file was truncated or replaced; tail restarted")
-            with_gaps(tail, log)
-            view = views.get(log.path)
-            if view is not None and log.is_run_log and diag.run and diag.run.started_at:
-                # The run's log should exist from launch on: missing since the launch.
-                tail.missing_from = diag.run.started_at if not view.exists else None
-            tail.set_state(view, diag.time)
-        present = {x.path for x in logs}
-        for path in [p for p in self.tails if p not in present]:
+    def sync(self) -> None:
+        """Draw the store's logs: a tail for each new log (the run's log first), none for a
+        gone one, every title and notice as the latest sample left it."""
+        # Gone, or started again while hidden (a replay's jump): its tail goes.
+        kept = self.kept.logs
+        for path in [p for p, t in self.tails.items() if kept.get(p) is not t.data]:
             self.tails.pop(path).remove()
+        for data in self.kept.ordered_logs():
+            tail = self.tails.get(data.path)
+            if tail is None:
+                tail = self._add_tail(data)
+            tail.redraw()
         self.query_one("#no-logs", Static).display = not self.tails
         self._wake_if_waiting()
         # A tail whose height the sample changed (a missing-file notice, a tail added) is off
@@ -141,19 +133,17 @@ class LogArea(Vertical):
         if any(tail.waiting for tail in self.tails.values()):
             self.wake()
 
-    def _add_tail(self, log: LogState, first: bool) -> LogTail:
+    def _add_tail(self, data: TailData) -> LogTail:
         self._next_id += 1
-        tail = LogTail(log.path, log.is_run_log, f"tail-{self._next_id}")
+        tail = LogTail(data, f"tail-{self._next_id}")
         tail.follow = self.follow
         tail.wrap = self.wrap
-        self.tails[log.path] = tail
+        self.tails[data.path] = tail
         existing = [t for t in self.tails.values() if t is not tail and t.is_mounted]
-        if first and existing:
+        if data.is_run_log and existing:
             self.mount(tail, before=existing[0])
         else:
             self.mount(tail)
-        if self.filter_on:
-            tail.store.pattern = compile_filter(self.filter_text)
         if self.search_text:
             tail.set_search(compile_search(self.search_text))
         return tail
@@ -220,6 +210,7 @@ class LogArea(Vertical):
         if pattern is not None:
             self.filter_text = text
         self.filter_on = pattern is not None
+        self.kept.log_pattern = pattern  # a log that comes later starts with it
         for tail in self.tails.values():
             tail.set_filter(pattern)
         self.wake()

@@ -21,6 +21,7 @@ from textual.widgets import Static
 from dflash_tui.app.host.logs.lines import ERROR_RE, MAX_LINES, LineStore
 from dflash_tui.app.host.logs.search import SearchState, hscroll_label, wrapped
 from dflash_tui.app.host.logs.widget import TailLog
+from dflash_tui.app.host.store import TailData
 from dflash_tui.app.widgets.palette import Palette, palette_for
 from dflash_tui.app.widgets.themed import follow_theme, show_changed, unfollow_theme
 from dflash_tui.core.base.text import safe_label
@@ -63,15 +64,11 @@ class LogTail(Vertical):
     }
     """
 
-    def __init__(self, path: str, is_run_log: bool, tail_id: str) -> None:
+    def __init__(self, data: TailData, tail_id: str) -> None:
+        """``data``: the log's lines and file state, kept by the host's store whether this
+        tail is shown or not (tui/app/host/store.py)."""
         super().__init__(id=tail_id, classes="log-tail")
-        self.path = path
-        self.is_run_log = is_run_log
-        self.store = LineStore()
-        self.view: LogView | None = None
-        self.now = 0.0
-        self.missing_from: float | None = None  # our own first sighting of the file missing
-        self.missing_at_least = False  # it was missing at the first sample: since is a bound
+        self.data = data
         self.follow = True
         self.highlighter = ErrorHighlighter()
         # Following is ours (flush scrolls to the end), never Log's own auto_scroll.
@@ -109,37 +106,34 @@ class LogTail(Vertical):
     def on_descendant_blur(self, _event: events.DescendantBlur) -> None:
         self.remove_class("-focused")
 
-    def add_lines(self, lines: tuple[str, ...] | list[str]) -> None:
-        if lines:
-            self.store.add(lines)
+    # The data's fields, as the drawing reads them.
+    @property
+    def path(self) -> str:
+        return self.data.path
 
-    def add_gap(self, text: str) -> None:
-        """A marked gap: lines not shown here (the file has them), or a change of file."""
-        self.store.mark(text)
+    @property
+    def is_run_log(self) -> bool:
+        return self.data.is_run_log
 
-    def add_sample(self, items: list[tuple[bool, str]]) -> None:
-        """One sample's lines, with its gap marks (True) where they happened."""
-        if items:
-            self.store.add_sample(items)
+    @property
+    def store(self) -> LineStore:
+        return self.data.store
 
-    def set_state(self, view: LogView | None, now: float) -> None:
-        self.view, self.now = view, now
-        missing = view is not None and not view.exists
-        if missing and view is not None:
-            known = view.missing_since is not None
-            since = view.missing_since if view.missing_since is not None else now
-            # Missing at the first sample there is: it went missing before, when is not known,
-            # so the duration is a bound ("at least"), as the finding says.
-            bound = view.missing_at_least if known else True
-            # The diagnosis only looks back a minute; remember the earliest sighting ourselves.
-            if self.missing_from is None or since < self.missing_from:
-                self.missing_from, self.missing_at_least = since, bound
-            elif since == self.missing_from:
-                self.missing_at_least = self.missing_at_least and bound
-        else:
-            self.missing_from, self.missing_at_least = None, False
-        if self.is_mounted:
-            self.redraw()
+    @property
+    def view(self) -> LogView | None:
+        return self.data.view
+
+    @property
+    def now(self) -> float:
+        return self.data.now
+
+    @property
+    def missing_from(self) -> float | None:
+        return self.data.missing_from
+
+    @property
+    def missing_at_least(self) -> bool:
+        return self.data.missing_at_least
 
     class Resized(Message):
         """The tail's size changed (another tail came or went, the filter or search box
