@@ -56,7 +56,7 @@ class Themed(Widget):
     auto_links: Reactive[bool] = Reactive(False)
 
     def on_mount(self) -> None:
-        follow_theme(self, self.redraw)
+        follow_theme(self, lambda: self.redraw())  # looked up at each change
 
     def on_unmount(self) -> None:
         unfollow_theme(self)

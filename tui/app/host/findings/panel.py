@@ -44,7 +44,7 @@ class _TextScroll(VerticalScroll, can_focus=True):
         yield body
 
     def on_mount(self) -> None:
-        follow_theme(self, self.redraw)
+        follow_theme(self, lambda: self.redraw())  # looked up at each change
 
     def on_unmount(self) -> None:
         unfollow_theme(self)

@@ -88,7 +88,7 @@ class LogTail(Vertical):
         yield self.hidden_bar
 
     def on_mount(self) -> None:
-        follow_theme(self, self.redraw)
+        follow_theme(self, lambda: self.redraw())  # looked up at each change
         # is_mounted is only true once every Mount handler ran: draw the first sample after.
         self.call_after_refresh(self.redraw)
         # Lines wider than the pane: the title says they are cut, or how far they are scrolled.
