@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Where the soak's memory goes: the app headless (Textual's ``run_test``, 120x40) fed the
 samples of bench/soak_feed.py as fast as it draws them, tracemalloc's top growth between two
-points, and the process's RSS at each.
+points, the process's RSS at each, and the widgets alive outside the DOM at each (removed
+from the screen but still held: what grew with the runs before, a finished run's log tail
+kept by a theme watcher on the app, the footer's old keys by their ``data_bind``).
 
 The app gets a scripted source (app/source.py's ScriptedSource), so nothing is recorded (a
 scripted view records nothing): what grows here is the app's own state and widgets. The
@@ -16,16 +18,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import sys
 import tempfile
 import time
 import tracemalloc
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "bench")]
 
 import soak_feed  # noqa: E402
+from textual.widget import Widget  # noqa: E402
 
 from dflash_tui.app.app import DflashApp  # noqa: E402
 from dflash_tui.app.host.source import ScriptedSource  # noqa: E402
@@ -38,6 +43,15 @@ def rss_mib() -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def held_widgets(app: DflashApp) -> Counter[str]:
+    """Widgets alive but in no screen's DOM, by type, after a full collection."""
+    gc.collect()
+    shown = {id(w) for screen in app.screen_stack for w in screen.query("*")}
+    shown |= {id(screen) for screen in app.screen_stack} | {id(app)}
+    held = (o for o in gc.get_objects() if isinstance(o, Widget) and id(o) not in shown)
+    return Counter(type(w).__name__ for w in held)
 
 
 def feed_args(run_root: str, run_samples: int) -> argparse.Namespace:
@@ -63,10 +77,12 @@ async def soak(args: argparse.Namespace) -> None:
                 tracemalloc.start(args.frames)
                 first = tracemalloc.take_snapshot()
                 print(f"sample {i + 1}: RSS {rss_mib():.1f} MiB", flush=True)
+                print(f"  widgets held outside the DOM: {dict(held_widgets(app))}", flush=True)
             if (i + 1) % 1000 == 0:
                 print(f"sample {i + 1}: RSS {rss_mib():.1f} MiB", flush=True)
         assert first is not None
         last = tracemalloc.take_snapshot()
+        print(f"sample {args.samples}: widgets held outside the DOM: {dict(held_widgets(app))}")
     stats = last.compare_to(first, "traceback")
     total = sum(s.size_diff for s in stats)
     print(f"traced growth from sample {args.start} to {args.samples}: {total / 2**20:+.2f} MiB")

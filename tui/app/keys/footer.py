@@ -15,6 +15,12 @@ class KeyFooter(Footer):
     async def recompose(self) -> None:
         """The keys are made again whenever the bindings change: fit them once laid out."""
         await super().recompose()
+        # Textual binds each new key's ``compact`` to the footer's (``data_bind``), a watcher
+        # kept on the footer until ``compact`` next changes, which it never does here: every
+        # key of every earlier recompose (a few each run, as the run keys come and go) stayed
+        # reachable. Invoking the footer's watchers once (same value) drops those of the
+        # removed keys.
+        self.mutate_reactive(Footer.compact)
         self.call_after_refresh(self.fit)
 
     def on_resize(self, event: Resize) -> None:

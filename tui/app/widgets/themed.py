@@ -33,6 +33,21 @@ def redraw_guarded(widget: Widget, redraw: Callable[[], None]) -> None:
     draw_guarded(widget, widget.id or type(widget).__name__, redraw)
 
 
+def follow_theme(widget: Widget, redraw: Callable[[], None]) -> None:
+    """Call ``redraw`` (through the draw guard) after each change of the app's theme, until
+    ``unfollow_theme`` (the widget's unmount). Not ``widget.watch(app, "theme", ...)``: Textual
+    keeps a watcher of another object's attribute until that attribute next changes, so every
+    widget removed since the last theme change stayed reachable from the app, with all it held
+    (a finished run's log tail and its 5,000 lines, every run). The theme signal's
+    subscription is dropped by ``unfollow_theme``."""
+    widget.app.theme_changed_signal.subscribe(widget, lambda _t: redraw_guarded(widget, redraw))
+
+
+def unfollow_theme(widget: Widget) -> None:
+    """The end of ``follow_theme`` (call it from the widget's ``on_unmount``)."""
+    widget.app.theme_changed_signal.unsubscribe(widget)
+
+
 class Themed(Widget):
     """A widget that draws Rich Text with theme colours and redraws when the theme changes."""
 
@@ -41,10 +56,10 @@ class Themed(Widget):
     auto_links: Reactive[bool] = Reactive(False)
 
     def on_mount(self) -> None:
-        self.watch(self.app, "theme", self._theme_changed, init=False)
+        follow_theme(self, lambda: self.redraw())  # looked up at each change
 
-    def _theme_changed(self, _theme: str) -> None:
-        redraw_guarded(self, self.redraw)
+    def on_unmount(self) -> None:
+        unfollow_theme(self)
 
     @property
     def palette(self) -> Palette:

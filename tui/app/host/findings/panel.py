@@ -20,7 +20,7 @@ from dflash_tui.app.keys.keymap import key_text
 from dflash_tui.app.keys.table import app_action
 from dflash_tui.app.widgets.palette import Palette, palette_for
 from dflash_tui.app.widgets.rows import RowStatic
-from dflash_tui.app.widgets.themed import redraw_guarded
+from dflash_tui.app.widgets.themed import follow_theme, unfollow_theme
 from dflash_tui.core.base.text import safe_label
 from dflash_tui.core.diagnosis.finding import Finding, duration
 from dflash_tui.core.diagnosis.timeline import Event
@@ -44,7 +44,10 @@ class _TextScroll(VerticalScroll, can_focus=True):
         yield body
 
     def on_mount(self) -> None:
-        self.watch(self.app, "theme", lambda _t: redraw_guarded(self, self.redraw), init=False)
+        follow_theme(self, lambda: self.redraw())  # looked up at each change
+
+    def on_unmount(self) -> None:
+        unfollow_theme(self)
 
     def empty_text(self) -> str:
         return ""

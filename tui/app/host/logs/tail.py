@@ -23,7 +23,7 @@ from dflash_tui.app.host.logs.search import SearchState, hscroll_label, wrapped
 from dflash_tui.app.host.logs.widget import TailLog
 from dflash_tui.app.host.store import TailData
 from dflash_tui.app.widgets.palette import Palette, palette_for
-from dflash_tui.app.widgets.themed import redraw_guarded, show_changed
+from dflash_tui.app.widgets.themed import follow_theme, show_changed, unfollow_theme
 from dflash_tui.core.base.text import safe_label
 from dflash_tui.core.diagnosis.finding import duration
 from dflash_tui.core.diagnosis.views import LogView
@@ -88,12 +88,15 @@ class LogTail(Vertical):
         yield self.hidden_bar
 
     def on_mount(self) -> None:
-        self.watch(self.app, "theme", lambda _t: redraw_guarded(self, self.redraw), init=False)
+        follow_theme(self, lambda: self.redraw())  # looked up at each change
         # is_mounted is only true once every Mount handler ran: draw the first sample after.
         self.call_after_refresh(self.redraw)
         # Lines wider than the pane: the title says they are cut, or how far they are scrolled.
         self.watch(self.log_view, "scroll_x", lambda _x: self._retitle(), init=False)
         self.watch(self.log_view, "virtual_size", lambda _s: self._retitle(), init=False)
+
+    def on_unmount(self) -> None:
+        unfollow_theme(self)
 
     # The title bar shows the focus through a class: Textual does not restyle a sibling of
     # the focused log on ``:focus-within``, so the bar stayed as it was.

@@ -19,6 +19,7 @@ from textual.widgets.tree import TreeNode
 
 from dflash_train.topology import format_indices
 from dflash_tui.app.widgets.palette import Palette, palette_for
+from dflash_tui.app.widgets.themed import follow_theme, unfollow_theme
 from dflash_tui.core.base.rundir import group_members
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.base.text import safe_label
@@ -79,8 +80,11 @@ class ProcTree(Tree[ProcInfo]):
         self.last: tuple[Snapshot, Diagnosis] | None = None
 
     def on_mount(self) -> None:
-        self.watch(self.app, "theme", lambda _t: self._relabel_all(), init=False)
+        follow_theme(self, self._relabel_all)
         self.root.expand()
+
+    def on_unmount(self) -> None:
+        unfollow_theme(self)
 
     def toggle_whole(self) -> None:
         """Whole machine on/off (``whole``); redraws from the last sample."""
