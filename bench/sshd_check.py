@@ -29,13 +29,7 @@ SESSION = (
 
 
 async def login(server: LoopbackSshd) -> str:
-    async with asyncssh.connect(
-        "127.0.0.1",
-        server.port,
-        username="root",
-        client_keys=[str(server.user_key)],
-        known_hosts=str(server.known_hosts),
-    ) as conn:
+    async with server.login() as conn:
         res = await conn.run(SESSION, timeout=30)
         return f"exit {res.exit_status}\n{res.stdout}{res.stderr}"
 

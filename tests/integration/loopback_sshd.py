@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import time
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -214,6 +215,17 @@ class LoopbackSshd:
             except OSError:
                 time.sleep(0.05)
         raise RuntimeError(f"sshd did not listen on {self.port}: {self.log.read_text()[-2000:]}")
+
+    def login(self) -> AbstractAsyncContextManager[asyncssh.SSHClientConnection]:
+        """A root login to this sshd with its own user key and known_hosts, straight to the
+        port (no ssh config): ``async with server.login() as conn``."""
+        return asyncssh.connect(
+            "127.0.0.1",
+            self.port,
+            username="root",
+            client_keys=[str(self.user_key)],
+            known_hosts=str(self.known_hosts),
+        )
 
     def sessions(self) -> list[int]:
         """The sshd processes serving connections (children of the listener)."""

@@ -7,7 +7,6 @@ import asyncio
 import shutil
 from pathlib import Path
 
-import asyncssh
 import loopback_sshd
 import pytest
 from conftest import require_sshd
@@ -37,13 +36,7 @@ def test_locked_root_unlocked_for_keys_only(tmp_path: Path) -> None:
 
 async def _session_view(server: LoopbackSshd) -> tuple[str, list[str]]:
     """A session's LD_LIBRARY_PATH and, while it is open, the libraries its sshd mapped."""
-    async with asyncssh.connect(
-        "127.0.0.1",
-        server.port,
-        username="root",
-        client_keys=[str(server.user_key)],
-        known_hosts=str(server.known_hosts),
-    ) as conn:
+    async with server.login() as conn:
         res = await conn.run("echo ${LD_LIBRARY_PATH-unset}", timeout=20)
         maps = [Path(f"/proc/{pid}/maps").read_text() for pid in server.sessions()]
     return str(res.stdout).strip(), maps
