@@ -80,3 +80,21 @@ def test_one_hosts_failure_is_its_line_and_the_watch_goes_on(
     assert any(" h1 reachable again" in ln for ln in lines[lines.index(failure[0]) :]), out
     assert len(h0_after) >= 3, f"h0 sampled {len(h0_after)} times after h1 failed"
     assert calls["h1"] >= 3
+
+
+async def test_a_follow_loop_that_fails_ends_the_watch_with_1_and_says_why(capsys: Any) -> None:
+    """A host's follow loop that itself raised (not a sampling error, which is the host's line)
+    is not a clean end: exit 1 and one safe line on stderr. The reader leaving is exit 0."""
+
+    async def fails() -> None:
+        raise RuntimeError(f"defect {ESCAPE}")
+
+    async def reader_left() -> None:
+        raise BrokenPipeError
+
+    failed, left = asyncio.create_task(fails()), asyncio.create_task(reader_left())
+    await asyncio.gather(failed, left, return_exceptions=True)
+    assert watch._ended({left}) == 0
+    assert watch._ended({failed, left}) == 1
+    err = capsys.readouterr().err
+    assert "stopped: RuntimeError: defect" in err and "\x1b" not in err

@@ -72,3 +72,18 @@ def test_the_default_filter_takes_the_fast_path() -> None:
     assert shows("Step 12 loss 0.5") and not shows("nothing to see")
     assert asked == []
     assert shows("ſtep 3") == bool(DEFAULT.search("ſtep 3")) and asked == ["ſtep 3"]
+
+
+def test_a_store_no_widget_draws_drops_its_oldest_undrawn_lines_without_a_mark() -> None:
+    """A hidden host's log: more lines than a tail keeps come while nothing draws them. Shown,
+    the tail draws the newest lines, as a shown tail would hold them: no "lines not shown"
+    mark, no "skipped (flood)" count. Drawn (not quiet), the same overflow is said."""
+    quiet, loud = LineStore(max_lines=10), LineStore(max_lines=10)
+    quiet.quiet = True
+    lines = [f"line {i}" for i in range(25)]
+    for i in range(0, 25, 5):  # a sample's few lines at a time
+        quiet.add(lines[i : i + 5])
+        loud.add(lines[i : i + 5])
+    assert quiet.take_pending() == lines[-10:] and quiet.dropped == 0
+    pending = loud.take_pending()
+    assert "lines not shown" in pending[0] and loud.dropped > 0

@@ -131,7 +131,6 @@ def _with_base() -> ProcTables:
         {"base": 1, "pids": [1], "rows": [{"ppid": 1}]},
         {"base": 1, "pids": [1], "rows": [[1]]},
         {"base": 1, "pids": [1], "rows": [row(1), row(1)]},  # more rows than PIDs
-        {"base": 1, "pids": list(range(ROWS_CAP + 1)), "rows": []},
         {"base": 0, "pids": [1, 2], "rows": []},
     ],
 )
@@ -155,7 +154,9 @@ def test_a_change_list_without_seq_is_refused() -> None:
 
 async def test_the_feed_says_a_lost_base_and_starts_the_probe_again(tmp_path: Path) -> None:
     """A stream whose second line is a change list of a line the feed never got: a Malformed
-    that says so, then the probe is started again (its first line a whole table)."""
+    that says so, then the probe is started again at once (its first line a whole table), with
+    no Disconnected between: the link never went down, and nothing may say it did (alerts,
+    --watch and wait read a Disconnected as the host unreachable)."""
     enc = RowDelta(delta=True)
     whole, _lost = line(enc, SCRIPT[0]), line(enc, SCRIPT[1])
     stray = tmp_path / "probe.sh"
@@ -172,5 +173,45 @@ async def test_the_feed_says_a_lost_base_and_starts_the_probe_again(tmp_path: Pa
         await events.aclose()
     assert isinstance(got[0], Snapshot) and [p.pid for p in got[0].procs] == [1, 2, 3]
     assert isinstance(got[1], Malformed) and "without its base" in got[1].error
-    assert isinstance(got[2], Disconnected) and "started again" in got[2].error
-    assert isinstance(got[3], Snapshot) and [p.pid for p in got[3].procs] == [1, 2, 3]
+    assert isinstance(got[2], Snapshot) and [p.pid for p in got[2].procs] == [1, 2, 3]
+    assert isinstance(got[3], Malformed)  # the same probe again: its change list is stray too
+    assert not any(isinstance(e, Disconnected) for e in got)
+
+
+async def test_a_probe_whose_whole_tables_never_arrive_goes_on_without_change_lists(
+    tmp_path: Path,
+) -> None:
+    """Every whole table lost (over the line cap, say) and only change lists read: the probe is
+    started again without --delta, not with it at every line for ever."""
+    enc = RowDelta(delta=True)
+    line(enc, SCRIPT[0])
+    stray_delta = line(enc, SCRIPT[1])
+    args = tmp_path / "args"
+    stray = tmp_path / "probe.sh"
+    stray.write_text(
+        "cat >/dev/null\n"
+        f'echo "$*" >> {shlex.quote(str(args))}\n'
+        f"printf '%s\\n' {shlex.quote(stray_delta)}\n"
+        "exec sleep 60\n"
+    )
+    feed = Feed(LocalTransport(python=f"sh {shlex.quote(str(stray))}"), HostConfig(), 0.1)
+    events = feed.events()
+    try:
+        got = [await asyncio.wait_for(anext(events), WAIT_S) for _ in range(3)]
+    finally:
+        await events.aclose()
+    assert all(isinstance(e, Malformed) for e in got)
+    starts = args.read_text().splitlines()
+    assert len(starts) == 3
+    assert ["--delta" in s for s in starts] == [True, False, False]
+
+
+def test_a_table_over_the_row_cap_is_still_a_base() -> None:
+    """A host of more processes than a sample keeps: the next change list applies (the sample
+    cuts the rows, with a note), rather than a lost base and a restart at every other line."""
+    tables = ProcTables()
+    many = [row(p) for p in range(1, ROWS_CAP + 2)]
+    tables.apply({"seq": 1, "procs": many})
+    pids = [r["pid"] for r in many]
+    doc = tables.apply({"seq": 2, "procs_delta": {"base": 1, "pids": pids, "rows": [row(7)]}})
+    assert len(doc["procs"]) == ROWS_CAP + 1 and tables.seq == 2

@@ -124,3 +124,18 @@ def test_exit_codes() -> None:
     assert _exit_code(_Proc(0, None)) == 0  # type: ignore[arg-type]
     assert _exit_code(_Proc(-1, ("KILL", False, "", ""))) == 137  # type: ignore[arg-type]
     assert _exit_code(_Proc(None, None)) is None  # type: ignore[arg-type]
+
+
+def test_only_ciphers_this_build_knows_are_offered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cryptography build without ChaCha20 (FIPS): the rest are offered, in order, not a list
+    asyncssh would refuse the connection over."""
+    from dflash_tui.core.link import ssh_connect
+
+    assert ssh_connect.offered_ciphers() == list(ssh_connect.CIPHERS)
+    no_chacha = [b"aes128-gcm@openssh.com", b"aes256-ctr", b"aes256-gcm@openssh.com"]
+    monkeypatch.setattr(ssh_connect, "get_encryption_algs", lambda: no_chacha)
+    assert ssh_connect.offered_ciphers() == [
+        "aes128-gcm@openssh.com",
+        "aes256-gcm@openssh.com",
+        "aes256-ctr",
+    ]

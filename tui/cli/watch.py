@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from dflash_tui.cli.follow import follow_host
+from dflash_tui.cli.follow import FAILURE_CAP, follow_host
 from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.base.rundir import exit_text
 from dflash_tui.core.base.text import terminal_safe
@@ -144,10 +144,23 @@ async def _watch(cfg: Config, progress_every: float) -> int:
     waiter = asyncio.create_task(stop.wait())
     # A host's task ends only when the reader left (a BrokenPipeError) or on what is not an
     # Exception: the watch ends with it, as it does when stopped.
-    await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
+    done, _ = await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
     for t in [waiter, *tasks]:
         t.cancel()
     await asyncio.gather(waiter, *tasks, return_exceptions=True)
+    return _ended(done - {waiter})
+
+
+def _ended(hosts_done: set[asyncio.Task[Any]]) -> int:
+    """0 when stopped or when the reader left; 1, said on stderr, when a host's follow loop
+    itself failed (a defect: its sampling errors are that host's lines)."""
+    for t in hosts_done:
+        exc = None if t.cancelled() else t.exception()
+        if exc is None or isinstance(exc, BrokenPipeError):
+            continue
+        text = terminal_safe(f"dflash-tui status --watch: stopped: {type(exc).__name__}: {exc}")
+        print(text[:FAILURE_CAP], file=sys.stderr)
+        return 1
     return 0
 
 

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-# Process rows one sample may carry (snapshot.py ROWS_MAX): a longer change list is refused.
+# Process rows one sample may carry (snapshot.py ROWS_MAX: the rest are cut there, with a note).
+# The base keeps a longer table whole, as the probe's next change list is relative to all of
+# it: the line cap (PROBE_LINE_MAX) is what bounds a table's size here.
 ROWS_CAP = 20_000
 
 
@@ -48,7 +50,7 @@ class ProcTables:
         return d
 
     def _keep(self, seq: int | None, procs: Any) -> None:
-        if seq is None or not isinstance(procs, list) or len(procs) > ROWS_CAP:
+        if seq is None or not isinstance(procs, list):
             self.seq, self.rows = None, {}  # no base: a change list after it is refused
             return
         self.seq = seq
@@ -65,8 +67,8 @@ class ProcTables:
             )
         if not isinstance(pids, list) or not isinstance(changed, list):
             raise DeltaError("probe line: a malformed process-table change list")
-        if len(pids) > ROWS_CAP or len(changed) > len(pids):
-            raise DeltaError(f"probe line: a process-table change list over {ROWS_CAP:,} rows")
+        if len(changed) > len(pids):  # every PID must be in the base or sent: bounded by it
+            raise DeltaError("probe line: a change list with more rows than PIDs")
         if not all(type(p) is int for p in pids):
             raise DeltaError("probe line: a change list's PIDs are not all numbers")
         table = self.rows

@@ -139,13 +139,15 @@ class Feed:
 
     async def events(self) -> AsyncGenerator[FeedEvent, None]:
         backoff = 1.0
+        delta = True  # off for good once a restart for a lost line brought no sample either
         while True:
             # Each line's process table only as it changed (RowDelta): a stream's own tables.
-            extra = ["--delta", *self.resume_args()]
+            extra = [*(["--delta"] if delta else []), *self.resume_args()]
             cmd = probe_command(
                 self.transport.python, self.host, interval=self.interval, extra=extra
             )
             stream, self.tables = self.transport.stream(cmd, probe_source()), ProcTables()
+            restart, sampled = False, False
             try:
                 error = "the probe stopped"
                 while True:
@@ -156,13 +158,16 @@ class Feed:
                     event = await self._parse(line)
                     if event is not None:
                         if isinstance(event, Snapshot):
-                            self.connected, backoff = True, 1.0
+                            self.connected, backoff, sampled = True, 1.0, True
                             self._keep_resume(event)
                         yield event
                     if isinstance(event, Malformed) and event.lost_base:
                         # A new probe sends a whole table at once (and resumes the logs where
                         # the last sample left them), sooner than this one's next whole table.
-                        error = "a probe line was lost: the probe is started again"
+                        # The link is up: no Disconnected, no backoff. A probe whose whole
+                        # tables never arrive (each over the line cap) would be restarted at
+                        # every line: it goes on with whole tables only, as without --delta.
+                        restart, delta = True, delta and sampled
                         break
             except asyncio.TimeoutError:
                 error = self.stalled()
@@ -173,6 +178,8 @@ class Feed:
             finally:  # every transport's stream is an async generator: closing it ends the probe
                 if isinstance(stream, AsyncGenerator):
                     await stream.aclose()
+            if restart:
+                continue
             self.connected = False
             yield Disconnected(error, backoff)
             await asyncio.sleep(backoff)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-from dflash_tui.core.link.sshlib import asyncssh, asyncssh_config
+from dflash_tui.core.link.sshlib import asyncssh, asyncssh_config, get_encryption_algs
 from dflash_tui.core.link.transport import TransportError
 
 SSHClientConfig = asyncssh_config.SSHClientConfig
@@ -200,6 +200,13 @@ class _KeyPolicy(asyncssh.SSHClient):
             f.write(f"{pattern} {line[0]} {line[1]}\n")
 
 
+def offered_ciphers() -> list[str]:
+    """``CIPHERS`` less those this asyncssh and cryptography build lack (a FIPS build has no
+    ChaCha20): asyncssh refuses a connection whose list names one it does not know."""
+    known = {alg.decode() for alg in get_encryption_algs()}
+    return [c for c in CIPHERS if c in known]
+
+
 def _handshake_slots() -> asyncio.Semaphore:
     """This event loop's bound on handshakes under way (a semaphore belongs to one loop)."""
     loop = asyncio.get_running_loop()
@@ -238,8 +245,8 @@ async def _connect_one(
         kwargs["keepalive_interval"] = settings.keepalive_interval
     if cfg.get("ServerAliveCountMax") is None:
         kwargs["keepalive_count_max"] = settings.keepalive_count
-    if cfg.get("Ciphers") is None:
-        kwargs["encryption_algs"] = list(CIPHERS)
+    if cfg.get("Ciphers") is None and (ciphers := offered_ciphers()):
+        kwargs["encryption_algs"] = ciphers
     name = _describe(target)
     try:
         async with _handshake_slots():  # the connect timeout runs once the slot is ours

@@ -17,5 +17,6 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", CryptographyDeprecationWarning)
     import asyncssh as asyncssh
     import asyncssh.config as asyncssh_config
+    from asyncssh.encryption import get_encryption_algs
 
-__all__ = ["asyncssh", "asyncssh_config"]
+__all__ = ["asyncssh", "asyncssh_config", "get_encryption_algs"]

@@ -22,6 +22,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 
 from dflash_tui.app.host.store import PaneStore
+from dflash_tui.app.widgets.themed import follow_theme, unfollow_theme
 from dflash_tui.core.base.text import terminal_safe
 from dflash_tui.core.base.timings import HISTORY_REDRAW_S
 from dflash_tui.core.diagnosis.history import RunHistory, Thinned, View, decimate, window
@@ -108,10 +109,13 @@ class HistoryView(Vertical):
             return
         self.call_after_refresh(self._plots_ready)  # laid out: they have their sizes
 
+    def on_unmount(self) -> None:
+        unfollow_theme(self)  # a removed pane's History must not stay held by the theme signal
+
     def _plots_ready(self) -> None:
         self.plots = "ready"
         # After the plots' own subscriptions (they mounted first): they register the theme.
-        self.app.theme_changed_signal.subscribe(self, lambda _theme: self.replot())
+        follow_theme(self, self.replot)
         self.replot()
         self.building -= 1  # the mount's, after the build it started counted itself
 

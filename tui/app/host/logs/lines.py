@@ -52,6 +52,11 @@ class LineStore:
         self.shown = 0  # lines that passed the filter since it was last set
         self.undrawn = 0  # lines evicted from ``pending`` since the last draw (said in a mark)
         self.hidden = 0  # lines the filter kept out since it was last set (said in the tail)
+        # No widget draws these lines now (the host's pane hidden, or not made yet): the oldest
+        # undrawn lines go as the store's own do, with no mark and no count, since the view,
+        # drawn when shown, then holds the newest lines as the store does: nothing is missing
+        # from it that a shown tail would have kept.
+        self.quiet = False
 
     @property
     def pattern(self) -> re.Pattern[str] | None:
@@ -106,7 +111,7 @@ class LineStore:
         self.hidden += len(clean) - len(shown)
         overflow = before + len(shown) - self.max_lines
         self.pending.extend(shown)
-        if overflow > 0:  # more came than were drawn: the oldest undrawn go, and say so
+        if overflow > 0 and not self.quiet:  # more came than were drawn: say so
             fresh = not self.undrawn  # the first overflow takes one more line for the mark
             self.undrawn += overflow + fresh
             self.dropped += overflow + fresh

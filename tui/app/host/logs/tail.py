@@ -155,6 +155,7 @@ class LogTail(Vertical):
         """Draw the lines that arrived since the last flush (one batched write)."""
         if not self.log_view.is_mounted:
             return  # lines wait in the store until the widget exists
+        self.store.quiet = False  # drawn from now on: an overflow is a gap on screen
         if self.wrap and self._text_width() != self.wrap_width:
             self.wrap_width = self._text_width()  # the pane's width changed: cut again
             self.set_filter(self.store.pattern)
