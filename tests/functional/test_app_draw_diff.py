@@ -267,7 +267,7 @@ async def test_a_quiet_screen_keeps_no_timer_running() -> None:
         assert last in screen_text(app)
         tail = next(iter(area.tails.values()))
         later = f"{last} (again)"
-        tail.store.add([later])
+        tail.data.store.add([later])
         area.sync()  # as a sample drawn does
         assert area.flushing
         await until(pilot, lambda: later in screen_text(app))

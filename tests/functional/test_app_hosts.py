@@ -116,7 +116,7 @@ async def test_switching_shows_each_host_and_keeps_its_state() -> None:
         await pilot.press("right_square_bracket")
         assert app.selected == 1 and shown(app) == 1 and app.current.cfg.address == B
         tail_b = app.screen.query_one("#host-1").query_one(LogTail)
-        received, events_b = tail_b.store.received, len(app.host_states[1].timeline.events)
+        received, events_b = tail_b.data.store.received, len(app.host_states[1].timeline.events)
         assert all(codes == ("ok",) for codes in labels(app, 1).values())
         header = pane_text(app, 1, RunHeader)
         assert "gpu-b" in header and "RUNNING" in header
@@ -132,7 +132,7 @@ async def test_switching_shows_each_host_and_keeps_its_state() -> None:
         await until(pilot, lambda: shown(app) == 1)
         await pilot.press("1")
         # Nothing of either host was lost or redrawn from scratch by the switches.
-        assert tail_b.store.received == received and tail_b.is_attached
+        assert tail_b.data.store.received == received and tail_b.is_attached
         assert len(app.host_states[1].timeline.events) == events_b > 0
         tail_a = app.screen.query_one("#host-0").query_one(LogTail)
         assert tail_a.has_class("-missing")
@@ -209,11 +209,11 @@ async def test_a_host_hidden_again_draws_nothing_and_catches_up_when_shown() -> 
         await pilot.pause(0.15)
         assert tree.last is drawn_tree  # nothing drawn while hidden
         assert (len(tail.log_view.lines), timeline_text(pane_a)) == before
-        assert tail.store.received > 0 and tail.store.pending  # kept, waiting to be drawn
+        assert tail.data.store.received > 0 and tail.data.store.pending  # kept, waiting to be drawn
         await pilot.press("1")
         await pilot.pause(0.15)
         assert tree.last is not None and tree.last[0] is healthy[-1]
-        assert not tail.store.pending and len(tail.log_view.lines) == tail.store.shown
+        assert not tail.data.store.pending and len(tail.log_view.lines) == tail.data.store.shown
         header = pane_text(app, 0, RunHeader)
         assert "RUNNING" in header
 

@@ -65,7 +65,7 @@ async def launch(pilot: Pilot, app: DflashApp) -> set[str]:
     def running_with_lines() -> bool:
         seen.add(state(app))
         tails = list(app.screen.query(LogTail))
-        return state(app) == "running" and any(t.store.received > 3 for t in tails)
+        return state(app) == "running" and any(t.data.store.received > 3 for t in tails)
 
     await pilot.press("l")
     await until(pilot, running_with_lines)
@@ -80,7 +80,7 @@ async def test_launch_key_shows_starting_and_lines_arriving(host: HostConfig) ->
         seen = await launch(pilot, app)
         assert "starting" in seen  # the start window was shown as such
         tail = app.screen.query_one(LogTail)
-        assert tail.is_run_log and tail.path.startswith(host.run_root)
+        assert tail.data.is_run_log and tail.data.path.startswith(host.run_root)
         await pilot.pause(0.2)
         drawn = list(tail.log_view.lines)
         assert drawn and all(x.startswith("step=") for x in drawn)  # the default filter
@@ -170,7 +170,7 @@ async def test_seed_incident_with_fake_nvidia_smi(fake_smi: object, tmp_path: Pa
         assert sorted(i for i, c in codes.items() if "busy-no-memory" in c) == [2, 3, 7]
         assert sorted(i for i, c in codes.items() if c == ("idle",)) == [0, 1, 4, 5, 6]
         tail = app.screen.query_one(LogTail)
-        assert tail.path == log and tail.has_class("-missing")
+        assert tail.data.path == log and tail.has_class("-missing")
         assert "does not exist (missing for" in str(tail.missing_bar.render())
         shown = str(app.screen.query_one("#findings .body").render())
         assert "log-missing" in shown and "does not exist" in shown

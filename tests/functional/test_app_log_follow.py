@@ -42,7 +42,7 @@ async def host(tmp_path: Path) -> AsyncIterator[HostConfig]:
 def newest_on_screen(tail: LogTail) -> bool:
     """The newest line the filter lets through is drawn, and the view shows the last row."""
     view = tail.log_view
-    store = tail.store
+    store = tail.data.store
     shown = [x for x in store.lines if store._shows(x)]
     if not shown or not view.lines or view.lines[-1] != shown[-1]:
         return False
@@ -59,7 +59,7 @@ async def following(pilot: Pilot, tail: LogTail, what: str) -> None:
         raise AssertionError(
             f"after {what}: title says follow, but row {view.scroll_offset.y} of "
             f"{view.line_count} is shown (last drawn {view.lines[-1] if view.lines else None!r},"
-            f" newest {tail.store.lines[-1]!r})"
+            f" newest {tail.data.store.lines[-1]!r})"
         ) from None
 
 
@@ -68,7 +68,9 @@ async def test_follow_holds_whatever_is_toggled(host: HostConfig) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.samples >= 1)
         await pilot.press("l")
-        await until(pilot, lambda: any(t.store.received > 300 for t in app.screen.query(LogTail)))
+        await until(
+            pilot, lambda: any(t.data.store.received > 300 for t in app.screen.query(LogTail))
+        )
         await until(pilot, lambda: not app.control.waits_active())
         tail = app.screen.query_one(LogTail)
         await following(pilot, tail, "the launch")

@@ -83,7 +83,7 @@ async def test_s_searches_n_and_capital_n_step_and_the_title_counts() -> None:
         marked = Text("x step=215 loss")
         tail.highlighter.highlight(marked)
         assert any(s.start == 2 and s.end == 9 and "reverse" in str(s.style) for s in marked.spans)
-        assert tail.store.pattern is not None  # the filter is untouched by the search
+        assert tail.data.store.pattern is not None  # the filter is untouched by the search
         await pilot.press("s", *["backspace"] * 7, "enter")  # empty: the search ends
         await until(pilot, lambda: "search" not in title(tail))
 

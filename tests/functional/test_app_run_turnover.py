@@ -60,7 +60,7 @@ Refs = dict[int, weakref.ref[Widget]]
 
 
 def held_tails(refs: Refs, app: DflashApp) -> list[str]:
-    return [t.path for t in removed_alive(refs, app) if isinstance(t, LogTail)]
+    return [t.data.path for t in removed_alive(refs, app) if isinstance(t, LogTail)]
 
 
 async def play_runs(pilot: Pilot, app: DflashApp, source: ScriptedSource) -> tuple[Refs, Refs]:

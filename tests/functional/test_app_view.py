@@ -171,13 +171,13 @@ async def test_flood_of_100k_lines_stays_bounded_and_responsive() -> None:
         tail = app.screen.query_one(LogTail)
         assert waits and max(waits) < 1.0, f"keys waited {max(waits):.2f}s during the flood"
         assert elapsed < 20, f"the flood took {elapsed:.1f}s"
-        assert tail.store.received == 100_001
-        assert len(tail.store.lines) <= MAX_LINES
-        assert len(tail.store.pending) == 0
+        assert tail.data.store.received == 100_001
+        assert len(tail.data.store.lines) <= MAX_LINES
+        assert len(tail.data.store.pending) == 0
         assert tail.log_view.line_count <= MAX_LINES
         assert len(app.current.tracker.metrics) <= 600
         assert len(app.current.timeline.events) <= 200
-        assert tail.store.lines[-1] == f"step={100_000 - 1} loss=1.0 tok/s=2.8K"
+        assert tail.data.store.lines[-1] == f"step={100_000 - 1} loss=1.0 tok/s=2.8K"
 
 
 async def test_filter_and_follow_keys() -> None:

@@ -60,7 +60,7 @@ class LogKeys:
         if tail is None:
             return
         try:
-            path = save_lines(tail.log_view.lines, tail.path)
+            path = save_lines(tail.log_view.lines, tail.data.path)
         except OSError as exc:
             self.app.notify(f"saving the view failed: {exc}", severity="error")
             return
@@ -72,7 +72,7 @@ class LogKeys:
         if tail is not None:
             state = self.app.current
             self.app.run_worker(
-                self._page(state, tail.path), name="pager", group="pager", exclusive=True
+                self._page(state, tail.data.path), name="pager", group="pager", exclusive=True
             )
 
     async def _page(self, state: HostState, path: str) -> None:

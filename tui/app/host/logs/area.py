@@ -96,7 +96,7 @@ class LogArea(Vertical):
     def _tick(self) -> None:
         if not self.shown:  # the pane's sync wakes the timer when the host is shown again
             for tail in self.tails.values():
-                tail.store.quiet = True  # nothing drawn until shown: no "not shown" marks
+                tail.data.store.quiet = True  # nothing drawn until shown: no "not shown" marks
             self.flushing = False
             self._flusher.pause()
             return

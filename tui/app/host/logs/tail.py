@@ -18,7 +18,7 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Static
 
-from dflash_tui.app.host.logs.lines import ERROR_RE, MAX_LINES, LineStore
+from dflash_tui.app.host.logs.lines import ERROR_RE, MAX_LINES
 from dflash_tui.app.host.logs.search import SearchState, hscroll_label, wrapped
 from dflash_tui.app.host.logs.widget import TailLog
 from dflash_tui.app.host.store import TailData
@@ -26,7 +26,6 @@ from dflash_tui.app.widgets.palette import Palette, palette_for
 from dflash_tui.app.widgets.themed import follow_theme, show_changed, unfollow_theme
 from dflash_tui.core.base.text import safe_label
 from dflash_tui.core.diagnosis.finding import duration
-from dflash_tui.core.diagnosis.views import LogView
 
 
 class ErrorHighlighter(Highlighter):
@@ -106,35 +105,6 @@ class LogTail(Vertical):
     def on_descendant_blur(self, _event: events.DescendantBlur) -> None:
         self.remove_class("-focused")
 
-    # The data's fields, as the drawing reads them.
-    @property
-    def path(self) -> str:
-        return self.data.path
-
-    @property
-    def is_run_log(self) -> bool:
-        return self.data.is_run_log
-
-    @property
-    def store(self) -> LineStore:
-        return self.data.store
-
-    @property
-    def view(self) -> LogView | None:
-        return self.data.view
-
-    @property
-    def now(self) -> float:
-        return self.data.now
-
-    @property
-    def missing_from(self) -> float | None:
-        return self.data.missing_from
-
-    @property
-    def missing_at_least(self) -> bool:
-        return self.data.missing_at_least
-
     class Resized(Message):
         """The tail's size changed (another tail came or went, the filter or search box
         opened): a following tail is off its end until the next flush."""
@@ -147,7 +117,7 @@ class LogTail(Vertical):
         """Something is left to draw: lines since the last flush, a widget not up yet, or a
         following tail not at its end (its size settled after the write)."""
         view = self.log_view
-        if self.store.pending or not view.is_mounted:
+        if self.data.store.pending or not view.is_mounted:
             return True
         return self.follow and not view.is_vertical_scroll_end
 
@@ -155,12 +125,12 @@ class LogTail(Vertical):
         """Draw the lines that arrived since the last flush (one batched write)."""
         if not self.log_view.is_mounted:
             return  # lines wait in the store until the widget exists
-        self.store.quiet = False  # drawn from now on: an overflow is a gap on screen
+        self.data.store.quiet = False  # drawn from now on: an overflow is a gap on screen
         if self.wrap and self._text_width() != self.wrap_width:
             self.wrap_width = self._text_width()  # the pane's width changed: cut again
-            self.set_filter(self.store.pattern)
+            self.set_filter(self.data.store.pattern)
             return
-        pending = self.store.take_pending()
+        pending = self.data.store.take_pending()
         if pending and self.wrap:
             pending = wrapped(pending, self.wrap_width)
         if pending:
@@ -174,8 +144,8 @@ class LogTail(Vertical):
             self.log_view.scroll_end(animate=False, immediate=True, x_axis=False)
 
     def set_filter(self, pattern: re.Pattern[str] | None) -> None:
-        lines = self.store.set_filter(pattern)
-        self.store.pending.extend(lines)
+        lines = self.data.store.set_filter(pattern)
+        self.data.store.pending.extend(lines)
         if self.log_view.is_mounted:
             self.log_view.clear()
             self.flush()
@@ -194,7 +164,7 @@ class LogTail(Vertical):
         """Wrap long lines (cut at the pane's width) on/off; the lines shown are drawn again."""
         self.wrap = wrap
         self.wrap_width = self._text_width() if wrap else 0
-        self.set_filter(self.store.pattern)
+        self.set_filter(self.data.store.pattern)
 
     def _text_width(self) -> int:
         # One column for the scrollbar, whether it shows yet or not: no cut again when it comes.
@@ -230,20 +200,20 @@ class LogTail(Vertical):
             self.highlighter.style = style
             self.log_view.refresh()
         show_changed(self.title_bar, self._title(pal))
-        missing = self.missing_from is not None
+        missing = self.data.missing_from is not None
         self.set_class(missing, "-missing")
         if missing:
             show_changed(self.missing_bar, self._missing_text(pal))
         # Said inside the pane (the title can be cut): what the filter hides, and a pause.
-        hiding = self.store.pattern is not None and self.store.hidden > 0
+        hiding = self.data.store.pattern is not None and self.data.store.hidden > 0
         self.set_class(hiding or not self.follow, "-hiding")
         if hiding or not self.follow:
             show_changed(self.hidden_bar, self._hidden_text(pal))
 
     def _title(self, pal: Palette) -> Text:
         t = Text(no_wrap=True, overflow="ellipsis")
-        t.append("run log " if self.is_run_log else "log ", pal.fg("info", bold=True))
-        t.append(_short_path(self.path))
+        t.append("run log " if self.data.is_run_log else "log ", pal.fg("info", bold=True))
+        t.append(_short_path(self.data.path))
         # Before the rest: a narrow pane cuts the title at the right.
         found = self.search.label()
         if found:
@@ -251,12 +221,12 @@ class LogTail(Vertical):
         cut = hscroll_label(self.log_view.scroll_x, self.log_view.max_scroll_x)
         if cut:
             t.append(f"  {cut}", pal.fg("warning"))
-        v = self.view
+        v = self.data.view
         if v is not None and not v.exists:
             t.append("  MISSING", pal.fg("error", bold=True))
         elif v is not None and v.size is not None:
             t.append(f"  {v.size:,} B", pal.fg("muted"))
-        st = self.store
+        st = self.data.store
         if st.pattern is None:
             t.append("  all lines", pal.fg("muted"))
         else:  # say how much the filter hides, so an empty tail is never a mystery
@@ -271,7 +241,7 @@ class LogTail(Vertical):
     def _hidden_text(self, pal: Palette) -> Text:
         """How many lines the filter hides; when it hides every one, the last of them too
         (a failed launch's only line must never look like an empty log)."""
-        st = self.store
+        st = self.data.store
         n = st.hidden if st.pattern is not None else 0
         t = Text(no_wrap=True, overflow="ellipsis")
         said = []
@@ -286,14 +256,14 @@ class LogTail(Vertical):
         return t
 
     def _missing_text(self, pal: Palette) -> Text:
-        since = self.missing_from if self.missing_from is not None else self.now
-        how_long = duration(self.now - since)
+        since = self.data.missing_from if self.data.missing_from is not None else self.data.now
+        how_long = duration(self.data.now - since)
         t = Text()
         t.append(" MISSING ", pal.chip("error"))
-        bound = "at least " if self.missing_at_least else ""
+        bound = "at least " if self.data.missing_at_least else ""
         t.append(f" the file does not exist (missing for {bound}{how_long})", pal.fg("error"))
-        if self.view is not None and self.view.error:
-            t.append(f": {safe_label(self.view.error)}", pal.fg("muted"))
+        if self.data.view is not None and self.data.view.error:
+            t.append(f": {safe_label(self.data.view.error)}", pal.fg("muted"))
         return t
 
 
