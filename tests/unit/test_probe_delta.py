@@ -152,6 +152,25 @@ def test_a_change_list_without_seq_is_refused() -> None:
         _with_base().apply({"procs_delta": {"base": 1, "pids": [1], "rows": []}})
 
 
+async def stray_probe_events(tmp_path: Path, lines: list[str], count: int) -> list[object]:
+    """The first ``count`` events of a feed whose probe (each time it is started) records its
+    arguments in ``tmp_path/args``, prints ``lines`` and waits."""
+    stray = tmp_path / "probe.sh"
+    printed = " ".join(shlex.quote(x) for x in lines)
+    stray.write_text(
+        "cat >/dev/null\n"
+        f'echo "$*" >> {shlex.quote(str(tmp_path / "args"))}\n'
+        f"printf '%s\\n' {printed}\n"
+        "exec sleep 60\n"
+    )
+    feed = Feed(LocalTransport(python=f"sh {shlex.quote(str(stray))}"), HostConfig(), 0.1)
+    events = feed.events()
+    try:
+        return [await asyncio.wait_for(anext(events), WAIT_S) for _ in range(count)]
+    finally:
+        await events.aclose()
+
+
 async def test_the_feed_says_a_lost_base_and_starts_the_probe_again(tmp_path: Path) -> None:
     """A stream whose second line is a change list of a line the feed never got: a Malformed
     that says so, then the probe is started again at once (its first line a whole table), with
@@ -159,18 +178,7 @@ async def test_the_feed_says_a_lost_base_and_starts_the_probe_again(tmp_path: Pa
     --watch and wait read a Disconnected as the host unreachable)."""
     enc = RowDelta(delta=True)
     whole, _lost = line(enc, SCRIPT[0]), line(enc, SCRIPT[1])
-    stray = tmp_path / "probe.sh"
-    stray.write_text(
-        "cat >/dev/null\n"
-        f"printf '%s\\n' {shlex.quote(whole)} {shlex.quote(line(enc, SCRIPT[2]))}\n"
-        "exec sleep 60\n"
-    )
-    feed = Feed(LocalTransport(python=f"sh {shlex.quote(str(stray))}"), HostConfig(), 0.1)
-    events = feed.events()
-    try:
-        got = [await asyncio.wait_for(anext(events), WAIT_S) for _ in range(4)]
-    finally:
-        await events.aclose()
+    got = await stray_probe_events(tmp_path, [whole, line(enc, SCRIPT[2])], 4)
     assert isinstance(got[0], Snapshot) and [p.pid for p in got[0].procs] == [1, 2, 3]
     assert isinstance(got[1], Malformed) and "without its base" in got[1].error
     assert isinstance(got[2], Snapshot) and [p.pid for p in got[2].procs] == [1, 2, 3]
@@ -185,23 +193,9 @@ async def test_a_probe_whose_whole_tables_never_arrive_goes_on_without_change_li
     started again without --delta, not with it at every line for ever."""
     enc = RowDelta(delta=True)
     line(enc, SCRIPT[0])
-    stray_delta = line(enc, SCRIPT[1])
-    args = tmp_path / "args"
-    stray = tmp_path / "probe.sh"
-    stray.write_text(
-        "cat >/dev/null\n"
-        f'echo "$*" >> {shlex.quote(str(args))}\n'
-        f"printf '%s\\n' {shlex.quote(stray_delta)}\n"
-        "exec sleep 60\n"
-    )
-    feed = Feed(LocalTransport(python=f"sh {shlex.quote(str(stray))}"), HostConfig(), 0.1)
-    events = feed.events()
-    try:
-        got = [await asyncio.wait_for(anext(events), WAIT_S) for _ in range(3)]
-    finally:
-        await events.aclose()
+    got = await stray_probe_events(tmp_path, [line(enc, SCRIPT[1])], 3)
     assert all(isinstance(e, Malformed) for e in got)
-    starts = args.read_text().splitlines()
+    starts = (tmp_path / "args").read_text().splitlines()
     assert len(starts) == 3
     assert ["--delta" in s for s in starts] == [True, False, False]
 
