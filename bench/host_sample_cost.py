@@ -33,7 +33,8 @@ through a folder of links, as bench/draw_cost.py does), interleaved --repeats ti
 A, B, A, B, ... for each host count. Medians over the repeats.
 
     .venv/bin/python bench/host_sample_cost.py [--hosts 4,16] [--samples 60] [--warmup 130]
-        [--procs 400] [--busy-procs 20] [--lines-per-s 5] [--trees DIR,DIR] [--repeats 3]
+        [--procs 400] [--busy-procs 20] [--lines-per-s 5] [--one-name] [--trees DIR,DIR]
+        [--repeats 3]
         [--profile out.prof]   # cProfile of one run in this interpreter instead
 """
 
@@ -81,6 +82,7 @@ class Host:
         from dflash_tui.core.record.recorder import Recorder
 
         self.name = f"h{k}"
+        self.one_name = "stand-in" if args.one_name else None
         self.cfg = HostConfig(address=f"gpu-{k}.example", name=self.name)
         self.feed = argparse.Namespace(
             rate=1.0, step=1.0, run_root=str(work / self.name), run_samples=RUN_SAMPLES,
@@ -109,7 +111,7 @@ class Host:
     def line(self, i: int) -> bytes:
         j = i + self.offset
         doc = soak_feed.sample(self.feed, self.timeline_of_feed, self.base, j, self.t0 + j, self.t0)
-        doc["host"] = self.name
+        doc["host"] = self.one_name or self.name
         if self.rows is None:
             return (json.dumps(doc, separators=(",", ":")) + "\n").encode()
         procs = doc.pop("procs")
@@ -189,6 +191,7 @@ def link_farm(tree: Path, farm: Path) -> Path:
 
 def child_argv(args: argparse.Namespace, hosts: int) -> list[str]:
     argv = [sys.executable, __file__, "--one", "--hosts", str(hosts)]
+    argv += ["--one-name"] if args.one_name else []
     for name in ("samples", "warmup", "procs", "busy_procs", "lines_per_s"):
         argv += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
     return argv
@@ -263,6 +266,12 @@ def main() -> None:
     ap.add_argument("--procs", type=int, default=400, help="the machine's processes")
     ap.add_argument("--busy-procs", type=int, default=20, help="of them, moving every sample")
     ap.add_argument("--lines-per-s", type=float, default=5.0, help="each of 3 logs'")
+    ap.add_argument(
+        "--one-name",
+        action="store_true",
+        help="every host's probe says one host name (bench/hosts_cost.py's stand-ins on one "
+        "machine; containers of one image)",
+    )
     ap.add_argument("--trees", help="comma-separated checkouts to compare (default: this one)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--profile", type=Path, help="cProfile one run of the first count here")

@@ -27,7 +27,7 @@ from dflash_tui.core.base.fields import (
 from dflash_tui.core.base.machine import Machine, Worker, workers_of
 from dflash_tui.core.base.ranges import GPU_LIMITS, PROC_LIMITS, sane
 from dflash_tui.core.base.snapshot_delta import ROWS_CAP, ProcTables
-from dflash_tui.core.base.snapshot_rows import KeptRows
+from dflash_tui.core.base.snapshot_rows import KeptRows, RowMemo
 from dflash_tui.core.base.supervision import SupervisorRecord
 
 T = TypeVar("T")
@@ -335,10 +335,12 @@ class Snapshot:
             data = tables.apply(data)
         elif "procs_delta" in data:
             raise ValueError("probe line: a process-table change list outside a stream")
-        return cls.from_dict(data)
+        return cls.from_dict(data, tables.memo if tables is not None else None)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Snapshot:
+    def from_dict(cls, d: dict[str, Any], memo: RowMemo | None = None) -> Snapshot:
+        """``d``, a probe's object, as a Snapshot. ``memo``: the source's previous sample's
+        process rows (snapshot_rows.py), whose records an unchanged row takes again."""
         # The probe's own error list is untrusted too: a few, each short, are enough to say.
         errors = [
             x[:ERROR_CHARS] for x in as_list(d.get("errors"))[:ERRORS_MAX] if isinstance(x, str)
@@ -362,7 +364,7 @@ class Snapshot:
             return tuple(out)
 
         host = as_str(d.get("host")) or "local"
-        procs = KeptRows(host, Proc.from_dict)  # most rows are as the last sample had them
+        procs = KeptRows(memo, Proc.from_dict)  # most rows are as the last sample had them
         tel_raw = d.get("telemetry")
         tel = tel_raw if isinstance(tel_raw, dict) else {}
         run = d.get("run")

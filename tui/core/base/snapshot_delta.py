@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from dflash_tui.core.base.snapshot_rows import RowMemo
+
 # Process rows one sample may carry (snapshot.py ROWS_MAX: the rest are cut there, with a note).
 # The base keeps a longer table whole, as the probe's next change list is relative to all of
 # it: the line cap (PROBE_LINE_MAX) is what bounds a table's size here.
@@ -29,11 +31,14 @@ def _int(v: Any) -> bool:
 
 
 class ProcTables:
-    """One probe stream's last process table (its raw rows by PID), to apply change lists to."""
+    """One probe stream's last process table (its raw rows by PID), to apply change lists to,
+    and the records parsed from those rows (``memo``: an unchanged row is the same dict, so
+    its record is taken again by identity)."""
 
     def __init__(self) -> None:
         self.seq: int | None = None
         self.rows: dict[int, dict[str, Any]] = {}
+        self.memo = RowMemo()
 
     def apply(self, d: dict[str, Any]) -> dict[str, Any]:
         """``d`` with its whole ``procs`` list (a change list replaced by the table it makes).

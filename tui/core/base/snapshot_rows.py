@@ -1,12 +1,19 @@
-"""Process rows kept from a host's previous sample (every sample holds every process row of
-every host, and most rows are as they were a second ago: parsing them all again is waste).
+"""Process rows kept from a source's previous sample (every sample holds every process row of
+a host, and most rows are as they were a second ago: parsing them all again is waste).
 
-A row whose probe dict equals the one it was parsed from last time is that same (frozen)
-record: a dict comparison instead of a conversion per field. Python's ``==`` says ``True ==
-1``, where the conversion tells a bool from a number (a bool is no PID or size): rows holding
-a bool anywhere are never kept nor taken, so a kept row is always what parsing would give.
-A probe dict is never edited once handed over (a JSON line's are new; the in-process probe's
-rows stand unedited, tui/core/probe/procs.py), so the kept dict is the row as it was parsed.
+Whoever reads one host's samples in order (a probe stream, the in-process probe, a recording
+being read back) holds a ``RowMemo``: the rows of its latest sample, each with the record parsed
+from it. The memo belongs to that source, not to the host's name: two hosts that call
+themselves the same (containers of one image, one machine standing for several) must not
+take each other's rows, or every row of every sample is compared and parsed again.
+
+A row whose probe dict is the one kept (a stream's unchanged row, snapshot_delta.py) or equals
+it is that same (frozen) record: an identity test or a dict comparison instead of a conversion
+per field. Python's ``==`` says ``True == 1``, where the conversion tells a bool from a number
+(a bool is no PID or size): rows holding a bool anywhere are never kept nor taken, so a kept
+row is always what parsing would give. A probe dict is never edited once handed over (a JSON
+line's are new; the in-process probe's rows stand unedited, tui/core/probe/procs.py), so the
+kept dict is the row as it was parsed.
 """
 
 from __future__ import annotations
@@ -16,13 +23,13 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-# Hosts (the probe's ``host`` names) kept; more forget them all and start over. Well above the
-# hosts one app watches (64 x 8 GPUs is the scale it is made for): past it every host would
-# forget the others' rows in turn, and every row of every sample would be parsed again.
-MAX_HOSTS = 256
 
-# host -> PID -> (the probe dict, the record parsed from it), the host's latest sample's rows
-_KEPT: dict[str, dict[int, tuple[dict[str, Any], Any]]] = {}
+class RowMemo:
+    """One sample source's latest process rows: PID -> (the probe dict, the record parsed
+    from it). Only the latest sample's rows are kept: at most one table's worth."""
+
+    def __init__(self) -> None:
+        self.kept: dict[int, tuple[dict[str, Any], Any]] = {}
 
 
 def _plain(raw: dict[str, Any]) -> bool:
@@ -38,17 +45,18 @@ def _plain(raw: dict[str, Any]) -> bool:
 
 
 class KeptRows:
-    """One sample's parsing of one host's rows: ``parse`` each raw row, or take the record of
-    an equal row of the previous sample; ``keep`` makes this sample's rows the ones kept."""
+    """One sample's parsing of its process rows: ``parse`` each raw row, or take the record of
+    the equal row of ``memo`` (the source's previous sample; None: parse every row); ``keep``
+    makes this sample's rows the ones ``memo`` holds."""
 
-    def __init__(self, host: str, parse: Callable[[dict[str, Any]], T | None]) -> None:
-        self.host, self.parse = host, parse
-        self.old = _KEPT.get(host, {})
+    def __init__(self, memo: RowMemo | None, parse: Callable[[dict[str, Any]], T | None]) -> None:
+        self.memo, self.parse = memo, parse
+        self.old = memo.kept if memo is not None else {}
         self.new: dict[int, tuple[dict[str, Any], Any]] = {}
 
     def __call__(self, raw: dict[str, Any]) -> Any:
         pid = raw.get("pid")
-        if type(pid) is not int:
+        if self.memo is None or type(pid) is not int:
             return self.parse(raw)  # no PID to keep it by (it is rejected or odd): parse
         was = self.old.get(pid)
         if was is not None and was[0] is raw:  # a stream's unchanged row (snapshot_delta.py)
@@ -56,7 +64,11 @@ class KeptRows:
             return was[1]
         if was is not None and was[0] == raw:
             if _plain(raw):
-                self.new[pid] = was  # the kept dict equals this one: it stays
+                # The record stays, kept with this dict: the stream hands this same dict
+                # again while the row is unchanged (after a whole table, every row is a new
+                # dict equal to the old one; keeping the old dict would compare every row by
+                # value for the rest of the stream).
+                self.new[pid] = (raw, was[1])
                 return was[1]
             return self.parse(raw)
         row = self.parse(raw)
@@ -65,6 +77,5 @@ class KeptRows:
         return row
 
     def keep(self) -> None:
-        if self.host not in _KEPT and len(_KEPT) >= MAX_HOSTS:
-            _KEPT.clear()
-        _KEPT[self.host] = self.new
+        if self.memo is not None:
+            self.memo.kept = self.new

@@ -166,7 +166,7 @@ class LocalFeed(Feed):
         under it) is closed here once its sample is over: never under a running sample."""
         try:
             doc = probe.sample()
-            return snapshot_of(lambda: Snapshot.from_dict(doc))
+            return snapshot_of(lambda: Snapshot.from_dict(doc, self.tables.memo))
         finally:
             with self._lock:
                 self._busy, orphan, self._orphan = None, self._orphan, False

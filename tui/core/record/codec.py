@@ -16,6 +16,7 @@ from typing import Any
 from dflash_tui.core.base.fields import as_list
 from dflash_tui.core.base.machine import GpuHealth, Machine
 from dflash_tui.core.base.snapshot import Snapshot, StepPoints
+from dflash_tui.core.base.snapshot_rows import RowMemo
 from dflash_tui.core.diagnosis.timeline import Event
 from dflash_tui.core.diagnosis.views import Diagnosis
 
@@ -173,6 +174,7 @@ class Decoder:
 
     def __init__(self) -> None:
         self.procs: dict[Any, dict[str, Any]] = {}  # by PID, as the file has it
+        self.rows = RowMemo()  # the records read from them (an unchanged row: the same dict)
 
     def snap(self, rec: dict[str, Any]) -> dict[str, Any]:
         """The whole probe object of sample record ``rec``; rows of the wrong shape (a record

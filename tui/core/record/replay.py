@@ -133,7 +133,7 @@ def _sample(dec: Decoder, rec: dict[str, Any]) -> Sample:
     """A sample record read back; raises ValueError (and the like) for one that is not one."""
     if not isinstance(rec.get("snap"), dict):
         raise ValueError(f"its snap is {type(rec.get('snap')).__name__}, not an object")
-    return Sample(Snapshot.from_dict(dec.snap(rec)), _events(rec))
+    return Sample(Snapshot.from_dict(dec.snap(rec), dec.rows), _events(rec))
 
 
 def _read_dir(where: Path, meta: dict[str, Any], notes: list[str]) -> list[Sample]:
