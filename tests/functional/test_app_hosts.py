@@ -20,6 +20,7 @@ from textual.pilot import Pilot
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.control.confirm import ConfirmScreen
+from dflash_tui.app.host.feeds import OVERVIEW_EVERY
 from dflash_tui.app.host.findings.panel import FindingsList, TimelineList
 from dflash_tui.app.host.gpus.grid import GpuGrid
 from dflash_tui.app.host.header import RunHeader
@@ -284,6 +285,31 @@ async def test_the_overview_is_drawn_only_when_a_row_changes() -> None:
         sb.push(replace(again, time=again.time + 1))
         await until(pilot, lambda: b.link == "connected")
         assert "connected" in drawn[-1] and "DOWN" not in drawn[-1]
+
+
+async def test_a_burst_of_changed_rows_draws_the_overview_a_few_times_and_ends_true() -> None:
+    """Samples that each change a host's row, faster than OVERVIEW_EVERY: the first is drawn at
+    once, the rest together; the overview ends showing the last sample's row."""
+    seed, healthy = scenes.seed_incident(), scenes.healthy_run(samples=4)
+    app, _, sb = two_hosts(seed, healthy)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app, len(seed), len(healthy))
+        overview, b = app.screen.query_one(HostOverview), app.host_states[1]
+        drawn: list[str] = []
+        redraw = overview.redraw
+        overview.redraw = lambda: (redraw(), drawn.append(row(app, 1)))  # type: ignore[method-assign]
+        await pilot.pause(OVERVIEW_EVERY)  # a quiet spell: the next change is drawn at once
+        t0, rows = time.monotonic(), set()
+        for i in range(12):  # the incident's samples and the healthy run's, in turn
+            snap = replace((seed if i % 2 else healthy)[-1], time=healthy[-1].time + 1 + i)
+            sb.push(snap)
+            await until(pilot, lambda snap=snap: b.snapshot is snap)
+            rows.add(summarize(b))
+        took = time.monotonic() - t0
+        assert len(rows) == 2  # every sample changed the row
+        assert 1 <= len(drawn) <= 2 + took / OVERVIEW_EVERY
+        await pilot.pause(2 * OVERVIEW_EVERY)
+        assert overview.rows[1] == summarize(b) and drawn[-1] == row(app, 1)
 
 
 async def test_a_silent_host_never_stalls_the_others() -> None:

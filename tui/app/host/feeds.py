@@ -9,6 +9,7 @@ one at a time."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -28,6 +29,10 @@ from dflash_tui.core.link.transport import TransportError
 FEED_GROUP = "feed:"
 REFRESH_GROUP = "refresh:"
 RESTART_AFTER = 2.0  # seconds before a crashed sample reader is started again
+# The overview summarises every host: redrawn for samples at most this often (seconds). With a
+# run on each of 64 hosts every sample changes its row, and a redraw per sample would build
+# 64 rows 64 times a second; the first change after a quiet spell is drawn at once.
+OVERVIEW_EVERY = 0.25
 
 
 def feed_group(state: HostState) -> str:
@@ -59,6 +64,8 @@ class HostFeeds:
         self.app = app
         self._folding: dict[int, asyncio.Lock] = {}  # per host: one sample folded at a time
         self._countdown: Timer | None = None  # ticks while a host is down (its retry countdown)
+        self._overview_at = 0.0  # monotonic time of the last overview drawn for a sample
+        self._overview_due: Timer | None = None  # the one redraw waiting for OVERVIEW_EVERY
 
     def start(self) -> None:
         heap.tune_collector()  # the samples about to flow are most of what the app allocates
@@ -173,7 +180,7 @@ class HostFeeds:
         # The overview draws every host: only when this sample changed this host's row (a
         # job's row shows its members' steps, which move with every sample).
         if several and (state.job is not None or summarize(state) != row):
-            self.app.draw_safely("overview", self.app.refresh_overview)
+            self._overview_changed()
         for ev in msg.events:
             if ev.kind in ("crash", "launch-failed"):
                 # A launch that never started did not crash: the title says which it was.
@@ -182,6 +189,21 @@ class HostFeeds:
                 self.app.notify(ev.text, title=title, severity="error", timeout=15)
         state.samples += 1
         self.app.samples += 1
+
+    def _overview_changed(self) -> None:
+        """A sample changed a row: the overview is drawn now, or once when OVERVIEW_EVERY has
+        passed since the last (one redraw for every change meanwhile: it reads every row)."""
+        if self._overview_due is not None:
+            return  # already coming, and it will read this sample's row
+        wait = self._overview_at + OVERVIEW_EVERY - time.monotonic()
+        if wait <= 0:
+            self._draw_overview()
+        else:
+            self._overview_due = self.app.set_timer(wait, self._draw_overview)
+
+    def _draw_overview(self) -> None:
+        self._overview_due, self._overview_at = None, time.monotonic()
+        self.app.draw_safely("overview", self.app.refresh_overview)
 
     def link_down(self, state: HostState, error: str, retry_in: float) -> None:
         """The probe stream broke; the feed retries in ``retry_in`` seconds."""
