@@ -1,10 +1,17 @@
 """The per-sample path's short cuts say what the plain computation says: the tracker (its
 history cut to the diagnosis' window, the process indexes it drops, the run's members it
-keeps) against ``diagnose`` over the last 120 samples, each parsed afresh; the recorder's
-encoder (rows told by identity) against the same records made from dicts, and read back."""
+keeps, the label run lengths each sample keeps for the next) against ``diagnose`` over the
+last 120 samples, each parsed afresh; diagnoses over any samples shared between lists (kept
+run lengths counted in another order) against fresh copies; the recorder's encoder (rows
+told by identity) against the same records made from dicts, and read back.
+
+The samples' story: a run of 8 ranks, a stranger's job for a while, a GPU quiet for a while,
+rank 7 killed (its memory left, then OOM-killed in the kernel's log), the run crashing (its
+GPUs idle) and a second run starting (its GPUs quiet while it starts up)."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -20,6 +27,15 @@ from dflash_tui.core.record.codec import Decoder, Encoder, _row, snapshot_dict
 
 TOPO = Topology.parse("0-3:4-7")
 RUN_PGID = 500
+END = 200  # the first run crashes here
+NEXT, NEXT_PGID, NEXT_BUSY = 215, 900, 230  # the second run starts, its ranks load the GPUs
+
+
+def _ranks(i: int) -> tuple[int, int]:
+    """(the running run's PGID, its ranks alive) at sample ``i``."""
+    if i < END:
+        return RUN_PGID, 8 if i < 150 else 7
+    return (NEXT_PGID, 8) if i >= NEXT else (RUN_PGID, 0)
 
 
 def _procs(i: int) -> list[dict[str, Any]]:
@@ -27,12 +43,15 @@ def _procs(i: int) -> list[dict[str, Any]]:
     rows += [{"pid": 100 + k, "ppid": 1, "pgid": 100 + k, "sid": 100 + k, "state": "S",
               "cmd": f"daemon {k}", "cpu_pct": float((i + k) % 3 == 0)}
              for k in range(30)]  # fmt: skip
-    rows.append({"pid": RUN_PGID, "ppid": 1, "pgid": RUN_PGID, "sid": RUN_PGID,
-                 "start_ticks": 10, "cmd": "torchrun train.py"})  # fmt: skip
+    pgid, ranks = _ranks(i)
+    if i < END or i >= NEXT:
+        rows.append({"pid": pgid, "ppid": 1, "pgid": pgid, "sid": pgid,
+                     "start_ticks": 10 if pgid == RUN_PGID else 500,
+                     "cmd": "torchrun train.py"})  # fmt: skip
     # rank 7 is killed at sample 150 (and its GPU left with memory: an orphan, then gone)
-    for g in range(8 if i < 150 else 7):
-        rows.append({"pid": RUN_PGID + 1 + g, "ppid": RUN_PGID, "pgid": RUN_PGID,
-                     "sid": RUN_PGID, "state": "R", "start_ticks": 11,
+    for g in range(ranks):
+        rows.append({"pid": pgid + 1 + g, "ppid": pgid, "pgid": pgid,
+                     "sid": pgid, "state": "R", "start_ticks": 11 if pgid == RUN_PGID else 501,
                      "cpu_pct": 90.0 + (i + g) % 7,
                      "cmd": f"python train.py --rank {g}"})  # fmt: skip
     if 40 <= i < 90:  # a stranger's job on GPU 5 for a while (reparented to init: an orphan)
@@ -43,19 +62,29 @@ def _procs(i: int) -> list[dict[str, Any]]:
 
 def _sample(i: int, step: float) -> dict[str, Any]:
     t = 1_000_000.0 + i * step
-    gpus = [{"index": g, "uuid": f"GPU-{g}", "util": 0 if (g == 3 and 60 <= i < 80) else 95,
-             "mem_used_mib": 60_000 + 100 * ((i + g) % 9), "mem_total_mib": 81_559}
+    pgid, ranks = _ranks(i)
+    busy = i < END or i >= NEXT_BUSY
+    gpus = [{"index": g, "uuid": f"GPU-{g}",
+             "util": 0 if (g == 3 and 60 <= i < 80) or not busy else 95,
+             "mem_used_mib": 60_000 + 100 * ((i + g) % 9) if busy else 0,
+             "mem_total_mib": 81_559}
             for g in range(8)]  # fmt: skip
-    gprocs = [{"pid": RUN_PGID + 1 + g, "gpu_uuid": f"GPU-{g}", "used_mib": 59_000}
-              for g in range(8 if i < 150 else 7)]  # fmt: skip
+    gprocs = [{"pid": pgid + 1 + g, "gpu_uuid": f"GPU-{g}", "used_mib": 59_000}
+              for g in range(ranks if busy else 0)]  # fmt: skip
     if 40 <= i < 90:
         gprocs.append({"pid": 7777, "gpu_uuid": "GPU-5", "used_mib": 2000})
     # read before the run started: it names the rank only while the rank is in the window
     ooms = [{"time": 999_000.0, "pid": RUN_PGID + 8, "name": "python", "text": "Killed process"}]
     kernel = {"source": "kmsg", "xids": [], "ooms": ooms if i >= 151 else []}
     machine = {"oom_kill": 0 if i < 150 else 1, "kernel_log": kernel}
-    run = {"id": "r1", "dir": "/runs/r1", "pid": RUN_PGID, "pgid": RUN_PGID, "start_ticks": 10,
-           "started_at": 1_000_000.0 - 30}  # fmt: skip
+    run: dict[str, Any] = {"id": "r1", "dir": "/runs/r1", "pid": RUN_PGID, "pgid": RUN_PGID,
+                           "start_ticks": 10, "started_at": 1_000_000.0 - 30}  # fmt: skip
+    if END <= i < NEXT:
+        run |= {"exit_code": 1, "ended_at": 1_000_000.0 + END * step}
+    elif i >= NEXT:
+        start = 1_000_000.0 + NEXT * step
+        run = {"id": "r2", "dir": "/runs/r2", "pid": NEXT_PGID, "pgid": NEXT_PGID,
+               "start_ticks": 500, "started_at": start}  # fmt: skip
     return {"time": t, "host": "box", "telemetry": {"source": "nvml"}, "gpus": gpus,
             "gpu_procs": gprocs, "procs": _procs(i), "run": run, "machine": machine}  # fmt: skip
 
@@ -77,7 +106,7 @@ def test_tracker_says_what_diagnose_over_the_last_120_samples_says(
     plain: list[Snapshot] = []
     earlier = None
     codes: set[str] = set()
-    for doc in _docs(260, step):
+    for doc in _docs(300, step):
         got = tracker.add(Snapshot.from_dict(doc))
         plain.append(Snapshot.from_dict(doc))  # its own records: nothing kept from the other
         want = diagnose(plain[-120:], TOPO, th, tracker.progress, True, earlier)
@@ -85,7 +114,26 @@ def test_tracker_says_what_diagnose_over_the_last_120_samples_says(
         earlier = want
         codes |= {f.code for f in got.findings} | {c for g in got.gpus for c in g.codes}
     # the sequence reaches the rules the short cuts touch
-    assert {"oom-killed", "orphan-process"} <= codes, codes
+    assert {"oom-killed", "orphan-process", "idle", "run-exited"} <= codes, codes
+
+
+def test_diagnoses_over_shared_samples_in_any_order_say_what_fresh_samples_say() -> None:
+    """Samples shared by lists that are not one moving window (every other sample, a window
+    that jumps back, two settings): the run lengths kept on a sample were counted from another
+    list's sample before it, and must be counted again, not read."""
+    docs = list(_docs(300, 1.0))
+    shared = [Snapshot.from_dict(doc) for doc in docs]
+    strict = replace(DEFAULT, persist_s=5.0)
+    pick = random.Random(7)
+    cuts: list[list[int]] = [list(range(k, k + 70)) for k in (0, 40, 5, 130, 190, 60, 205)]
+    cuts += [list(range(k, k + 90, 2)) for k in (10, 11, 150)]  # every other sample
+    cuts += [sorted(pick.sample(range(300), 50)) for _ in range(6)]
+    cuts += [list(range(k, k + 70)) for k in (40, 190)]  # back to windows counted above
+    for cut in cuts:
+        for th in (DEFAULT, strict):
+            got = diagnose([shared[i] for i in cut], TOPO, th, None, True)
+            fresh = [Snapshot.from_dict(docs[i]) for i in cut]
+            assert got == diagnose(fresh, TOPO, th, None, True), (cut[0], th.persist_s)
 
 
 def test_members_are_the_filtered_table_and_lookups_come_back() -> None:
