@@ -11,6 +11,7 @@ GPUs idle) and a second run starting (its GPUs quiet while it starts up)."""
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Iterator
 from dataclasses import replace
@@ -19,9 +20,11 @@ from typing import Any
 import pytest
 
 from dflash_train.topology import Topology
-from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.base.snapshot import RunRecord, Snapshot
 from dflash_tui.core.diagnosis.diagnose import diagnose
+from dflash_tui.core.diagnosis.progress import parse_line
 from dflash_tui.core.diagnosis.thresholds import DEFAULT, Thresholds
+from dflash_tui.core.diagnosis.timeline import _ERROR, _MILESTONES, Event, Timeline
 from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.record.codec import Decoder, Encoder, _row, snapshot_dict
 
@@ -149,14 +152,81 @@ def test_members_are_the_filtered_table_and_lookups_come_back() -> None:
 
 def test_encoder_rows_by_identity_are_the_rows_by_value_and_read_back() -> None:
     by_record, by_dict, dec = Encoder(), Encoder(), Decoder()
-    snaps = [Snapshot.from_dict(doc) for doc in _docs(160, 1.0)]
+    snaps = [Snapshot.from_dict(doc) for doc in _docs(300, 1.0)]
     # a PID gone and back (its order said), and a row equal but not the same record
     snaps[100] = replace(snaps[100], procs=snaps[100].procs[1:])
     snaps[101] = replace(snaps[101], procs=tuple(replace(p) for p in snaps[101].procs))
+    # a PID twice in a table (its last row is the one kept), two samples running, then once
+    for k in (120, 121):
+        snaps[k] = replace(snaps[k], procs=(*snaps[k].procs, replace(snaps[k].procs[3], rss_kb=7)))
+    # two rows swap places: the same PIDs in another order
+    swapped = list(snaps[130].procs)
+    swapped[2], swapped[5] = swapped[5], swapped[2]
+    snaps[130] = replace(snaps[130], procs=tuple(swapped))
     for snap in snaps:
         rec = by_record.sample(snap, None, ())
         rows = {p.pid: _row(p) for p in snap.procs}
         assert rec == by_dict.record(snapshot_dict(snap), rows, None, [])
         back = dec.snap(rec)
-        assert back["procs"] == [_row(p) for p in snap.procs]
-        assert Snapshot.from_dict(back) == snap
+        rows_back = {p.pid: _row(p) for p in snap.procs}
+        assert back["procs"] == list(rows_back.values())
+        if len(rows_back) == len(snap.procs):
+            assert Snapshot.from_dict(back) == snap
+
+
+LOG_LINES = (
+    "step=12 loss=2.31 acc=0.41 tok/s=2810", "Step: 3, loss 2.0", "ſtep=4 loss=1.5 tok/s=9",
+    "checkpoint step=60", "model loaded in 12 s", "Loaded the target model", "MODEL_LOADED",
+    "torch.compile: compiled 40 graphs", "compİled", "compıled", "Model Loaded",
+    "compilation done", "warm-up finished",
+    "WARMED", "Traceback (most recent call last):", "ValueError: bad shape", "RuntimeError: "
+    "step=7 loss=2.0 tok/s=5", "ValueError: compiled badly", "no milestone here", "",
+    '{"event": "compiled", "time": 1}', '{"event": "step", "step": 9}', '{"event": 3}',
+    '{"not json', "[rank1] INFO shard 745 ready", "tokens/s=2,810 loss=3",
+)  # fmt: skip
+
+
+def _named(line: str) -> tuple[str | None, str]:
+    """What a log line names, every rule asked in turn (the timeline's rules, plainly)."""
+    head = line[:2000]
+    if head.startswith("{"):
+        try:
+            doc = json.loads(head)
+        except ValueError:
+            doc = None
+        if isinstance(doc, dict) and isinstance(doc.get("event"), str):
+            name = doc["event"]
+            if name == "step":
+                return "first_step", f"first step (step {doc.get('step', '?')})"
+            return name, f"{name.replace('_', ' ')}"
+    for kind, rx in _MILESTONES:
+        if rx.search(head):
+            return kind, kind.replace("_", " ")
+    m = parse_line(head)
+    if m is not None and m.step is not None:
+        return "first_step", f"first step (step {m.step})"
+    if _ERROR.search(head):
+        return "error", f"error in log: {head[:160]}"
+    return None, ""
+
+
+def test_timeline_milestones_say_what_each_line_says() -> None:
+    """The timeline skips what a line would say once that milestone was reported: the events
+    are those of asking every line in full."""
+    pick = random.Random(3)
+    for _ in range(200):
+        lines = [pick.choice(LOG_LINES) for _ in range(pick.randint(1, 12))]
+        cut = pick.randint(0, len(lines))
+        got: list[Event] = []
+        timeline = Timeline()
+        timeline._run = RunRecord(id="r1", dir="/runs/r1")
+        timeline._milestones(tuple(lines[:cut]), 1.0, got)
+        timeline._milestones(tuple(lines[cut:]), 2.0, got)
+        want, seen = [], set()
+        for k, line in enumerate(lines):
+            kind, text = _named(line)
+            if kind is not None and kind not in seen:
+                seen.add(kind)
+                sev = "error" if kind == "error" else "info"
+                want.append(Event(1.0 if k < cut else 2.0, kind, sev, text))
+        assert got == want, lines
