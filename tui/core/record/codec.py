@@ -137,10 +137,9 @@ class Encoder:
     def __init__(self) -> None:
         self._procs: dict[Any, Any] | None = {}
         self.first = True
-        # From ``sample``: the last table and its PIDs in order, when no PID repeats in it
-        # (its rows by PID are then the table itself: ``procs`` builds them when asked).
+        # From ``sample``: the last table, when no PID repeats in it (its rows by PID are
+        # then the table itself: ``procs`` builds them when asked).
         self.table: tuple[Any, ...] | None = None
-        self.pids: list[Any] | None = None
 
     @property
     def procs(self) -> dict[Any, Any]:
@@ -155,19 +154,20 @@ class Encoder:
         diag_d = diagnosis_dict(diag) if diag is not None else None
         d, evs = snapshot_dict(snap), [event_dict(e) for e in events]
         table, old = snap.procs, self.table
-        pids = [p.pid for p in table]
-        if old is not None and pids == self.pids:
-            # The same PIDs in the same order (most samples): the rows by position, no index
-            # by PID; what the general case writes then (none gone, no order to say).
-            d["procs_set"] = [_row(r) for r, o in zip(table, old, strict=True)
-                              if r is not o and _differs(o, r)]  # fmt: skip
-            d["procs_gone"] = []
-            self.table, self._procs = table, None
-            return self._finish(d, diag_d, evs)
+        if old is not None and len(table) == len(old):
+            # Most samples: the rows by position, telling an unchanged row by identity (no
+            # index by PID, no look at every row). With the same PIDs in the same places,
+            # the general case writes the rows that differ, none gone, no order to say.
+            moved = [(r, o) for r, o in zip(table, old, strict=True) if r is not o]
+            if all(r.pid == o.pid for r, o in moved):
+                d["procs_set"] = [_row(r) for r, o in moved if _differs(o, r)]
+                d["procs_gone"] = []
+                self.table, self._procs = table, None
+                return self._finish(d, diag_d, evs)
         rows = {p.pid: p for p in table}
         rec = self._record(d, rows, diag_d, evs, _row)
-        if len(rows) == len(pids):
-            self.table, self.pids = table, pids
+        if len(rows) == len(table):  # no PID twice: its rows by PID are its rows in order
+            self.table = table
         return rec
 
     def record(
@@ -205,7 +205,7 @@ class Encoder:
             if kept + [pid for pid in rows if pid not in old] != list(rows):
                 d["procs_order"] = list(rows)
         self._procs, self.first = rows, False
-        self.table = self.pids = None
+        self.table = None
         return self._finish(d, diag, events)
 
     def _finish(
