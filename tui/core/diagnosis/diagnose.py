@@ -154,7 +154,7 @@ def _runs(window: Sequence[Snapshot], topology: Topology, th: Thresholds) -> _Ru
             answer = _sample_views(s, topology, th)
         chain = answer.chain
         if chain is None or (runs is not None and chain[1] != before):
-            old = runs or {}
+            old: _Runs = runs or {}
             runs = {
                 (i, code): old.get((i, code), 0) + 1
                 for i, labels in answer.labels.items()
