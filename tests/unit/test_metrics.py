@@ -60,14 +60,29 @@ def test_prefilter_passes_every_metric_line(parts: list[str], sep: str) -> None:
 
 
 def _slow_parse(line: str) -> Metric | None:
-    """parse_line without its prefilter (the patterns alone)."""
+    """parse_line without its prefilter (the patterns alone, each searched from the start)."""
     from dflash_tui.core.diagnosis import progress
 
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(progress, "_may_hold_metric", lambda _line: True)
-        return progress.parse_line(line)
+    return progress._parse(line[:4096], 0, 0, 0, 0)
 
 
 @pytest.mark.parametrize("line", ["ſtep=3 loss=2.0", "STEP=3 LOSS=2", "x TPS=5", "to\u212a/s 7"])
 def test_prefilter_case_folding(line: str) -> None:
     assert parse_line(line) is not None
+
+
+_PIECES = st.sampled_from(
+    ["step", "global_step", "Global_Step", "xstep", "_step", "steps", "loss", "xloss", "acc",
+     "Accuracy", "tok/s", "tokens/s", "TOK/SEC", "tps", "atps", "=", ":", " ", "12", "3.5K",
+     "nan", "/", "-1e3", ",", "_", "\u017f", "ﬆ"]
+)  # fmt: skip
+
+
+@given(st.lists(_PIECES, max_size=16))
+def test_searches_from_the_first_word_find_what_searches_from_the_start_find(
+    parts: list[str],
+) -> None:
+    # Each pattern is searched from where its word first is: the same metric (repr: a nan
+    # is not equal to itself) as the patterns searched from the line's start.
+    line = "".join(parts)
+    assert repr(parse_line(line)) == repr(_slow_parse(line))

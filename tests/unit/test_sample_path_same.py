@@ -1,10 +1,18 @@
 """The per-sample path's short cuts say what the plain computation says: the tracker (its
 history cut to the diagnosis' window, the process indexes it drops, the run's members it
-keeps) against ``diagnose`` over the last 120 samples, each parsed afresh; the recorder's
-encoder (rows told by identity) against the same records made from dicts, and read back."""
+keeps, the label run lengths each sample keeps for the next) against ``diagnose`` over the
+last 120 samples, each parsed afresh; diagnoses over any samples shared between lists (kept
+run lengths counted in another order) against fresh copies; the recorder's encoder (rows
+told by identity) against the same records made from dicts, and read back.
+
+The samples' story: a run of 8 ranks, a stranger's job for a while, a GPU quiet for a while,
+rank 7 killed (its memory left, then OOM-killed in the kernel's log), the run crashing (its
+GPUs idle) and a second run starting (its GPUs quiet while it starts up)."""
 
 from __future__ import annotations
 
+import json
+import random
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -12,14 +20,25 @@ from typing import Any
 import pytest
 
 from dflash_train.topology import Topology
-from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.base.snapshot import RunRecord, Snapshot
 from dflash_tui.core.diagnosis.diagnose import diagnose
+from dflash_tui.core.diagnosis.progress import parse_line
 from dflash_tui.core.diagnosis.thresholds import DEFAULT, Thresholds
+from dflash_tui.core.diagnosis.timeline import _ERROR, _MILESTONES, Event, Timeline
 from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.record.codec import Decoder, Encoder, _row, snapshot_dict
 
 TOPO = Topology.parse("0-3:4-7")
 RUN_PGID = 500
+END = 200  # the first run crashes here
+NEXT, NEXT_PGID, NEXT_BUSY = 215, 900, 230  # the second run starts, its ranks load the GPUs
+
+
+def _ranks(i: int) -> tuple[int, int]:
+    """(the running run's PGID, its ranks alive) at sample ``i``."""
+    if i < END:
+        return RUN_PGID, 8 if i < 150 else 7
+    return (NEXT_PGID, 8) if i >= NEXT else (RUN_PGID, 0)
 
 
 def _procs(i: int) -> list[dict[str, Any]]:
@@ -27,12 +46,15 @@ def _procs(i: int) -> list[dict[str, Any]]:
     rows += [{"pid": 100 + k, "ppid": 1, "pgid": 100 + k, "sid": 100 + k, "state": "S",
               "cmd": f"daemon {k}", "cpu_pct": float((i + k) % 3 == 0)}
              for k in range(30)]  # fmt: skip
-    rows.append({"pid": RUN_PGID, "ppid": 1, "pgid": RUN_PGID, "sid": RUN_PGID,
-                 "start_ticks": 10, "cmd": "torchrun train.py"})  # fmt: skip
+    pgid, ranks = _ranks(i)
+    if i < END or i >= NEXT:
+        rows.append({"pid": pgid, "ppid": 1, "pgid": pgid, "sid": pgid,
+                     "start_ticks": 10 if pgid == RUN_PGID else 500,
+                     "cmd": "torchrun train.py"})  # fmt: skip
     # rank 7 is killed at sample 150 (and its GPU left with memory: an orphan, then gone)
-    for g in range(8 if i < 150 else 7):
-        rows.append({"pid": RUN_PGID + 1 + g, "ppid": RUN_PGID, "pgid": RUN_PGID,
-                     "sid": RUN_PGID, "state": "R", "start_ticks": 11,
+    for g in range(ranks):
+        rows.append({"pid": pgid + 1 + g, "ppid": pgid, "pgid": pgid,
+                     "sid": pgid, "state": "R", "start_ticks": 11 if pgid == RUN_PGID else 501,
                      "cpu_pct": 90.0 + (i + g) % 7,
                      "cmd": f"python train.py --rank {g}"})  # fmt: skip
     if 40 <= i < 90:  # a stranger's job on GPU 5 for a while (reparented to init: an orphan)
@@ -43,19 +65,29 @@ def _procs(i: int) -> list[dict[str, Any]]:
 
 def _sample(i: int, step: float) -> dict[str, Any]:
     t = 1_000_000.0 + i * step
-    gpus = [{"index": g, "uuid": f"GPU-{g}", "util": 0 if (g == 3 and 60 <= i < 80) else 95,
-             "mem_used_mib": 60_000 + 100 * ((i + g) % 9), "mem_total_mib": 81_559}
+    pgid, ranks = _ranks(i)
+    busy = i < END or i >= NEXT_BUSY
+    gpus = [{"index": g, "uuid": f"GPU-{g}",
+             "util": 0 if (g == 3 and 60 <= i < 80) or not busy else 95,
+             "mem_used_mib": 60_000 + 100 * ((i + g) % 9) if busy else 0,
+             "mem_total_mib": 81_559}
             for g in range(8)]  # fmt: skip
-    gprocs = [{"pid": RUN_PGID + 1 + g, "gpu_uuid": f"GPU-{g}", "used_mib": 59_000}
-              for g in range(8 if i < 150 else 7)]  # fmt: skip
+    gprocs = [{"pid": pgid + 1 + g, "gpu_uuid": f"GPU-{g}", "used_mib": 59_000}
+              for g in range(ranks if busy else 0)]  # fmt: skip
     if 40 <= i < 90:
         gprocs.append({"pid": 7777, "gpu_uuid": "GPU-5", "used_mib": 2000})
     # read before the run started: it names the rank only while the rank is in the window
     ooms = [{"time": 999_000.0, "pid": RUN_PGID + 8, "name": "python", "text": "Killed process"}]
     kernel = {"source": "kmsg", "xids": [], "ooms": ooms if i >= 151 else []}
     machine = {"oom_kill": 0 if i < 150 else 1, "kernel_log": kernel}
-    run = {"id": "r1", "dir": "/runs/r1", "pid": RUN_PGID, "pgid": RUN_PGID, "start_ticks": 10,
-           "started_at": 1_000_000.0 - 30}  # fmt: skip
+    run: dict[str, Any] = {"id": "r1", "dir": "/runs/r1", "pid": RUN_PGID, "pgid": RUN_PGID,
+                           "start_ticks": 10, "started_at": 1_000_000.0 - 30}  # fmt: skip
+    if END <= i < NEXT:
+        run |= {"exit_code": 1, "ended_at": 1_000_000.0 + END * step}
+    elif i >= NEXT:
+        start = 1_000_000.0 + NEXT * step
+        run = {"id": "r2", "dir": "/runs/r2", "pid": NEXT_PGID, "pgid": NEXT_PGID,
+               "start_ticks": 500, "started_at": start}  # fmt: skip
     return {"time": t, "host": "box", "telemetry": {"source": "nvml"}, "gpus": gpus,
             "gpu_procs": gprocs, "procs": _procs(i), "run": run, "machine": machine}  # fmt: skip
 
@@ -77,7 +109,7 @@ def test_tracker_says_what_diagnose_over_the_last_120_samples_says(
     plain: list[Snapshot] = []
     earlier = None
     codes: set[str] = set()
-    for doc in _docs(260, step):
+    for doc in _docs(300, step):
         got = tracker.add(Snapshot.from_dict(doc))
         plain.append(Snapshot.from_dict(doc))  # its own records: nothing kept from the other
         want = diagnose(plain[-120:], TOPO, th, tracker.progress, True, earlier)
@@ -85,7 +117,26 @@ def test_tracker_says_what_diagnose_over_the_last_120_samples_says(
         earlier = want
         codes |= {f.code for f in got.findings} | {c for g in got.gpus for c in g.codes}
     # the sequence reaches the rules the short cuts touch
-    assert {"oom-killed", "orphan-process"} <= codes, codes
+    assert {"oom-killed", "orphan-process", "idle", "run-exited"} <= codes, codes
+
+
+def test_diagnoses_over_shared_samples_in_any_order_say_what_fresh_samples_say() -> None:
+    """Samples shared by lists that are not one moving window (every other sample, a window
+    that jumps back, two settings): the run lengths kept on a sample were counted from another
+    list's sample before it, and must be counted again, not read."""
+    docs = list(_docs(300, 1.0))
+    shared = [Snapshot.from_dict(doc) for doc in docs]
+    strict = replace(DEFAULT, persist_s=5.0)
+    pick = random.Random(7)
+    cuts: list[list[int]] = [list(range(k, k + 70)) for k in (0, 40, 5, 130, 190, 60, 205)]
+    cuts += [list(range(k, k + 90, 2)) for k in (10, 11, 150)]  # every other sample
+    cuts += [sorted(pick.sample(range(300), 50)) for _ in range(6)]
+    cuts += [list(range(k, k + 70)) for k in (40, 190)]  # back to windows counted above
+    for cut in cuts:
+        for th in (DEFAULT, strict):
+            got = diagnose([shared[i] for i in cut], TOPO, th, None, True)
+            fresh = [Snapshot.from_dict(docs[i]) for i in cut]
+            assert got == diagnose(fresh, TOPO, th, None, True), (cut[0], th.persist_s)
 
 
 def test_members_are_the_filtered_table_and_lookups_come_back() -> None:
@@ -101,14 +152,81 @@ def test_members_are_the_filtered_table_and_lookups_come_back() -> None:
 
 def test_encoder_rows_by_identity_are_the_rows_by_value_and_read_back() -> None:
     by_record, by_dict, dec = Encoder(), Encoder(), Decoder()
-    snaps = [Snapshot.from_dict(doc) for doc in _docs(160, 1.0)]
+    snaps = [Snapshot.from_dict(doc) for doc in _docs(300, 1.0)]
     # a PID gone and back (its order said), and a row equal but not the same record
     snaps[100] = replace(snaps[100], procs=snaps[100].procs[1:])
     snaps[101] = replace(snaps[101], procs=tuple(replace(p) for p in snaps[101].procs))
+    # a PID twice in a table (its last row is the one kept), two samples running, then once
+    for k in (120, 121):
+        snaps[k] = replace(snaps[k], procs=(*snaps[k].procs, replace(snaps[k].procs[3], rss_kb=7)))
+    # two rows swap places: the same PIDs in another order
+    swapped = list(snaps[130].procs)
+    swapped[2], swapped[5] = swapped[5], swapped[2]
+    snaps[130] = replace(snaps[130], procs=tuple(swapped))
     for snap in snaps:
         rec = by_record.sample(snap, None, ())
         rows = {p.pid: _row(p) for p in snap.procs}
         assert rec == by_dict.record(snapshot_dict(snap), rows, None, [])
         back = dec.snap(rec)
-        assert back["procs"] == [_row(p) for p in snap.procs]
-        assert Snapshot.from_dict(back) == snap
+        rows_back = {p.pid: _row(p) for p in snap.procs}
+        assert back["procs"] == list(rows_back.values())
+        if len(rows_back) == len(snap.procs):
+            assert Snapshot.from_dict(back) == snap
+
+
+LOG_LINES = (
+    "step=12 loss=2.31 acc=0.41 tok/s=2810", "Step: 3, loss 2.0", "ſtep=4 loss=1.5 tok/s=9",
+    "checkpoint step=60", "model loaded in 12 s", "Loaded the target model", "MODEL_LOADED",
+    "torch.compile: compiled 40 graphs", "compİled", "compıled", "Model Loaded",
+    "compilation done", "warm-up finished",
+    "WARMED", "Traceback (most recent call last):", "ValueError: bad shape", "RuntimeError: "
+    "step=7 loss=2.0 tok/s=5", "ValueError: compiled badly", "no milestone here", "",
+    '{"event": "compiled", "time": 1}', '{"event": "step", "step": 9}', '{"event": 3}',
+    '{"not json', "[rank1] INFO shard 745 ready", "tokens/s=2,810 loss=3",
+)  # fmt: skip
+
+
+def _named(line: str) -> tuple[str | None, str]:
+    """What a log line names, every rule asked in turn (the timeline's rules, plainly)."""
+    head = line[:2000]
+    if head.startswith("{"):
+        try:
+            doc = json.loads(head)
+        except ValueError:
+            doc = None
+        if isinstance(doc, dict) and isinstance(doc.get("event"), str):
+            name = doc["event"]
+            if name == "step":
+                return "first_step", f"first step (step {doc.get('step', '?')})"
+            return name, f"{name.replace('_', ' ')}"
+    for kind, rx in _MILESTONES:
+        if rx.search(head):
+            return kind, kind.replace("_", " ")
+    m = parse_line(head)
+    if m is not None and m.step is not None:
+        return "first_step", f"first step (step {m.step})"
+    if _ERROR.search(head):
+        return "error", f"error in log: {head[:160]}"
+    return None, ""
+
+
+def test_timeline_milestones_say_what_each_line_says() -> None:
+    """The timeline skips what a line would say once that milestone was reported: the events
+    are those of asking every line in full."""
+    pick = random.Random(3)
+    for _ in range(200):
+        lines = [pick.choice(LOG_LINES) for _ in range(pick.randint(1, 12))]
+        cut = pick.randint(0, len(lines))
+        got: list[Event] = []
+        timeline = Timeline()
+        timeline._run = RunRecord(id="r1", dir="/runs/r1")
+        timeline._milestones(tuple(lines[:cut]), 1.0, got)
+        timeline._milestones(tuple(lines[cut:]), 2.0, got)
+        want, seen = [], set()
+        for k, line in enumerate(lines):
+            kind, text = _named(line)
+            if kind is not None and kind not in seen:
+                seen.add(kind)
+                sev = "error" if kind == "error" else "info"
+                want.append(Event(1.0 if k < cut else 2.0, kind, sev, text))
+        assert got == want, lines

@@ -34,8 +34,9 @@ def group_members(run: RunRecord | None, procs: Sequence[Proc]) -> list[Proc]:
     """
     if run is None or run.pgid is None:
         return []
-    members = [p for p in procs if p.pgid == run.pgid and p.state != "Z"]
-    leader = next((p for p in procs if p.pid == run.pgid), None)
+    group = run.pgid  # a local: every sample of every host scans a whole table here
+    members = [p for p in procs if p.pgid == group and p.state != "Z"]
+    leader = next((p for p in procs if p.pid == group), None)
     if leader is not None:
         if (
             run.start_ticks is not None
@@ -61,9 +62,15 @@ def run_state(
     now: float,
     start_window: float = START_WINDOW_S,
 ) -> str:
+    return state_of(run, bool(group_members(run, procs)), now, start_window)
+
+
+def state_of(
+    run: RunRecord | None, alive: bool, now: float, start_window: float = START_WINDOW_S
+) -> str:
+    """``run_state`` for a caller that knows whether the run's group has live members."""
     if run is None:
         return "none"
-    alive = bool(group_members(run, procs))
     if run.launch_error and not alive:  # a job alive despite a reported failure is running
         return "launch-failed"
     if alive:

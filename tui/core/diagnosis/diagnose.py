@@ -7,17 +7,17 @@ sample does not flash a warning; each label carries since when it has held.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import NamedTuple
 
 from dflash_train.topology import Topology
 from dflash_tui.core.base.codes import GPU_LABELS
-from dflash_tui.core.base.rundir import run_state
+from dflash_tui.core.base.rundir import state_of
 from dflash_tui.core.base.snapshot import Gpu, GpuProcess, LogState, Snapshot
 from dflash_tui.core.diagnosis.findings_gpu import build_findings
 from dflash_tui.core.diagnosis.findings_machine import machine_findings
-from dflash_tui.core.diagnosis.ownership import judge, run_alive
+from dflash_tui.core.diagnosis.ownership import judge, live_members, run_alive
 from dflash_tui.core.diagnosis.proc_order import heaviest_first
 from dflash_tui.core.diagnosis.progress import Progress
 from dflash_tui.core.diagnosis.severity import rank
@@ -77,12 +77,25 @@ _VIEWS = "_dflash_views"  # a snapshot's own memo of _sample_views, per (topolog
 _LAST = "_dflash_views_last"  # the (topology, thresholds, answer) asked last
 
 
-class _Views(NamedTuple):
-    """One sample's answer: per GPU its view and raw labels, and the labels alone (the
-    history that ``_since`` walks)."""
+# Runs: for each (GPU, label) of a sample, how many samples in a row, ending with it, carried
+# the label; each answer's runs are counted on from the answer of the sample before it, and
+# are valid for a window only when every answer's runs were counted from the answer before it
+# in that window (told by the serial number each counting gets: never reused).
+_Runs = dict[tuple[int, str], int]
+_SERIAL = itertools.count(1)
 
-    views: dict[int, tuple[GpuView, set[str]]]
-    labels: dict[int, set[str]]
+
+class _Views:
+    """One sample's answer: per GPU its view and raw labels, the labels alone, and ``chain``:
+    (its serial, the serial of the answer its runs were counted from, 0 for none, its runs),
+    set as one tuple (two diagnoses at once may count the same sample)."""
+
+    __slots__ = ("chain", "labels", "views")
+
+    def __init__(self, views: dict[int, tuple[GpuView, set[str]]]) -> None:
+        self.views = views
+        self.labels = {i: labels for i, (_, labels) in views.items()}
+        self.chain: tuple[int, int, _Runs] | None = None
 
 
 def _sample_views(snap: Snapshot, topology: Topology, th: Thresholds) -> _Views:
@@ -99,8 +112,7 @@ def _sample_views(snap: Snapshot, topology: Topology, th: Thresholds) -> _Views:
     key = (topology, th)
     answer = kept.get(key)
     if answer is None:
-        views = _compute_views(snap, topology, th)
-        answer = kept[key] = _Views(views, {i: labels for i, (_, labels) in views.items()})
+        answer = kept[key] = _Views(_compute_views(snap, topology, th))
     memo[_LAST] = (topology, th, answer)
     return answer
 
@@ -126,16 +138,32 @@ def _compute_views(
     return out
 
 
-def _since(
-    code: str, index: int, history: Sequence[dict[int, set[str]]], times: Sequence[float]
-) -> float:
-    """Time of the first sample of the latest unbroken stretch that carried the label."""
-    since = times[-1]
-    for labels, t in zip(reversed(history), reversed(times), strict=True):
-        if code not in labels.get(index, set()):
-            break
-        since = t
-    return since
+def _runs(window: Sequence[Snapshot], topology: Topology, th: Thresholds) -> _Runs:
+    """The latest sample's runs over ``window``: a label held by the latest sample since
+    window[-r] (or before the window, when r >= len(window)). A tracker's window moves on by a
+    sample: the earlier answers' runs still hold (each was counted from the answer before it,
+    which is still in the window, unchanged), and only the new sample's are counted, instead
+    of walking the window back for every label of every GPU. The first sample of a window may
+    have been counted from one before the window: its runs then say at least as much as the
+    window's, and a run reaching past the window's start reads as its first sample anyway."""
+    before, runs = 0, None
+    for s in window:
+        last = s.__dict__.get(_LAST)
+        answer = last[2] if last is not None and last[0] is topology and last[1] is th else None
+        if answer is None:
+            answer = _sample_views(s, topology, th)
+        chain = answer.chain
+        if chain is None or (runs is not None and chain[1] != before):
+            old: _Runs = runs or {}
+            runs = {
+                (i, code): old.get((i, code), 0) + 1
+                for i, labels in answer.labels.items()
+                for code in labels
+            }
+            chain = answer.chain = (next(_SERIAL), before, runs)
+        before, runs = chain[0], chain[2]
+    assert runs is not None
+    return runs
 
 
 def _flappy(code: str, view: GpuView) -> bool:
@@ -176,22 +204,11 @@ def _find_log(logs: Sequence[LogState], path: str) -> LogState | None:
     return next((x for x in logs if x.path == path), None)
 
 
-def _carry(
-    gpus: Sequence[GpuView], logs: Sequence[LogView], earlier: Diagnosis | None
-) -> tuple[tuple[GpuView, ...], tuple[LogView, ...]]:
+def _carry_logs(logs: Sequence[LogView], earlier: Diagnosis | None) -> tuple[LogView, ...]:
     if earlier is None:
-        return tuple(gpus), tuple(logs)
-    was = {(g.index, lb.code): lb for g in earlier.gpus for lb in g.labels}
+        return tuple(logs)
     gone = {lg.path: lg for lg in earlier.logs if lg.missing_since is not None}
-    gpus_out = tuple(
-        replace(
-            v,
-            labels=tuple(carried(lb, was.get((v.index, lb.code))) for lb in v.labels),
-        )
-        for v in gpus
-    )
-    logs_out = tuple(carried_log(lg, gone.get(lg.path)) for lg in logs)
-    return gpus_out, logs_out
+    return tuple(carried_log(lg, gone.get(lg.path)) for lg in logs)
 
 
 def window_s(th: Thresholds) -> float:
@@ -215,32 +232,37 @@ def diagnose(
     if not snapshots:
         raise ValueError("diagnose needs at least one snapshot")
     latest = snapshots[-1]
-    span = window_s(th)
-    window = [s for s in snapshots if latest.time - s.time <= span]
-    per_snap = [_sample_views(s, topology, th) for s in window]
-    history = [v.labels for v in per_snap]
-    times = [s.time for s in window]
-    views: list[GpuView] = []
+    span, now = window_s(th), latest.time
+    window = [s for s in snapshots if now - s.time <= span]
+    runs, n, first = _runs(window, topology, th), len(window), window[0].time
+    answer = _sample_views(latest, topology, th)
+    # Each label as it holds on from the previous diagnosis: the earlier start (and whether
+    # that start is only a lower bound) wins.
+    was = {(g.index, lb.code): lb for g in earlier.gpus for lb in g.labels} if earlier else {}
+    gpus: list[GpuView] = []
     # A quiet GPU of a run still starting is not idle (the one rule: ``starting_up``).
     quiet_ok = {"idle"} if starting_up(latest, th, progress) else set()
-    for index, (view, labels) in sorted(per_snap[-1].views.items()):
+    for index, (view, labels) in sorted(answer.views.items()):
         kept = []
         for code in sorted(labels - quiet_ok, key=GPU_LABELS.index):
-            since = _since(code, index, history, times)
-            if _held(since, latest.time, times[0], live, _flappy(code, view), th):
-                kept.append(began(Label(code, since, since <= times[0]), latest))
+            since = window[n - min(runs[index, code], n)].time
+            if _held(since, now, first, live, _flappy(code, view), th):
+                kept.append(began(Label(code, since, since <= first), latest))
         if not kept:
-            kept = [Label("ok", latest.time)]
-        views.append(replace(view, labels=tuple(kept)))
-    gpus, logs = _carry(views, _log_views(window), earlier)
-    state = run_state(latest.run, latest.procs, latest.time, th.start_window_s)
+            kept = [Label("ok", now)]
+        labels_out = tuple(carried(lb, was.get((index, lb.code))) for lb in kept)
+        gpus.append(replace(view, labels=labels_out))
+    logs = _carry_logs(_log_views(window), earlier)
+    # The run's members, as the views above found them (one pass over the table, not two).
+    alive = latest.run is not None and bool(live_members(latest))
+    state = state_of(latest.run, alive, now, th.start_window_s)
     diag = Diagnosis(
         time=latest.time,
         host=latest.host,
         topology=topology,
         run_state=state,
         run=latest.run,
-        gpus=gpus,
+        gpus=tuple(gpus),
         logs=logs,
         telemetry_source=latest.telemetry.source,
         telemetry_error=latest.telemetry.error,

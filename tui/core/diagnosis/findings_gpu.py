@@ -174,10 +174,15 @@ def _orphan_findings(views: Sequence[GpuView], run_known: bool) -> list[Finding]
 def _label_findings(diag: Diagnosis) -> list[Finding]:
     active = diag.run_state in ACTIVE
     out = []
+    # Each label's GPUs in one pass over the GPUs (not one per label code), in their order.
+    by_code: dict[str, list[GpuView]] = {}
+    for v in diag.gpus:
+        for code in dict.fromkeys(v.codes):
+            by_code.setdefault(code, []).append(v)
     for code in GPU_LABELS:
         if code == "ok":
             continue
-        views = [v for v in diag.gpus if code in v.codes]
+        views = by_code.get(code, [])
         if views and code == "orphan-process":
             out += _orphan_findings(views, diag.run is not None)
         elif views:

@@ -37,9 +37,10 @@ def machine_findings(
         out += _disks(diag, window, th)
         out += _checkpoint(diag, m, th, progress)
     out += _oom(diag, window)
-    lost = _lost(diag, window)
+    xids = _xid_events(diag, window)  # both read it: one walk of the window's NVML events
+    lost = _lost(diag, window, xids)
     out += lost
-    out += _xids(diag, window, {i for f in lost for i in f.gpus})
+    out += _xids(xids, {i for f in lost for i in f.gpus})
     out += _workers(diag, latest, th, progress)
     return out
 
@@ -254,9 +255,9 @@ def _xid_events(
     return out
 
 
-def _xids(diag: Diagnosis, window: Sequence[Snapshot], lost: set[int]) -> list[Finding]:
+def _xids(events: dict[int, list[tuple[int | None, str]]], lost: set[int]) -> list[Finding]:
     out = []
-    for code, where in sorted(_xid_events(diag, window).items()):
+    for code, where in sorted(events.items()):
         if code == 79:
             continue  # said by gpu-lost
         ids = tuple(sorted({i for i, _ in where if i is not None}))
@@ -275,14 +276,17 @@ def _xids(diag: Diagnosis, window: Sequence[Snapshot], lost: set[int]) -> list[F
     return out
 
 
-def _lost(diag: Diagnosis, window: Sequence[Snapshot]) -> list[Finding]:
-    """gpu-lost: NVML says GPU_IS_LOST, Xid 79 was logged, or nvidia-smi cannot reach it."""
+def _lost(
+    diag: Diagnosis, window: Sequence[Snapshot], xids: dict[int, list[tuple[int | None, str]]]
+) -> list[Finding]:
+    """gpu-lost: NVML says GPU_IS_LOST, Xid 79 was logged (``xids``: ``_xid_events``), or
+    nvidia-smi cannot reach it."""
     latest = window[-1]
     why: dict[int | None, str] = {}
     for h in latest.machine.gpu_health if latest.machine else ():
         if h.lost:
             why[h.index] = f"NVML: {h.error or 'GPU is lost'}"
-    for code, where in _xid_events(diag, window).items():
+    for code, where in xids.items():
         if code == 79:
             for i, src in where:
                 why.setdefault(i, f"Xid 79 in the {src}")

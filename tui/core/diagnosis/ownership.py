@@ -41,7 +41,7 @@ def judge(gp: GpuProcess, snap: Snapshot) -> tuple[str, str, str]:
     if run is not None and run.pgid is not None:
         # Once the wrapper recorded an exit, whatever is left of the group is a leftover.
         ended = run.exit_code is not None
-        live = set() if ended else _live_members(snap)
+        live = set() if ended else live_members(snap)
         if live and (proc.pid in live or proc.sid == run.pgid or _descends(proc.pid, run, snap)):
             return "run", "", ""
         if ended and _left_by(proc, run.pgid, run.start_ticks, snap):
@@ -63,7 +63,7 @@ def run_alive(snap: Snapshot) -> bool:
         return False
     if run.pgid is None:  # no pid file yet: the launcher may still be starting it
         return run.started_at is None and not run.launch_error
-    return bool(_live_members(snap))
+    return bool(live_members(snap))
 
 
 def _sees_host_pids(snap: Snapshot) -> bool:
@@ -137,8 +137,8 @@ def _left_by(proc: Proc, pgid: int, ticks: int | None, snap: Snapshot) -> bool:
     return proc.start_ticks >= ticks
 
 
-def _live_members(snap: Snapshot) -> set[int]:
-    """PIDs of the run's group, once per snapshot."""
+def live_members(snap: Snapshot) -> set[int]:
+    """PIDs of the run's group, once per snapshot (its run state reads them too)."""
     return _memo(snap, "_run_members", lambda: {p.pid for p in group_members(snap.run, snap.procs)})
 
 

@@ -45,6 +45,8 @@ def carried(label: Label, was: Label | None) -> Label:
     that start is only a lower bound) wins."""
     if was is None or was.since > label.since:
         return label
+    if was.code == label.code:  # the label with the earlier start and bound: ``was`` itself
+        return was
     return replace(label, since=was.since, at_least=was.at_least)
 
 

@@ -137,11 +137,12 @@ class Timeline:
                 self._milestones(log.lines, t, new)
 
     def _milestones(self, lines: tuple[str, ...], t: float, new: list[Event]) -> None:
+        seen = self._seen
         for line in lines[-2000:]:  # a flood cannot make this slow
-            kind, text = _milestone(line)
-            if kind is None or kind in self._seen:
+            kind, text = _milestone(line, seen)
+            if kind is None or kind in seen:
                 continue
-            self._seen.add(kind)
+            seen.add(kind)
             sev = "error" if kind == "error" else "info"
             new.append(Event(t, kind, sev, text))
 
@@ -159,7 +160,21 @@ def _is_events(path: str) -> bool:
     return path.endswith("events.jsonl")
 
 
-def _milestone(line: str) -> tuple[str | None, str]:
+def _may_name_milestone(head: str) -> bool:
+    """Could one of ``_MILESTONES`` match? Each needs its word (``loaded``, ``compil``,
+    ``warm``); for ASCII text a lower-case test says so (case folding maps no other letter to
+    an ASCII one in these words but for the regexes' own Unicode rules: non-ASCII text asks
+    them)."""
+    if not head.isascii():
+        return True
+    low = head.lower()
+    return "loaded" in low or "compil" in low or "warm" in low
+
+
+def _milestone(line: str, seen: set[str] | frozenset[str] = frozenset()) -> tuple[str | None, str]:
+    """The milestone a log line names, if any. ``seen``: milestones already reported; a
+    line whose milestone would be one of them may be answered None without finding which
+    (every line of every sample of a run's log comes here)."""
     head = line[:2000]
     if head.startswith("{"):
         try:
@@ -171,9 +186,12 @@ def _milestone(line: str) -> tuple[str | None, str]:
             if name == "step":
                 return "first_step", f"first step (step {doc.get('step', '?')})"
             return name, f"{name.replace('_', ' ')}"
-    for kind, rx in _MILESTONES:
-        if rx.search(head):
-            return kind, kind.replace("_", " ")
+    if _may_name_milestone(head):
+        for kind, rx in _MILESTONES:
+            if rx.search(head):
+                return kind, kind.replace("_", " ")
+    if "first_step" in seen and not _ERROR.search(head):
+        return None, ""  # a step line or none: nothing new either way
     m = parse_line(head)
     if m is not None and m.step is not None:
         return "first_step", f"first step (step {m.step})"

@@ -5,6 +5,7 @@ other."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from dflash_train.topology import Topology
@@ -51,8 +52,10 @@ class GpuView:
     # the GPU while no run of ours is alive: whatever it is, the GPU is not free for the run.
     unseen_holder: bool = False
 
-    @property
+    @functools.cached_property
     def codes(self) -> tuple[str, ...]:
+        # Kept: the findings ask it of every GPU for every label code, every sample (the
+        # record is frozen, its labels never change).
         return tuple(lb.code for lb in self.labels)
 
     @property

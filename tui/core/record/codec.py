@@ -15,7 +15,7 @@ from typing import Any
 
 from dflash_tui.core.base.fields import as_list
 from dflash_tui.core.base.machine import GpuHealth, Machine
-from dflash_tui.core.base.snapshot import Snapshot, StepPoints
+from dflash_tui.core.base.snapshot import Proc, Snapshot, StepPoints
 from dflash_tui.core.base.snapshot_rows import RowMemo
 from dflash_tui.core.diagnosis.timeline import Event
 from dflash_tui.core.diagnosis.views import Diagnosis
@@ -63,27 +63,30 @@ def _machine(m: Machine | None) -> dict[str, Any] | None:
     return out
 
 
+_FIELDS = tuple(f.name for f in fields(Snapshot))  # in order: the record's keys' order
+
+
 def snapshot_dict(snap: Snapshot) -> dict[str, Any]:
     """The probe's JSON object for ``snap`` (``Snapshot.from_dict`` reads it back)."""
     out: dict[str, Any] = {}
-    for f in fields(snap):
-        v = getattr(snap, f.name)
-        if f.name in _NESTED:
-            out[f.name] = _row(v) if v is not None else None
-        elif f.name in _ROWS:
-            out[f.name] = [_row(x) for x in v]
-        elif f.name == "procs":
+    for name in _FIELDS:
+        v = getattr(snap, name)
+        if name in _NESTED:
+            out[name] = _row(v) if v is not None else None
+        elif name in _ROWS:
+            out[name] = [_row(x) for x in v]
+        elif name == "procs":
             continue  # written by the encoder (whole or as a delta)
-        elif f.name == "supervisor":
-            out[f.name] = v.doc if v is not None else None
-        elif f.name == "steps":
-            out[f.name] = _steps(v)
-        elif f.name == "machine":
-            out[f.name] = _machine(v)
-        elif f.name == "workers":
-            out[f.name] = [_row(w) for w in v]
+        elif name == "supervisor":
+            out[name] = v.doc if v is not None else None
+        elif name == "steps":
+            out[name] = _steps(v)
+        elif name == "machine":
+            out[name] = _machine(v)
+        elif name == "workers":
+            out[name] = [_row(w) for w in v]
         else:
-            out[f.name] = v
+            out[name] = v
     return out
 
 
@@ -99,13 +102,29 @@ def event_dict(ev: Event) -> dict[str, Any]:
     return {"time": ev.time, "kind": ev.kind, "severity": ev.severity, "text": ev.text}
 
 
+# One encoder for every record (``json.dumps`` with options makes one a call): the same text.
+_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
 def dumps(obj: dict[str, Any]) -> bytes:
     # NaN stays NaN (a loss of nan is a finding): Python's json reads its own NaN back.
-    return (json.dumps(obj, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+    return (_JSON.encode(obj) + "\n").encode()
 
 
 def _same(row: Any) -> Any:
     return row
+
+
+def _differs(old: Any, row: Any) -> bool:
+    """``old != row``; two process records compared by their fields' dict (a frozen
+    dataclass's ``==`` builds two tuples of its fields in Python: a table's worth of rows of
+    another parse, every sample). The fields' dict is what ``_row`` writes."""
+    if type(old) is Proc and type(row) is Proc:
+        return bool(old.__dict__ != row.__dict__)
+    return bool(old != row)
+
+
+_NONE = object()  # no row of that PID last time (a row may be None: it is compared)
 
 
 class Encoder:
@@ -117,16 +136,40 @@ class Encoder:
     into dicts only for the rows written; from ``record``, the dicts."""
 
     def __init__(self) -> None:
-        self.procs: dict[Any, Any] = {}
+        self._procs: dict[Any, Any] | None = {}
         self.first = True
+        # From ``sample``: the last table, when no PID repeats in it (its rows by PID are
+        # then the table itself: ``procs`` builds them when asked).
+        self.table: tuple[Any, ...] | None = None
+
+    @property
+    def procs(self) -> dict[Any, Any]:
+        """The last sample's process rows by PID, as given."""
+        if self._procs is None:
+            self._procs = {p.pid: p for p in self.table or ()}
+        return self._procs
 
     def sample(
         self, snap: Snapshot, diag: Diagnosis | None, events: list[Event] | tuple[Event, ...]
     ) -> dict[str, Any]:
         diag_d = diagnosis_dict(diag) if diag is not None else None
-        rows = {p.pid: p for p in snap.procs}
         d, evs = snapshot_dict(snap), [event_dict(e) for e in events]
-        return self._record(d, rows, diag_d, evs, _row)
+        table, old = snap.procs, self.table
+        if old is not None and len(table) == len(old):
+            # Most samples: the rows by position, telling an unchanged row by identity (no
+            # index by PID, no look at every row). With the same PIDs in the same places,
+            # the general case writes the rows that differ, none gone, no order to say.
+            moved = [(r, o) for r, o in zip(table, old, strict=True) if r is not o]
+            if all(r.pid == o.pid for r, o in moved):
+                d["procs_set"] = [_row(r) for r, o in moved if _differs(o, r)]
+                d["procs_gone"] = []
+                self.table, self._procs = table, None
+                return self._finish(d, diag_d, evs)
+        rows = {p.pid: p for p in table}
+        rec = self._record(d, rows, diag_d, evs, _row)
+        if len(rows) == len(table):  # no PID twice: its rows by PID are its rows in order
+            self.table = table
+        return rec
 
     def record(
         self,
@@ -152,15 +195,24 @@ class Encoder:
         else:
             old = self.procs
             d["procs_set"] = [
-                as_row(r) for pid, r in rows.items() if (o := old.get(pid)) is not r and o != r
+                as_row(r)
+                for pid, r in rows.items()
+                if (o := old.get(pid, _NONE)) is not r and (o is _NONE or _differs(o, r))
             ]
-            d["procs_gone"] = [pid for pid in self.procs if pid not in rows]
+            d["procs_gone"] = [pid for pid in old if pid not in rows]
             # The decoder keeps the old rows' order and appends new PIDs: say the order only
             # when the probe's differs from that (rare: a PID back after it had gone).
-            kept = [pid for pid in self.procs if pid in rows]
-            if kept + [pid for pid in rows if pid not in self.procs] != list(rows):
+            kept = [pid for pid in old if pid in rows]
+            if kept + [pid for pid in rows if pid not in old] != list(rows):
                 d["procs_order"] = list(rows)
-        self.procs, self.first = rows, False
+        self._procs, self.first = rows, False
+        self.table = None
+        return self._finish(d, diag, events)
+
+    def _finish(
+        self, d: dict[str, Any], diag: dict[str, Any] | None, events: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        self.first = False
         rec: dict[str, Any] = {"k": "s", "t": d.get("time"), "snap": d}
         if diag is not None:
             rec["diag"] = diag

@@ -111,6 +111,20 @@ class Recorder:
         self.others: set[Path] = set()  # record dirs another live writer holds
         self.claimed: Path | None = None  # the record dir whose .writer file is ours
         self.samples = 0  # samples recorded
+        self._where: tuple[tuple[object, ...], Path] | None = None  # record_dir's last answer
+
+    def where(self, snap: Snapshot) -> Path:
+        """``record_dir`` of this sample, kept while what it is made of stays (the run, the
+        variables it reads): paths joined per sample of every host add up."""
+        run, env = snap.run, os.environ
+        if run is None:  # samples before any run: a local run root may name any variable
+            return record_dir(self.host, snap)
+        key = (self.host, run.id, run.dir, env.get(DIR_ENV), env.get("XDG_STATE_HOME"),
+               env.get("HOME"))  # fmt: skip
+        kept = self._where
+        if kept is None or kept[0] != key:
+            kept = self._where = (key, record_dir(self.host, snap))
+        return kept[1]
 
     def add(
         self, snap: Snapshot, diag: Diagnosis | None, events: Sequence[Event] | None = None
@@ -120,7 +134,7 @@ class Recorder:
             return
         if events is None:
             events = self.timeline.fold(snap, diag) if diag is not None else []
-        where = record_dir(self.host, snap)
+        where = self.where(snap)
         if where in self.failed or where in self.others:
             return
         try:
