@@ -5,7 +5,9 @@
 # supervisor's dependencies the carried wheels in .whl/ (bench/device_env.sh installs them).
 # First one login (bench/sshd_check.py: what a session sees; the sshd's log if it fails).
 #   OUT=/tmp/out [WHAT="check hosts status"] [HOSTS=8,16,64] [SECONDS_EACH=10] [REPEATS=2]
-#   [WARMUP=12] [PER_HOST=0.5] [RUNS=3] bash bench/device_scale.sh
+#   [WARMUP=12] [PER_HOST=0.5] [RUNS=3] [BASELINE=DIR] bash bench/device_scale.sh
+# BASELINE: a checkout of another tree (e.g. `git archive REV | tar -x -C .before`, carried),
+# which hosts_cost runs interleaved with this one (--baseline-dir).
 # Defaults take about 5 minutes: hosts_cost 2 x (3 windows of 10 s after 12 s + 0.5 s a host),
 # status_hosts 1 warm-up + 3 runs of each count. Files back: device_scale.log (all output),
 # hosts_cost.md and status_hosts.md (the tables).
@@ -46,7 +48,8 @@ for what in ${WHAT:-check hosts status}; do
       echo "== hosts_cost.py --hosts $HOSTS" | tee -a "$LOG"
       timeout "${HOSTS_LIMIT:-360}" python3 bench/hosts_cost.py --hosts "$HOSTS" \
         --seconds "${SECONDS_EACH:-10}" --repeats "${REPEATS:-2}" --warmup "${WARMUP:-12}" \
-        --warmup-per-host "${PER_HOST:-0.5}" 2>&1 | tee -a "$LOG" | tee "$OUT/hosts_cost.raw"
+        --warmup-per-host "${PER_HOST:-0.5}" ${BASELINE:+--baseline-dir "$BASELINE"} 2>&1 \
+        | tee -a "$LOG" | tee "$OUT/hosts_cost.raw"
       sed -n '/^| tree /,$p' "$OUT/hosts_cost.raw" >"$OUT/hosts_cost.md"
       rm -f "$OUT/hosts_cost.raw"
       ;;
