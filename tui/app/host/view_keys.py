@@ -78,8 +78,8 @@ class ViewKeys:
         on = self.detail().logs().toggle_follow()
         self.notify("following the logs" if on else "follow paused", timeout=2)
 
-    def action_other_tab(self: ViewApp) -> None:
-        self.detail().next_tab()
+    async def action_other_tab(self: ViewApp) -> None:
+        await self.detail().next_tab()
 
     def history_shown(self: ViewApp) -> bool:
         """Whether the shown host's History tab is up (its keys work only then)."""
@@ -99,8 +99,8 @@ class ViewKeys:
         compact = self.detail().toggle_compact()
         self.notify("GPUs: one line each" if compact else "GPUs: full panels", timeout=2)
 
-    def action_gpu_procs(self: ViewApp) -> None:
-        self.detail().show_gpu_procs()
+    async def action_gpu_procs(self: ViewApp) -> None:
+        await self.detail().show_gpu_procs()
 
     def action_zoom(self: ViewApp) -> None:
         pane = self.detail()
