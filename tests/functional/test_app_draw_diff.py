@@ -303,7 +303,7 @@ async def test_opening_the_filter_box_on_a_quiet_log_keeps_it_at_its_end() -> No
         view = next(iter(area.tails.values())).log_view
         assert view.is_vertical_scroll_end
         height = view.scrollable_content_region.height
-        area.open_filter()
+        await area.open_filter()
         await until(pilot, lambda: view.scrollable_content_region.height < height)
         await until(pilot, lambda: view.is_vertical_scroll_end)
         assert many[-1] in screen_text(app)

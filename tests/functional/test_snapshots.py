@@ -11,6 +11,7 @@ import time
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import Input
 
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
@@ -128,6 +129,13 @@ def test_timeline_tab(snap_compare) -> None:  # type: ignore[no-untyped-def]
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
+def steady_cursor(app: DflashApp) -> None:
+    """The focused box's cursor shown, not blinking: a blink's phase would vary the picture."""
+    box = app.focused
+    assert isinstance(box, Input)
+    box.cursor_blink = False
+
+
 def test_log_filter_and_search_boxes(snap_compare) -> None:  # type: ignore[no-untyped-def]
     """`/` opens the log filter's box with the filter in force; typed into and escaped, then
     `s` opens the search box with a pattern typed (the boxes are made when first opened)."""
@@ -136,6 +144,7 @@ def test_log_filter_and_search_boxes(snap_compare) -> None:  # type: ignore[no-u
     async def run_before(pilot: Pilot) -> None:
         await settled(app, n)(pilot)
         await pilot.press("slash", "x", "escape", "s", "s", "t", "e", "p")
+        steady_cursor(app)
         await pilot.pause(0.3)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
@@ -150,6 +159,7 @@ def test_gpu_table_filter_box(snap_compare) -> None:  # type: ignore[no-untyped-
         await pilot.press("p")
         await pilot.pause(0.2)
         await pilot.press("slash", "o", "r", "p")
+        steady_cursor(app)
         await pilot.pause(0.3)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

@@ -57,8 +57,8 @@ class ViewApp(AppPort, Protocol):
 class ViewKeys:
     """The app's ``action_*`` methods for the view keys (``DflashApp`` mixes it in)."""
 
-    def action_filter(self: ViewApp) -> None:
-        self.detail().logs().open_filter()
+    async def action_filter(self: ViewApp) -> None:
+        await self.detail().logs().open_filter()
 
     def apply_filter(self: ViewApp, text: str) -> None:
         area = self.detail().logs()
@@ -109,8 +109,8 @@ class ViewKeys:
         elif pane.zoom.toggle(self.focused) is None:
             self.notify("tab to an area first: + zooms the focused one", timeout=3)
 
-    def action_search(self: ViewApp) -> None:
-        self.log_keys.search()
+    async def action_search(self: ViewApp) -> None:
+        await self.log_keys.search()
 
     def action_search_step(self: ViewApp, forward: bool) -> None:
         self.log_keys.step(forward)
