@@ -4,10 +4,10 @@ auto-restart state are drawn on them (as Posting's ResponseArea owns its respons
 the app hands it what to draw and never reaches into its widgets.
 
 Its widgets are made when the host is first shown: 64 hosts must not cost 64 sets of ~40
-widgets when one is on screen. The right-hand tabs after the process tree (Timeline, History,
-GPU procs) get their views the first time each is shown, from the same store. Until then, and whenever another host is shown, a sample is only
+widgets when one is on screen. Until then, and whenever another host is shown, a sample is only
 folded into the pane's store (tui/app/host/store.py) and kept as the latest; shown, the pane
-draws from them (``catch_up``).
+draws from them (``catch_up``). So do the right-hand tabs after the process tree (Timeline,
+History, GPU procs): each one's view is made the first time it is shown, from the same store.
 
 It guards itself: a pane that is not mounted yet, is being removed or is gone, or whose app is
 shutting down draws nothing and raises nothing, because a sample, a link tick or a supervisor's
