@@ -275,12 +275,20 @@ async def test_a_quiet_screen_keeps_no_timer_running() -> None:
         # No link styling pass over the panels' lines (they have no links).
         assert not app.detail().query_one(GpuBoard).auto_links
         wait = app.screen.query_one(WaitBar)
-        bar = wait.query_one(Bar)
-        assert bar.auto_refresh is None
+        assert not wait.query(Bar)  # none until the first wait: nothing of it can animate
         wait.start("stopping the run")
         wait.step("waiting for the process group to exit")
+        await until(pilot, lambda: bool(wait.query(Bar)))
         await pilot.pause()
+        bar = wait.query_one(Bar)
         assert bar.auto_refresh is not None  # the indeterminate bar moves while it waits
+        assert "waiting for the process group" in str(wait.query_one("#wait-text").render())
+        wait.stop()
+        await pilot.pause()
+        assert bar.auto_refresh is None
+        wait.start("again")  # the same widgets: a hidden bar is kept, not made twice
+        await pilot.pause()
+        assert wait.query_one(Bar) is bar and bar.auto_refresh is not None
         wait.stop()
         await pilot.pause()
         assert bar.auto_refresh is None

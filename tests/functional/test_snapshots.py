@@ -17,6 +17,7 @@ from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.host.logs.widget import TailLog
 from dflash_tui.app.host.source import ScriptedSource
+from dflash_tui.app.widgets.waits import WaitBar
 from dflash_tui.core.base.config_types import Config
 
 SIZE = (120, 40)
@@ -172,6 +173,20 @@ def test_compact_lines_and_back(snap_compare) -> None:  # type: ignore[no-untype
     async def run_before(pilot: Pilot) -> None:
         await settled(app, n)(pilot)
         await pilot.press("c")
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_wait_bar(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """A control action's wait at the bottom: what it waits for, its progress, esc."""
+    app, n = scene_app("healthy_run", "dflash-dark")
+
+    async def run_before(pilot: Pilot) -> None:
+        await settled(app, n)(pilot)
+        wait = app.screen.query_one(WaitBar)
+        wait.start("stopping the run")
+        wait.step("waiting for GPU memory to be released", 3, 10)
         await pilot.pause(0.3)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
