@@ -146,6 +146,8 @@ async def test_the_timeline_says_each_restart_before_it_runs_in_time_order(root:
         await pilot.press("l")
         await until(pilot, lambda: app.current.auto == "fatal", timeout=30)
         await pilot.pause(1.0)  # the samples that see the last crash
+        await pilot.press("e")  # the Timeline tab: its list is made now
+        await pilot.pause(0.1)
         shown = app.screen.query_one(TimelineList).events
         times = [e.time for e in shown]
         assert times == sorted(times), [(e.time, e.kind, e.text) for e in shown]

@@ -234,10 +234,10 @@ async def test_a_hidden_gpu_process_table_fills_when_shown() -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: app.samples >= len(snaps))
         await pilot.pause(0.3)
-        view = app.detail().query_one(GpuProcView)
-        assert view.table.row_count == 0  # its tab was never shown: the table waits
-        assert view.pending
+        # Its tab was never shown: no table is made, the samples wait in the pane.
+        assert not app.detail().query(GpuProcView) and app.detail().latest is not None
         await pilot.press("p")
+        view = app.detail().query_one(GpuProcView)
         await until(pilot, lambda: view.table.row_count > 0)
         assert not view.pending
         assert view.table.row_count == len(view.shown) == len(view.rows)
@@ -275,12 +275,20 @@ async def test_a_quiet_screen_keeps_no_timer_running() -> None:
         # No link styling pass over the panels' lines (they have no links).
         assert not app.detail().query_one(GpuBoard).auto_links
         wait = app.screen.query_one(WaitBar)
-        bar = wait.query_one(Bar)
-        assert bar.auto_refresh is None
+        assert not wait.query(Bar)  # none until the first wait: nothing of it can animate
         wait.start("stopping the run")
         wait.step("waiting for the process group to exit")
+        await until(pilot, lambda: bool(wait.query(Bar)))
         await pilot.pause()
+        bar = wait.query_one(Bar)
         assert bar.auto_refresh is not None  # the indeterminate bar moves while it waits
+        assert "waiting for the process group" in str(wait.query_one("#wait-text").render())
+        wait.stop()
+        await pilot.pause()
+        assert bar.auto_refresh is None
+        wait.start("again")  # the same widgets: a hidden bar is kept, not made twice
+        await pilot.pause()
+        assert wait.query_one(Bar) is bar and bar.auto_refresh is not None
         wait.stop()
         await pilot.pause()
         assert bar.auto_refresh is None
@@ -303,7 +311,7 @@ async def test_opening_the_filter_box_on_a_quiet_log_keeps_it_at_its_end() -> No
         view = next(iter(area.tails.values())).log_view
         assert view.is_vertical_scroll_end
         height = view.scrollable_content_region.height
-        area.open_filter()
+        await area.open_filter()
         await until(pilot, lambda: view.scrollable_content_region.height < height)
         await until(pilot, lambda: view.is_vertical_scroll_end)
         assert many[-1] in screen_text(app)

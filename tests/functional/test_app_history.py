@@ -69,14 +69,14 @@ async def press(pilot: Pilot, view: HistoryView, key: str) -> None:
 async def on_history(pilot: Pilot, app: DflashApp) -> HistoryView:
     await until(pilot, lambda: app.samples >= 41, timeout=90)
     await pilot.pause(0.2)
-    view = app.detail().history()
-    assert view.bounds() is not None
-    whole = view.bounds()
+    assert app.detail().store.history.span() is not None
     await pilot.press("z", "less_than_sign")  # the tab is not shown: the keys do nothing
-    assert view.bounds() == whole and not app.history_shown()
-    assert "app.history_zoom" not in footer_actions(app)
+    assert not app.history_shown() and "app.history_zoom" not in footer_actions(app)
+    assert not app.detail().query(HistoryView)  # made when its tab is first shown
     await pilot.press("e", "e")
+    view = app.detail().history()
     await built(pilot, view)
+    assert view.bounds() == view.view.bounds(app.detail().store.history.span())
     assert app.history_shown() and "app.history_zoom" in footer_actions(app)
     assert view.shown  # so new samples are plotted now
     return view
@@ -151,7 +151,7 @@ async def test_a_live_runs_steps_reach_the_history_each_once_in_order(host: Host
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.samples >= 1)
         await pilot.press("l")
-        history = app.detail().history().history
+        history = app.detail().store.history  # the History tab's, kept while it is hidden
         await until(pilot, lambda: len(history.loss) >= 15, timeout=60)
         losses = [y for _, y in history.loss.points()]
         assert losses == [k + 1.5 for k in range(len(losses))]  # from step 1, none twice
@@ -169,8 +169,8 @@ async def test_plots_that_cannot_be_made_are_said_so_in_the_tab(
     app = DflashApp(Config(), source=ScriptedSource(scenes.history_run()))
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.samples >= 5, timeout=90)
-        view = app.detail().history()
         await pilot.press("e", "e")
+        view = app.detail().history()
         await built(pilot, view)  # the failed mount is not left counting as a build
         title = str(view.query_one("#history-title", Static).render())
         assert "the plots could not be made (RuntimeError: no plotext [b]here[/b])" in title

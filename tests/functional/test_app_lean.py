@@ -49,8 +49,12 @@ def test_the_app_loads_neither_plotext_nor_urllib_until_used() -> None:
     assert "dflash_tui.app.host.pane" in before  # the list is the running app's
     for name in ("plotext", "textual_plotext", "http.client", "urllib.request"):
         assert name not in before, name
+    # The History's and the GPU table's views (and Textual's DataTable) come with their tabs.
+    later = ("dflash_tui.app.host.history.view", "dflash_tui.app.host.procs.gpu_table")
+    for name in (*later, "textual.widgets._data_table"):
+        assert name not in before, name
     # Opening the History tab brings plotext, and its five plots are drawn.
-    assert {"plotext", "textual_plotext"} <= after
+    assert {"plotext", "textual_plotext", "dflash_tui.app.host.history.view"} <= after
     assert out["plots"] == [True] * 5
 
 

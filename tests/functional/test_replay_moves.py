@@ -11,11 +11,11 @@ from pathlib import Path
 from support import screen_text
 
 from dflash_tui.app import scenes
-from dflash_tui.app.host.history.view import HistoryView
 from dflash_tui.app.replay import ReplayApp
 from dflash_tui.core.base.config_record import RecordSettings
 from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot, StepPoints
+from dflash_tui.core.diagnosis.history import RunHistory
 from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.record.recorder import Recorder
 from dflash_tui.core.record.replay import load
@@ -41,10 +41,11 @@ def _recording(tmp_path: Path) -> Path:
     return run
 
 
-def _history(app: ReplayApp) -> HistoryView:
+def _history(app: ReplayApp) -> RunHistory:
+    """What the History tab plots (kept by the host's store whether the tab is shown)."""
     pane = app.pane_of(app.host_states[0])
     assert pane is not None
-    return pane.query_one(HistoryView)
+    return pane.store.history
 
 
 async def test_a_paused_replay_is_not_stale_and_a_jump_folds_the_history(tmp_path: Path) -> None:
@@ -57,14 +58,14 @@ async def test_a_paused_replay_is_not_stale_and_a_jump_folds_the_history(tmp_pat
         await pilot.pause(0.3)
         text = screen_text(app)
         assert "stale" not in text.lower() and "STALE" not in text, text
-        hist = _history(app).history
+        hist = _history(app)
         # Opened at the end: every sample's GPU reading and step point is folded, once.
         assert len(hist.gpus[0].util.points()) == SAMPLES
         assert [round(y, 6) for _, y in hist.loss.points()][:2] == [3.0, 2.9]
         assert len(hist.loss.points()) == SAMPLES
         app.seek(4)  # back: the later points are gone
         await pilot.pause()
-        hist = _history(app).history
+        hist = _history(app)
         assert len(hist.gpus[0].util.points()) == 5 and len(hist.loss.points()) == 5
 
 

@@ -11,11 +11,13 @@ import time
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import Input
 
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.host.logs.widget import TailLog
 from dflash_tui.app.host.source import ScriptedSource
+from dflash_tui.app.widgets.waits import WaitBar
 from dflash_tui.core.base.config_types import Config
 
 SIZE = (120, 40)
@@ -113,3 +115,78 @@ def test_host_strip_screen(snap_compare) -> None:  # type: ignore[no-untyped-def
     drafter 1 (GPU 6) BEHIND while the others wait on it."""
     app, n = scene_app("host_health", "dflash-dark")
     assert snap_compare(app, terminal_size=SIZE, run_before=settled(app, n))
+
+
+def test_timeline_tab(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """`e`: the Timeline tab, its newest events in view (its list is made when the tab is
+    first shown, from the events the host's store kept)."""
+    app, n = scene_app("seed_incident", "dflash-dark")
+
+    async def run_before(pilot: Pilot) -> None:
+        await settled(app, n)(pilot)
+        await pilot.press("e")
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def steady_cursor(app: DflashApp) -> None:
+    """The focused box's cursor shown, not blinking: a blink's phase would vary the picture."""
+    box = app.focused
+    assert isinstance(box, Input)
+    box.cursor_blink = False
+
+
+def test_log_filter_and_search_boxes(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """`/` opens the log filter's box with the filter in force; typed into and escaped, then
+    `s` opens the search box with a pattern typed (the boxes are made when first opened)."""
+    app, n = scene_app("healthy_run", "dflash-dark")
+
+    async def run_before(pilot: Pilot) -> None:
+        await settled(app, n)(pilot)
+        await pilot.press("slash", "x", "escape", "s", "s", "t", "e", "p")
+        steady_cursor(app)
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_gpu_table_filter_box(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """`p`, then `/` in the table: its filter box, a filter typed, the rows it keeps."""
+    app, n = scene_app("gpu_processes", "dflash-dark")
+
+    async def run_before(pilot: Pilot) -> None:
+        await settled(app, n)(pilot)
+        await pilot.press("p")
+        await pilot.pause(0.2)
+        await pilot.press("slash", "o", "r", "p")
+        steady_cursor(app)
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_compact_lines_and_back(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """`c` at 120x40: one line per GPU (made the first time they are asked for)."""
+    app, n = scene_app("seed_incident", "dflash-dark")
+
+    async def run_before(pilot: Pilot) -> None:
+        await settled(app, n)(pilot)
+        await pilot.press("c")
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_wait_bar(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """A control action's wait at the bottom: what it waits for, its progress, esc."""
+    app, n = scene_app("healthy_run", "dflash-dark")
+
+    async def run_before(pilot: Pilot) -> None:
+        await settled(app, n)(pilot)
+        wait = app.screen.query_one(WaitBar)
+        wait.start("stopping the run")
+        wait.step("waiting for GPU memory to be released", 3, 10)
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

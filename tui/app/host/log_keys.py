@@ -41,8 +41,8 @@ class LogKeys:
             self.app.notify("no log is watched here", severity="warning", timeout=3)
         return tail
 
-    def search(self) -> None:
-        self.app.detail().logs().open_search()
+    async def search(self) -> None:
+        await self.app.detail().logs().open_search()
 
     def step(self, forward: bool) -> None:
         area = self.app.detail().logs()

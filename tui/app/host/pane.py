@@ -6,7 +6,8 @@ the app hands it what to draw and never reaches into its widgets.
 Its widgets are made when the host is first shown: 64 hosts must not cost 64 sets of ~40
 widgets when one is on screen. Until then, and whenever another host is shown, a sample is only
 folded into the pane's store (tui/app/host/store.py) and kept as the latest; shown, the pane
-draws from them (``catch_up``).
+draws from them (``catch_up``). So do the right-hand tabs after the process tree (Timeline,
+History, GPU procs): each one's view is made the first time it is shown, from the same store.
 
 It guards itself: a pane that is not mounted yet, is being removed or is gone, or whose app is
 shutting down draws nothing and raises nothing, because a sample, a link tick or a supervisor's
@@ -18,20 +19,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.events import Resize
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import TabbedContent, TabPane
 
 from dflash_tui.app.host.findings.panel import FindingsList, TimelineList
 from dflash_tui.app.host.gpus.grid import GpuGrid
 from dflash_tui.app.host.header import RunHeader
-from dflash_tui.app.host.history.view import HistoryView
 from dflash_tui.app.host.logs.area import LogArea
 from dflash_tui.app.host.metrics import MetricsStrip
-from dflash_tui.app.host.procs.gpu_table import GpuProcView
 from dflash_tui.app.host.procs.tree import ProcInfo, ProcTree
 from dflash_tui.app.host.sample import SampleReady
 from dflash_tui.app.host.state import HostState
@@ -42,6 +43,10 @@ from dflash_tui.app.widgets.themed import draw_guarded
 from dflash_tui.core.diagnosis.finding import Finding, duration
 from dflash_tui.core.diagnosis.timeline import Event
 from dflash_tui.core.diagnosis.views import Diagnosis
+
+if TYPE_CHECKING:  # imported with their tab's view, the first time it is shown (_tab_view)
+    from dflash_tui.app.host.history.view import HistoryView
+    from dflash_tui.app.host.procs.gpu_table import GpuProcView
 
 # The owners whose processes a GPU finding is about (the PID it names, for the tree).
 _NAMED_OWNER = {"orphan-process": "orphan", "foreign-process": "foreign"}
@@ -59,6 +64,13 @@ def named_pid(diag: Diagnosis, finding: Finding) -> int | None:
                 return p.container_pid if p.container_pid is not None else p.pid
     return None
 
+
+# The right-hand tabs after the process tree: (id, label), in the order `e` goes through them.
+LATER_TABS = (
+    ("tab-timeline", "Timeline"),
+    ("tab-history", "History"),
+    ("tab-gpuprocs", "GPU procs"),
+)
 
 STALE_TICK_S = 1.0  # while stale, the age shown counts up by this much
 
@@ -106,6 +118,7 @@ class HostPane(Vertical):
         self.stale_s: int | None = None  # seconds since the last sample, while it is stale
         self._stale_due: Timer | None = None  # the next look at the age
         self.zoom = Zoom(self)
+        self.tabs_made: set[str] = set()  # the LATER_TABS whose views are made
 
     @property
     def down(self) -> bool:
@@ -135,12 +148,46 @@ class HostPane(Vertical):
                 with TabbedContent(id="right-tabs"):
                     with TabPane("Processes", id="tab-procs"):
                         yield ProcTree()
-                    with TabPane("Timeline", id="tab-timeline"):
-                        yield TimelineList(kept)
-                    with TabPane("History", id="tab-history"):
-                        yield HistoryView(kept)
-                    with TabPane("GPU procs", id="tab-gpuprocs"):
-                        yield GpuProcView()
+                    # Empty until first shown (make_tab): their views are a dozen widgets,
+                    # and the table's and the plots' modules, that most sessions never see.
+                    for tab, label in LATER_TABS:
+                        yield TabPane(label, id=tab)
+
+    def _tab_view(self, tab: str) -> Widget:
+        """The view of a tab that is not made at start."""
+        if tab == "tab-timeline":
+            return TimelineList(self.store)
+        if tab == "tab-history":
+            from dflash_tui.app.host.history.view import HistoryView
+
+            return HistoryView(self.store)
+        from dflash_tui.app.host.procs.gpu_table import GpuProcView
+
+        return GpuProcView()
+
+    async def make_tab(self, tab: str) -> None:
+        """Make tab ``tab``'s view if it is not made yet (awaited: the keys that act on it
+        wait until it is there), and draw on it what it would show had it been made at
+        start: the store's events, the latest sample's GPU processes (filled when shown)."""
+        if tab in self.tabs_made or tab not in dict(LATER_TABS) or not self.alive:
+            return
+        self.tabs_made.add(tab)
+        await self.tabs().get_pane(tab).mount(self._tab_view(tab))
+        if tab == "tab-timeline":
+            self._draw("timeline", lambda: self.query_one(TimelineList).sync())
+        elif tab == "tab-gpuprocs" and self.latest is not None:
+            msg = self.latest
+            self._draw("GPU processes", lambda: self.gpu_procs().show(msg.snapshot, msg.diagnosis))
+
+    async def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        # A tab clicked in its bar (the keys make the view before they switch): its view is
+        # made before the screen's handler, which reaches into it, hears of the switch.
+        await self.make_tab(str(event.pane.id))
+
+    async def show_tab(self, tab: str) -> None:
+        """Switch the right-hand tabs to ``tab``, its view made first."""
+        await self.make_tab(tab)
+        self.tabs().active = tab
 
     async def build(self) -> None:
         """Make the widgets, the first time the host is shown (awaited: the keys that act on
@@ -233,7 +280,8 @@ class HostPane(Vertical):
         """The views that draw what accumulates (kept by the store)."""
         self._draw("GPUs", lambda: self.query_one(GpuGrid).sync(diag))
         self._draw("logs", lambda: self.query_one(LogArea).sync())
-        self._draw("timeline", lambda: self.query_one(TimelineList).sync())
+        if "tab-timeline" in self.tabs_made:
+            self._draw("timeline", lambda: self.query_one(TimelineList).sync())
 
     def _draw_latest(self, msg: SampleReady, findings: bool = True) -> None:
         """The views that show only the latest sample (nothing of theirs accumulates)."""
@@ -243,7 +291,8 @@ class HostPane(Vertical):
         if findings:
             self._draw("findings", lambda: self.query_one(FindingsList).show(diag.findings))
         self._draw("processes", lambda: self.query_one(ProcTree).show(snap, diag))
-        self._draw("GPU processes", lambda: self.query_one(GpuProcView).show(snap, diag))
+        if "tab-gpuprocs" in self.tabs_made:
+            self._draw("GPU processes", lambda: self.gpu_procs().show(snap, diag))
 
     def show_link_down(self, text: str, findings: Sequence[Finding]) -> None:
         """The link is down: the header and the findings say so, with the countdown."""
@@ -317,7 +366,7 @@ class HostPane(Vertical):
     def add_events(self, events: Sequence[Event]) -> None:
         """Events that did not come with a sample (auto-restart's decisions)."""
         self.store.add_events(events)
-        if self.can_draw:
+        if self.can_draw and "tab-timeline" in self.tabs_made:
             self._draw("timeline", lambda: self.query_one(TimelineList).sync())
 
     def on_findings_list_picked(self, msg: FindingsList.Picked) -> None:
@@ -347,9 +396,15 @@ class HostPane(Vertical):
         return self.query_one(ProcTree)
 
     def history(self) -> HistoryView:
+        """The History tab's view (made when the tab is first shown)."""
+        from dflash_tui.app.host.history.view import HistoryView
+
         return self.query_one(HistoryView)
 
     def gpu_procs(self) -> GpuProcView:
+        """The GPU process table's view (made when its tab is first shown)."""
+        from dflash_tui.app.host.procs.gpu_table import GpuProcView
+
         return self.query_one(GpuProcView)
 
     def grid(self) -> GpuGrid:
@@ -366,29 +421,33 @@ class HostPane(Vertical):
         self.call_after_refresh(self.query_one(RunHeader).recheck)
         return compact
 
-    def show_gpu_procs(self) -> None:
+    async def show_gpu_procs(self) -> None:
         """The GPU process table (`p`), with the focus on it."""
-        self.tabs().active = "tab-gpuprocs"
+        await self.show_tab("tab-gpuprocs")
         self.call_after_refresh(self.gpu_procs().table.focus)
 
     def kill_targets(self) -> tuple[list[ProcInfo], list[int]]:
         """What K acts on: with the GPU process table shown, its tagged rows (else the row
         under its cursor); else the tree's selected process. The PIDs the probe does not see
         come second (control cannot verify them)."""
-        if self.tabs().active == "tab-gpuprocs":
+        if self.tabs().active == "tab-gpuprocs" and "tab-gpuprocs" in self.tabs_made:
             return self.gpu_procs().selected_infos()
         info = self.procs().selected()
         return ([info] if info is not None else []), []
 
-    def next_tab(self) -> None:
+    async def next_tab(self) -> None:
         """Processes, Timeline, History, GPU procs, then Processes again (`e`)."""
-        tabs = self.tabs()
-        order = ("tab-procs", "tab-timeline", "tab-history", "tab-gpuprocs")
-        at = order.index(tabs.active) if tabs.active in order else -1
-        tabs.active = order[(at + 1) % len(order)]
+        order = ("tab-procs", *(tab for tab, _ in LATER_TABS))
+        active = self.tabs().active
+        at = order.index(active) if active in order else -1
+        await self.show_tab(order[(at + 1) % len(order)])
 
     def history_shown(self) -> bool:
-        return self.can_draw and self.tabs().active == "tab-history"
+        return (
+            self.can_draw
+            and "tab-history" in self.tabs_made
+            and self.tabs().active == "tab-history"
+        )
 
     def tabs(self) -> TabbedContent:
         return self.query_one("#right-tabs", TabbedContent)

@@ -57,8 +57,8 @@ class ViewApp(AppPort, Protocol):
 class ViewKeys:
     """The app's ``action_*`` methods for the view keys (``DflashApp`` mixes it in)."""
 
-    def action_filter(self: ViewApp) -> None:
-        self.detail().logs().open_filter()
+    async def action_filter(self: ViewApp) -> None:
+        await self.detail().logs().open_filter()
 
     def apply_filter(self: ViewApp, text: str) -> None:
         area = self.detail().logs()
@@ -78,8 +78,8 @@ class ViewKeys:
         on = self.detail().logs().toggle_follow()
         self.notify("following the logs" if on else "follow paused", timeout=2)
 
-    def action_other_tab(self: ViewApp) -> None:
-        self.detail().next_tab()
+    async def action_other_tab(self: ViewApp) -> None:
+        await self.detail().next_tab()
 
     def history_shown(self: ViewApp) -> bool:
         """Whether the shown host's History tab is up (its keys work only then)."""
@@ -99,8 +99,8 @@ class ViewKeys:
         compact = self.detail().toggle_compact()
         self.notify("GPUs: one line each" if compact else "GPUs: full panels", timeout=2)
 
-    def action_gpu_procs(self: ViewApp) -> None:
-        self.detail().show_gpu_procs()
+    async def action_gpu_procs(self: ViewApp) -> None:
+        await self.detail().show_gpu_procs()
 
     def action_zoom(self: ViewApp) -> None:
         pane = self.detail()
@@ -109,8 +109,8 @@ class ViewKeys:
         elif pane.zoom.toggle(self.focused) is None:
             self.notify("tab to an area first: + zooms the focused one", timeout=3)
 
-    def action_search(self: ViewApp) -> None:
-        self.log_keys.search()
+    async def action_search(self: ViewApp) -> None:
+        await self.log_keys.search()
 
     def action_search_step(self: ViewApp, forward: bool) -> None:
         self.log_keys.step(forward)

@@ -14,20 +14,27 @@ from textual.widgets import ContentSwitcher, Footer, TabbedContent
 
 from dflash_tui.app.host.findings.panel import FindingsList, TimelineList
 from dflash_tui.app.host.gpus.grid import GpuGrid
-from dflash_tui.app.host.history.view import HistoryView
 from dflash_tui.app.host.logs.tail import LogTail
-from dflash_tui.app.host.procs.gpu_table import GpuProcView
 from dflash_tui.app.host.procs.tree import ProcTree
 from dflash_tui.app.widgets.waits import WaitBar
 
-AREAS = (LogTail, ProcTree, TimelineList, FindingsList, HistoryView, GpuProcView, GpuGrid)
 KEEP = (Footer, WaitBar)  # the keys and a kill's progress stay on screen
+
+
+def areas() -> tuple[type[Widget], ...]:
+    """The zoomable areas' classes. The History's and the GPU table's modules are imported
+    here, not with the app: their tabs' views are made only when first shown."""
+    from dflash_tui.app.host.history.view import HistoryView
+    from dflash_tui.app.host.procs.gpu_table import GpuProcView
+
+    return (LogTail, ProcTree, TimelineList, FindingsList, HistoryView, GpuProcView, GpuGrid)
 
 
 def area_of(widget: Widget | None) -> Widget | None:
     """The zoomable area that holds ``widget`` (itself or an ancestor)."""
+    kinds = areas()
     while widget is not None:
-        if isinstance(widget, AREAS):
+        if isinstance(widget, kinds):
             return widget
         parent = widget.parent
         widget = parent if isinstance(parent, Widget) else None

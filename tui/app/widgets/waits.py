@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from rich.text import Text
-from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.timer import Timer
 from textual.widgets import ProgressBar, Static
@@ -38,29 +37,56 @@ class WaitBar(Horizontal):
 
     def __init__(self) -> None:
         super().__init__(id="wait")
+        # Its widgets are made at the first wait (most sessions have none: five widgets
+        # fewer); until they are there, what they are to show is kept here.
+        self.said = Text()
+        self.total: float | None = 1  # the bar's (None: indeterminate)
+        self.progress = 0.0
+        self.parts = "none"  # none | making | made
 
-    def compose(self) -> ComposeResult:
-        yield Static(id="wait-text")
-        # Determinate while hidden: an indeterminate bar animates on a 15 Hz timer even so.
-        yield _WaitProgress(total=1, show_eta=False, id="wait-bar")
-        yield Static(" esc: cancel", id="wait-cancel")
+    async def _make(self) -> None:
+        await self.mount_all(
+            [
+                Static(self.said, id="wait-text"),
+                # Determinate while hidden: an indeterminate bar animates on a 15 Hz timer
+                # even so.
+                _WaitProgress(total=1, show_eta=False, id="wait-bar"),
+                Static(" esc: cancel", id="wait-cancel"),
+            ]
+        )
+        self.parts = "made"
+        self._draw()
+
+    def _show(self, text: str | None, total: float | None, progress: float | None = None) -> None:
+        """Say ``text`` (None: as before), the bar at ``total`` and ``progress`` (None: as
+        before)."""
+        if text is not None:
+            self.said = Text(safe_label(text, 200))
+        self.total = total
+        self.progress = self.progress if progress is None else progress
+        if self.parts == "made":
+            self._draw()
+        elif self.parts == "none" and self.has_class("-active"):
+            self.parts = "making"  # drawn once made, as the latest step left it
+            self.call_later(self._make)
+
+    def _draw(self) -> None:
+        self.query_one("#wait-text", Static).update(self.said)
+        self.query_one(ProgressBar).update(total=self.total, progress=self.progress)
 
     def start(self, what: str) -> None:
         self.add_class("-active")
-        self.query_one("#wait-text", Static).update(Text(safe_label(what, 200)))
-        self.query_one(ProgressBar).update(total=None, progress=0)
+        self._show(what, total=None, progress=0)
 
     def step(self, text: str, done: float | None = None, total: float | None = None) -> None:
-        self.query_one("#wait-text", Static).update(Text(safe_label(text, 200)))
-        bar = self.query_one(ProgressBar)
         if total:
-            bar.update(total=total, progress=min(done or 0.0, total))
+            self._show(text, total=total, progress=min(done or 0.0, total))
         else:
-            bar.update(total=None)
+            self._show(text, total=None)
 
     def stop(self) -> None:
         self.remove_class("-active")
-        self.query_one(ProgressBar).update(total=1, progress=0)
+        self._show(None, total=1, progress=0)
 
     @property
     def active(self) -> bool:

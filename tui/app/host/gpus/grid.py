@@ -44,7 +44,10 @@ class GpuGrid(ScrollableContainer, can_focus=True):
         """``panels``: the host's GPUs as its store keeps them (tui/app/host/store.py)."""
         super().__init__(id="gpus", classes="-empty")  # no GPU until the first sample
         self.panels = panels
+        # The compact lines are made the first time the grid is compact (most screens never
+        # are: eight widgets fewer), then kept in step with the panels as the board is.
         self.lines: dict[int, GpuLine] = {}
+        self.lines_made = False
         self.board = GpuBoard(self.panels)
         self.choice: bool | None = None  # compact chosen by the key; None: by the size
         self.fit = GridFit(False, 4, 29, 2)
@@ -85,6 +88,9 @@ class GpuGrid(ScrollableContainer, can_focus=True):
         if (fit, height) == (self.fit, self._height) and self.has_class("-compact") == fit.compact:
             return
         self.fit, self._height = fit, height
+        if fit.compact and not self.lines_made:
+            self.lines_made = True
+            self._mount_in_order(list(self.panels.values()))
         self.set_class(fit.compact, "-compact")
         self.styles.max_height = height
         self.board.place(fit.columns, fit.column_width)  # every column the same width
@@ -114,7 +120,8 @@ class GpuGrid(ScrollableContainer, can_focus=True):
         new = [p for i, p in self.panels.items() if i in gone or i not in self.lines]
         for index in gone:
             self.lines.pop(index).remove()
-        self._mount_in_order(new)
+        if self.lines_made:
+            self._mount_in_order(new)
         if new or gone:
             self.refit(draw=False)
         self.redraw()

@@ -54,11 +54,24 @@ class LogArea(Vertical):
         self.search_text = ""  # `s`: found and marked in every tail, beside the filter
 
     def compose(self) -> ComposeResult:
-        yield Input(
-            value=self.filter_text, placeholder="regex (enter: apply, esc: cancel)", id="log-filter"
-        )
-        yield Input(placeholder="search regex (enter: find, n/N: next/previous)", id="log-search")
+        # The filter's and the search's boxes are made when first opened (_box).
         yield Static(self._empty_text(), id="no-logs")
+
+    async def _box(self, box_id: str) -> None:
+        """Make box ``box_id`` the first time it opens, in its place above the tails: the
+        filter's first, then the search's (most sessions open neither: two Inputs fewer)."""
+        if self.query(f"#{box_id}"):
+            return
+        if box_id == "log-filter":
+            hint = "regex (enter: apply, esc: cancel)"
+            box = Input(value=self.filter_text, placeholder=hint, id=box_id)
+            await self.mount(box, before=0)
+            return
+        box = Input(placeholder="search regex (enter: find, n/N: next/previous)", id=box_id)
+        filters = self.query("#log-filter")
+        await self.mount(
+            box, after=filters.first() if filters else None, before=None if filters else 0
+        )
 
     def _empty_text(self) -> str:
         if self.read_only:  # read-only: launching is someone else's, and --log is the CLI's
@@ -152,7 +165,8 @@ class LogArea(Vertical):
 
     # -- search (`s`, then `n`/`N`; keys live on the app) --
 
-    def open_search(self) -> None:
+    async def open_search(self) -> None:
+        await self._box("log-search")
         open_box(self, "-searching", "log-search", self.search_text)
 
     def close_search(self) -> None:
@@ -200,7 +214,8 @@ class LogArea(Vertical):
 
     # -- filter and follow (keys live on the app; these do the work) --
 
-    def open_filter(self) -> None:
+    async def open_filter(self) -> None:
+        await self._box("log-filter")
         open_box(self, "-filtering", "log-filter", self.filter_text)
 
     def close_filter(self) -> None:
