@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from support import live_group, open_kill_process_dialog, until
 from textual.pilot import Pilot
+from textual.widgets import Static
 
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.control.confirm import ConfirmScreen
@@ -25,6 +26,7 @@ from dflash_tui.app.host.gpus.grid import GpuGrid
 from dflash_tui.app.host.header import RunHeader
 from dflash_tui.app.host.logs.tail import LogTail
 from dflash_tui.app.host.procs.tree import ProcTree
+from dflash_tui.app.keys.footer import KeyFooter
 from dflash_tui.app.widgets.waits import WaitBar
 from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.base.rundir import group_members
@@ -209,7 +211,16 @@ async def test_kill_grace_shows_progress_and_can_be_cancelled(tmp_path: Path) ->
             await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
             await pilot.press("y")
             await until(pilot, lambda: any("remain" in s for s in app.control.steps))
-            assert app.screen.query_one(WaitBar).active
+            wait = app.screen.query_one(WaitBar)
+            assert wait.active
+            await pilot.pause(0.2)
+            # On screen, above the keys (both are docked to the bottom edge): what is at the
+            # bar's row is the bar, and it says what it waits for.
+            footer = app.screen.query_one(KeyFooter)
+            assert wait.region.height == 1 and wait.region.bottom <= footer.region.y
+            shown, _ = app.screen.get_widget_at(2, wait.region.y)
+            assert shown is wait or wait in shown.ancestors
+            assert "remain" in str(wait.query_one("#wait-text", Static).render())
             await pilot.press("escape")
             await until(pilot, lambda: not app.control.waits_active(), timeout=10)
             assert not app.screen.query_one(WaitBar).active

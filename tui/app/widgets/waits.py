@@ -27,7 +27,11 @@ class _WaitProgress(ProgressBar):
 class WaitBar(Horizontal):
     DEFAULT_CSS = """
     WaitBar {
-        dock: bottom; height: 1; display: none; background: $warning 25%; padding: 0 1;
+        /* Above the key footer, which is docked to the same edge: two docked widgets share
+           the edge's last row, and the footer is drawn over the bar. The margin lifts the bar
+           one row and keeps that row clear of the content above. */
+        dock: bottom; margin-bottom: 1;
+        height: 1; display: none; background: $warning 25%; padding: 0 1;
         &.-active { display: block; }
         #wait-text { width: 1fr; }
         ProgressBar { width: 34; }
