@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields, replace
+from operator import attrgetter
 from typing import Any, TypeVar
 
 from dflash_tui.core.base.fields import (
@@ -31,6 +32,7 @@ from dflash_tui.core.base.snapshot_rows import KeptRows, RowMemo
 from dflash_tui.core.base.supervision import SupervisorRecord
 
 T = TypeVar("T")
+_pid = attrgetter("pid")
 
 PROBE_FORMAT = 1
 # One probe line carries a sample's log tails, each capped by the probe at 4 MiB of lines (a
@@ -65,32 +67,63 @@ _COERCE: dict[str, Any] = {
 }
 
 
+# A field's value that is its own conversion (an int for an int, a str for a str, a bool for a
+# bool: ``as_int`` of an int is that int), taken as it is, without the converter's call.
+_ITSELF: dict[str, type] = {"int": int, "int | None": int, "str": str, "str | None": str,
+                            "bool": bool}  # fmt: skip
+
+
+class _Never:
+    """No value's type: a field whose every value goes through its converter."""
+
+
 @functools.cache
-def _plan(cls: type) -> tuple[tuple[str, Any], ...]:
-    """Each field's name and converter, worked out once per record class: looking them up
-    per row cost more than the conversion (every sample parses every process row of every
-    host)."""
-    return tuple((f.name, _COERCE[str(f.type)]) for f in fields(cls))
+def _plan(
+    cls: type, required: tuple[str, ...]
+) -> tuple[tuple[tuple[str, Any, type, Any], ...], frozenset[str]]:
+    """Each field's name, converter, the type taken as it is, and its default, worked out once
+    per record class: looking them up per row cost more than the conversion (every sample
+    parses every process row of every host). And the required fields (no default needed)."""
+    plan = []
+    for f in fields(cls):
+        default = f.default
+        if (default is MISSING and f.name not in required) or f.default_factory is not MISSING:
+            raise TypeError(f"{cls.__name__}.{f.name}: a plain default or required")
+        plan.append((f.name, _COERCE[str(f.type)], _ITSELF.get(str(f.type), _Never), default))
+    if hasattr(cls, "__post_init__"):  # ``_make`` does not run __init__
+        raise TypeError(f"{cls.__name__}: no __post_init__")
+    return tuple(plan), frozenset(required)
 
 
 def _kwargs(cls: type, d: dict[str, Any], required: tuple[str, ...]) -> dict[str, Any] | None:
-    """The fields of ``cls`` a probe dict gives, converted: wrong types are left out (the
-    field's default); a missing or wrong ``required`` field rejects the row (None)."""
+    """Every field of ``cls``, in order, from a probe dict, converted: a wrong type is the
+    field's default; a missing or wrong ``required`` field rejects the row (None)."""
+    plan, needed = _plan(cls, required)
     kw: dict[str, Any] = {}
-    for name, coerce in _plan(cls):
-        value = coerce(d.get(name))
-        if value is None:
-            if name in required:
+    get = d.get
+    for name, coerce, itself, default in plan:
+        value = get(name)
+        if type(value) is not itself and (value is None or (value := coerce(value)) is None):
+            if name in needed:
                 return None
-            continue  # keep the dataclass default
+            value = default
         kw[name] = value
     return kw
+
+
+def _make(cls: type[T], kw: dict[str, Any]) -> T:
+    """``cls(**kw)`` for ``kw`` from ``_kwargs`` (every field, in order): the same record,
+    without a frozen __init__'s call per field (every sample makes a record of each changed
+    process row and each GPU of every host)."""
+    obj = object.__new__(cls)
+    obj.__dict__.update(kw)
+    return obj
 
 
 def _build(cls: type[T], d: dict[str, Any], required: tuple[str, ...]) -> T | None:
     """``cls`` from a probe dict (see ``_kwargs``)."""
     kw = _kwargs(cls, d, required)
-    return None if kw is None else cls(**kw)
+    return None if kw is None else _make(cls, kw)
 
 
 @dataclass(frozen=True)
@@ -159,10 +192,11 @@ class Proc:
         if kw is None:
             return None
         # Not read (or nonsense): a group and a session of its own, as the dataclass says.
-        for name in ("pgid", "sid"):
-            if kw.get(name, -1) < 0:
-                kw[name] = kw["pid"]
-        return cls(**kw)
+        if kw["pgid"] < 0:
+            kw["pgid"] = kw["pid"]
+        if kw["sid"] < 0:
+            kw["sid"] = kw["pid"]
+        return _make(cls, kw)
 
     @property
     def container_pid(self) -> int | None:
@@ -346,7 +380,7 @@ class Snapshot:
             x[:ERROR_CHARS] for x in as_list(d.get("errors"))[:ERRORS_MAX] if isinstance(x, str)
         ]
 
-        def rows(key: str, parse: Any) -> tuple[Any, ...]:
+        def rows(key: str, parse: Any, kept: KeptRows | None = None) -> tuple[Any, ...]:
             out = []
             given = as_list(d.get(key))
             if len(given) > ROWS_MAX[key]:
@@ -355,13 +389,18 @@ class Snapshot:
                     f"the first {ROWS_MAX[key]:,} kept"
                 )
                 given = given[: ROWS_MAX[key]]
+            elif kept is not None and (same := kept.table(given)) is not None:
+                return same  # the previous sample's records but for the rows that changed
             for raw in given:
                 row = parse(raw) if isinstance(raw, dict) else None
                 if row is None:
                     errors.append(f"skipped a malformed {key} row: {str(raw)[:80]!r}")
                 else:
                     out.append(row)
-            return tuple(out)
+            found = tuple(out)
+            if kept is not None:
+                kept.keep(given, found)
+            return found
 
         host = as_str(d.get("host")) or "local"
         procs = KeptRows(memo, Proc.from_dict)  # most rows are as the last sample had them
@@ -385,7 +424,7 @@ class Snapshot:
                 sane(p, PROC_LIMITS, f"GPU process {p.pid}", errors)
                 for p in rows("gpu_procs", GpuProcess.from_dict)
             ),
-            procs=rows("procs", procs),
+            procs=rows("procs", procs, procs),
             logs=rows("logs", LogState.from_dict),
             run=RunRecord.from_dict(run) if isinstance(run, dict) else None,
             clk_tck=as_int(d.get("clk_tck")) or 100,
@@ -399,7 +438,9 @@ class Snapshot:
             machine=Machine.from_dict(d.get("machine")),
             workers=workers_of(d.get("workers")),
         )
-        procs.keep()
+        index = procs.index(snap.procs, _pid)
+        if index is not None:  # the diagnosis' PID index, made from the last sample's
+            snap.__dict__["_by_pid"] = index
         return snap
 
     @functools.cached_property
@@ -428,6 +469,14 @@ class Snapshot:
     @functools.cached_property
     def parents(self) -> dict[int, int]:
         return {p.pid: p.ppid for p in self.procs}
+
+    def without_log_lines(self) -> Snapshot:
+        """This sample with its logs' lines left out (what a history of samples keeps), and
+        the PID index made as it was parsed (the same table's) with it."""
+        out = replace(self, logs=tuple(replace(lg, lines=()) for lg in self.logs))
+        if "_by_pid" in self.__dict__:
+            out.__dict__["_by_pid"] = self.__dict__["_by_pid"]  # never edited: shared
+        return out
 
     def forget_lookups(self) -> None:
         """Drop the PID and parent indexes once this sample's own diagnosis is made: a
