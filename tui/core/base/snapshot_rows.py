@@ -112,7 +112,7 @@ class KeptRows:
         self.was_index, memo.index = memo.index, None
         n = len(given)
         changed = list(compress(range(n), map(is_not, given, rows)))
-        if 4 * len(changed) > n:
+        if 2 * len(changed) > n:
             return None
         out = list(before)
         for i in changed:
