@@ -302,6 +302,8 @@ def test_a_long_stream_parses_as_every_row_parsed_afresh(
         got = Snapshot.from_json(text, tables)
         want = Snapshot.from_dict(json.loads(json.dumps(want_doc)))  # new dicts, no memo
         _same(got, want)
+        # only this sample's rows are kept: none of a process gone
+        assert set(tables.memo.kept) <= {r.get("pid") for r in want_doc["procs"]}
     assert refused > 10 and sum(shortcuts) > 300, (refused, sum(shortcuts))
 
 

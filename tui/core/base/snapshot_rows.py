@@ -123,14 +123,14 @@ class KeptRows:
                 return None
             out[i] = row
         # ``kept`` held exactly the previous rows: the changed places' old rows leave, their
-        # new ones (the plain ones) come; it still holds exactly the table's rows when each
-        # changed row was kept under a PID of its own.
+        # new ones (the plain ones) come; it still holds exactly the table's rows when it
+        # holds as many (each changed row kept under a PID that no other row has).
         kept = memo.kept
         for i in changed:
             del kept[rows[i]["pid"]]
         kept.update(self.new)
         found = tuple(out)
-        whole = len(self.new) == len(changed) and len(kept) == n
+        whole = len(kept) == n
         memo.last = (given, found) if whole else None
         self.changed, self.before = changed, before
         return found
