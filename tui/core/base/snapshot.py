@@ -81,25 +81,25 @@ class _Never:
 def _plan(
     cls: type, required: tuple[str, ...]
 ) -> tuple[tuple[tuple[str, Any, type, Any], ...], frozenset[str]]:
-    """Each field's name, converter, the type taken as it is, and its default, worked out once
-    per record class: looking them up per row cost more than the conversion (every sample
-    parses every process row of every host). And the required fields (no default needed)."""
+    """Each field's name, converter, the type taken as it is, and its default, in the order of
+    ``cls``'s __init__ arguments, worked out once per record class: looking them up per row
+    cost more than the conversion (every sample parses every process row of every host). And
+    the required fields (no default needed)."""
     plan = []
     for f in fields(cls):
         default = f.default
-        if (default is MISSING and f.name not in required) or f.default_factory is not MISSING:
+        plain = f.init and not f.kw_only and f.default_factory is MISSING
+        if not plain or (default is MISSING and f.name not in required):
             raise TypeError(f"{cls.__name__}.{f.name}: a plain default or required")
         plan.append((f.name, _COERCE[str(f.type)], _ITSELF.get(str(f.type), _Never), default))
-    if hasattr(cls, "__post_init__"):  # ``_make`` does not run __init__
-        raise TypeError(f"{cls.__name__}: no __post_init__")
     return tuple(plan), frozenset(required)
 
 
-def _kwargs(cls: type, d: dict[str, Any], required: tuple[str, ...]) -> dict[str, Any] | None:
-    """Every field of ``cls``, in order, from a probe dict, converted: a wrong type is the
-    field's default; a missing or wrong ``required`` field rejects the row (None)."""
+def _values(cls: type, d: dict[str, Any], required: tuple[str, ...]) -> list[Any] | None:
+    """Every field of ``cls`` from a probe dict, converted, in __init__'s order: a wrong type
+    is the field's default; a missing or wrong ``required`` field rejects the row (None)."""
     plan, needed = _plan(cls, required)
-    kw: dict[str, Any] = {}
+    out: list[Any] = []
     get = d.get
     for name, coerce, itself, default in plan:
         value = get(name)
@@ -107,23 +107,14 @@ def _kwargs(cls: type, d: dict[str, Any], required: tuple[str, ...]) -> dict[str
             if name in needed:
                 return None
             value = default
-        kw[name] = value
-    return kw
-
-
-def _make(cls: type[T], kw: dict[str, Any]) -> T:
-    """``cls(**kw)`` for ``kw`` from ``_kwargs`` (every field, in order): the same record,
-    without a frozen __init__'s call per field (every sample makes a record of each changed
-    process row and each GPU of every host)."""
-    obj = object.__new__(cls)
-    obj.__dict__.update(kw)
-    return obj
+        out.append(value)
+    return out
 
 
 def _build(cls: type[T], d: dict[str, Any], required: tuple[str, ...]) -> T | None:
-    """``cls`` from a probe dict (see ``_kwargs``)."""
-    kw = _kwargs(cls, d, required)
-    return None if kw is None else _make(cls, kw)
+    """``cls`` from a probe dict (see ``_values``)."""
+    values = _values(cls, d, required)
+    return None if values is None else cls(*values)
 
 
 @dataclass(frozen=True)
@@ -172,7 +163,8 @@ class Gpu:
 
 @dataclass(frozen=True)
 class Proc:
-    """A row of the process table, read from /proc where the probe runs."""
+    """A row of the process table, read from /proc where the probe runs (its first four
+    fields in this order: ``from_dict`` sets the group and the session by place)."""
 
     pid: int
     ppid: int
@@ -188,15 +180,12 @@ class Proc:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Proc | None:
-        kw = _kwargs(cls, d, ("pid", "ppid"))
-        if kw is None:
+        v = _values(cls, d, ("pid", "ppid"))
+        if v is None:
             return None
         # Not read (or nonsense): a group and a session of its own, as the dataclass says.
-        if kw["pgid"] < 0:
-            kw["pgid"] = kw["pid"]
-        if kw["sid"] < 0:
-            kw["sid"] = kw["pid"]
-        return _make(cls, kw)
+        pid, ppid, pgid, sid, *rest = v
+        return cls(pid, ppid, pgid if pgid >= 0 else pid, sid if sid >= 0 else pid, *rest)
 
     @property
     def container_pid(self) -> int | None:
