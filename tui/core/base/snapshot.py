@@ -28,7 +28,7 @@ from dflash_tui.core.base.fields import (
 from dflash_tui.core.base.machine import Machine, Worker, workers_of
 from dflash_tui.core.base.ranges import GPU_LIMITS, PROC_LIMITS, sane
 from dflash_tui.core.base.snapshot_delta import ROWS_CAP, ProcTables
-from dflash_tui.core.base.snapshot_rows import KeptRows, RowMemo
+from dflash_tui.core.base.snapshot_rows import KeptRows, PlacedRows, RowMemo
 from dflash_tui.core.base.supervision import SupervisorRecord
 
 T = TypeVar("T")
@@ -272,6 +272,14 @@ class StepEvent:
                    num(d.get("acc")), num(d.get("tok_s")))  # fmt: skip
 
 
+def _gpu_sane(gpu: Gpu, errors: list[str]) -> Gpu:
+    return sane(gpu, GPU_LIMITS, f"GPU {gpu.index}", errors)
+
+
+def _gproc_sane(proc: GpuProcess, errors: list[str]) -> GpuProcess:
+    return sane(proc, PROC_LIMITS, f"GPU process {proc.pid}", errors)
+
+
 def _embedded(v: Any, what: str, errors: list[str]) -> Any:
     """The shell probe sends supervisor.json and the last step event as their own JSON text
     (awk cannot check JSON): parsed here; a text that is not JSON is said, not fatal."""
@@ -391,6 +399,11 @@ class Snapshot:
                 kept.keep(given, found)
             return found
 
+        def checked(key: str, parse: Any, check: Any) -> tuple[Any, ...]:
+            placed = PlacedRows(memo, key, parse)
+            rows(key, placed)  # each row parsed, or taken again; the malformed ones said
+            return placed.checked(check, errors)  # then each range-checked, in order
+
         host = as_str(d.get("host")) or "local"
         procs = KeptRows(memo, Proc.from_dict)  # most rows are as the last sample had them
         tel_raw = d.get("telemetry")
@@ -406,13 +419,8 @@ class Snapshot:
                 error=as_str(tel.get("error")),
                 elapsed_ms=as_float(tel.get("elapsed_ms")),
             ),
-            gpus=tuple(
-                sane(g, GPU_LIMITS, f"GPU {g.index}", errors) for g in rows("gpus", Gpu.from_dict)
-            ),
-            gpu_procs=tuple(
-                sane(p, PROC_LIMITS, f"GPU process {p.pid}", errors)
-                for p in rows("gpu_procs", GpuProcess.from_dict)
-            ),
+            gpus=checked("gpus", Gpu.from_dict, _gpu_sane),
+            gpu_procs=checked("gpu_procs", GpuProcess.from_dict, _gproc_sane),
             procs=rows("procs", procs, procs),
             logs=rows("logs", LogState.from_dict),
             run=RunRecord.from_dict(run) if isinstance(run, dict) else None,

@@ -41,6 +41,10 @@ class RowMemo:
         # Those records by PID, when a sample's own index was made from the one before
         # (``KeptRows.index``); None: made from the table when asked.
         self.index: dict[int, Any] | None = None
+        # The few rows of the other kinds (GPUs, GPU processes), by key, at their places
+        # among the sample's rows: (the dict, its record, that checked, the check's notes),
+        # None where a row is not kept (not plain, or no record).
+        self.places: dict[str, list[tuple[dict[str, Any], Any, Any, tuple[str, ...]] | None]] = {}
 
 
 def _plain(raw: dict[str, Any]) -> bool:
@@ -165,3 +169,50 @@ class KeptRows:
                 new[key(out[i])] = out[i]
         memo.index = new
         return new
+
+
+class PlacedRows:
+    """One sample's rows of a kind with few of them (GPUs, GPU processes), each parsed, then
+    range-checked: a row equal to the one at its place in the source's previous sample (and
+    plain, as for process rows) is that row's record, checked record and notes again (an idle
+    GPU's readings stand still; a GPU process's memory, mostly). ``memo`` None: every row."""
+
+    def __init__(
+        self, memo: RowMemo | None, key: str, parse: Callable[[dict[str, Any]], T | None]
+    ) -> None:
+        self.memo, self.key, self.parse = memo, key, parse
+        self.old = memo.places.get(key, []) if memo is not None else []
+        self.seen: list[tuple[dict[str, Any], Any, Any]] = []  # (dict, record, entry taken)
+
+    def __call__(self, raw: dict[str, Any]) -> Any:
+        k, old = len(self.seen), self.old  # its place among the sample's dicts of this kind
+        was = old[k] if k < len(old) else None
+        if was is not None and (was[0] is raw or (was[0] == raw and _plain(raw))):
+            self.seen.append((raw, was[1], was))
+            return was[1]
+        row = self.parse(raw)
+        self.seen.append((raw, row, None))
+        return row
+
+    def checked(self, check: Callable[[Any, list[str]], Any], errors: list[str]) -> tuple[Any, ...]:
+        """Each record through ``check`` (notes said in ``errors``), in order, or the previous
+        sample's result and notes for a record taken again (the check of a record is its
+        own: the same notes)."""
+        out: list[Any] = []
+        new: list[tuple[dict[str, Any], Any, Any, tuple[str, ...]] | None] = []
+        for raw, row, was in self.seen:
+            if row is None:
+                new.append(None)
+                continue
+            if was is not None:
+                done, notes = was[2], was[3]
+                errors.extend(notes)
+            else:
+                mark = len(errors)
+                done = check(row, errors)
+                notes = tuple(errors[mark:])
+            out.append(done)
+            new.append((raw, row, done, notes) if was is not None or _plain(raw) else None)
+        if self.memo is not None:
+            self.memo.places[self.key] = new
+        return tuple(out)
