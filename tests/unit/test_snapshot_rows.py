@@ -362,3 +362,58 @@ def test_the_converters_short_cuts_say_what_their_checks_say() -> None:
     for v in VALUES:
         for got, want in ((as_int(v), slow_int(v)), (as_float(v), slow_float(v))):
             assert type(got) is type(want) and (got == want or got is want), v
+
+
+def _gpu(g: int) -> dict[str, Any]:
+    return {"index": g, "uuid": f"GPU-{g}", "name": "H200", "util": 0, "mem_used_mib": 600,
+            "mem_total_mib": 143_771, "temp_c": 35, "power_w": 80.0, "pstate": "P0"}  # fmt: skip
+
+
+GPU_TURNS: list[dict[str, Any]] = [
+    {"util": 95, "power_w": 300.5}, {"util": True}, {"util": 1}, {"util": 1e23},
+    {"mem_used_mib": 200_000}, {"power_w": 300}, {"power_w": float("nan")}, {"index": -1},
+    {"index": None}, {"temp_c": False}, {"temp_c": 0}, {"pstate": 0}, {"util": -0.0},
+    {"throttle_reasons": 1 << 70}, {"extra": {"a": [True]}}, {"uuid": ["GPU-0"]},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_gpu_rows_taken_again_are_what_parsing_says_notes_and_all(seed: int) -> None:
+    """GPUs and GPU processes that stand still are last sample's records and range notes
+    again: held over a scripted stream (readings that move, stand, turn out of range, turn
+    to bools, rows that go malformed, come and go) to every row parsed and checked afresh."""
+    rng = random.Random(seed)
+    gpus, gprocs = (
+        [_gpu(g) for g in range(8)],
+        [{"pid": 500 + g, "gpu_uuid": f"GPU-{g}", "used_mib": 59_000} for g in range(8)],
+    )
+    tables, taken = ProcTables(), 0
+    for i in range(400):
+        gpus, gprocs = list(gpus), list(gprocs)
+        for _ in range(rng.randrange(3)):
+            g = rng.randrange(len(gpus))
+            gpus[g] = {**_gpu(g), **rng.choice(GPU_TURNS)}
+        if rng.random() < 0.2:
+            g = rng.randrange(8)
+            gpus[g] = _gpu(g)
+        pick = rng.randrange(10)
+        if pick == 0 and gprocs:
+            del gprocs[rng.randrange(len(gprocs))]
+        elif pick == 1:
+            gprocs.insert(0, {"pid": 900 + i, "gpu_uuid": "GPU-1", "used_mib": rng.choice(
+                [10, -5, True, 1 << 30, 2.5])})  # fmt: skip
+        elif pick == 2:
+            gprocs.append(rng.choice([["not", "a", "row"], {"pid": "7"}, {"gpu_uuid": "x"}]))
+        doc = {"time": float(i), "host": "h", "seq": i + 1, "procs": [], "gpus": gpus,
+               "gpu_procs": gprocs}  # fmt: skip
+        text = json.dumps(doc)
+        before = {k: list(v) for k, v in tables.memo.places.items()}
+        got = Snapshot.from_json(text, tables)
+        want = Snapshot.from_json(text)
+        assert got == want and got.errors == want.errors, i
+        for a, b in zip(got.gpus, want.gpus, strict=True):
+            assert list(vars(a).items()) == list(vars(b).items())
+        taken += sum(
+            any(x is not None and x[2] is g for x in before.get("gpus", ())) for g in got.gpus
+        )
+    assert taken > 1000, taken
