@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from dflash_tui.core.base.fields import as_float, as_int, finite
+from dflash_tui.core.base.rundir import group_members
 from dflash_tui.core.base.snapshot import (
     _COERCE,
     ROWS_MAX,
@@ -107,6 +108,8 @@ def test_after_a_whole_table_unchanged_rows_are_taken_by_identity_again() -> Non
 
     def line(seq: int, procs: Any = None, delta: Any = None) -> str:
         doc: dict[str, Any] = {"time": float(seq), "host": "h", "seq": seq}
+        # the run's group: 50 (no leader), a group led by one of the table's, one of none
+        doc["run"] = {"id": "r", "dir": "/r", "pgid": (50, 50, 105, 4242)[seq // 100 % 4]}
         doc |= {"procs": procs} if procs is not None else {"procs_delta": delta}
         return json.dumps(doc)
 
@@ -224,6 +227,10 @@ def _tables(seed: int, n: int) -> Iterator[list[dict[str, Any]]]:
         elif event == 3:
             a, b = rng.sample(range(len(rows)), 2)
             rows[a], rows[b] = rows[b], rows[a]
+        elif event == 10:  # a process joins the run's group 50, or leaves it
+            k = rng.randrange(len(rows))
+            pgid = 50 if rows[k].get("pgid") != 50 else rows[k]["pid"]
+            rows[k] = {**rows[k], "pgid": pgid}
         elif event == 4:
             k = rng.randrange(len(rows))
             rows[k] = _hostile(rng, rows[k])
@@ -248,6 +255,8 @@ def _lines(seed: int, n: int) -> Iterator[tuple[str, bool]]:
     for seq, rows in enumerate(_tables(seed, n), start=1):
         texts = {r["pid"]: json.dumps(r) for r in rows}
         doc: dict[str, Any] = {"time": float(seq), "host": "h", "seq": seq}
+        # the run's group: 50 (no leader), a group led by one of the table's, one of none
+        doc["run"] = {"id": "r", "dir": "/r", "pgid": (50, 50, 105, 4242)[seq // 100 % 4]}
         if seq % 60 == 1:
             doc["procs"] = rows
         else:
@@ -274,8 +283,17 @@ def _same(got: Snapshot, want: Snapshot) -> None:
         assert list(vars(a).items()) == list(vars(b).items())
         assert list(vars(replace(a)).items()) == list(vars(a).items())
     assert got._by_pid == {p.pid: p for p in want.procs}
-    for group in {p.pgid for p in want.procs} | {50, 4242}:
+    for group in {p.pgid for p in want.procs} | {50, 105, 4242}:
         assert got.members(group) == tuple(p for p in want.procs if group in (p.pgid, p.sid))
+        assert got.group_of(group) == (
+            tuple(p for p in want.procs if p.pgid == group),
+            next((p for p in want.procs if p.pid == group), None),
+        )
+    run = got.run
+    if run is not None and run.pgid is not None:
+        assert group_members(run, got.procs, got.group_of(run.pgid)) == group_members(
+            run, want.procs
+        )
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -290,7 +308,7 @@ def test_a_long_stream_parses_as_every_row_parsed_afresh(
     if cap is not None:  # tables around the row cap: cut and not cut
         monkeypatch.setitem(ROWS_MAX, "procs", cap)
     tables, slow = ProcTables(), SlowTables()
-    refused, shortcuts, table = 0, [], KeptRows.table
+    refused, shortcuts, table, made = 0, [], KeptRows.table, 0
 
     def counted(kept: KeptRows, given: list[Any]) -> Any:
         found = table(kept, given)
@@ -311,9 +329,10 @@ def test_a_long_stream_parses_as_every_row_parsed_afresh(
         got = Snapshot.from_json(text, tables)
         want = Snapshot.from_dict(json.loads(json.dumps(want_doc)))  # new dicts, no memo
         _same(got, want)
+        made += "_group" in got.__dict__
         # only this sample's rows are kept: none of a process gone
         assert set(tables.memo.kept) <= {r.get("pid") for r in want_doc["procs"]}
-    assert refused > 10 and sum(shortcuts) > 300, (refused, sum(shortcuts))
+    assert refused > 10 and sum(shortcuts) > 300 and made > 300, (refused, sum(shortcuts), made)
 
 
 def test_the_shortcut_holds_a_stream_whose_rows_turn_hostile_and_back() -> None:

@@ -450,6 +450,11 @@ class Snapshot:
         index = procs.index(snap.procs, _pid)
         if index is not None:  # the diagnosis' PID index, made from the last sample's
             snap.__dict__["_by_pid"] = index
+            pgid = snap.run.pgid if snap.run is not None else None
+            places = procs.group(snap.procs, pgid) if pgid is not None else None
+            if pgid is not None and places is not None:  # and the run's group (each PID
+                group = tuple(map(snap.procs.__getitem__, places))  # once: one leader)
+                snap.__dict__["_group"] = (pgid, group, index.get(pgid))
         return snap
 
     @functools.cached_property
@@ -460,6 +465,19 @@ class Snapshot:
 
     def proc(self, pid: int) -> Proc | None:
         return self._by_pid.get(pid)
+
+    def group_of(self, pgid: int) -> tuple[tuple[Proc, ...], Proc | None]:
+        """The processes whose process group is ``pgid``, in the table's order, and the first
+        whose PID is ``pgid`` (its leader, if there). The run's, made as the table was parsed
+        (from the last sample's where the stream's change list allowed); another's, a scan."""
+        made = self.__dict__.get("_group")
+        if made is not None and made[0] == pgid:
+            return made[1], made[2]
+        procs = self.procs
+        return (
+            tuple(p for p in procs if p.pgid == pgid),
+            next((p for p in procs if p.pid == pgid), None),
+        )
 
     @functools.cached_property
     def _members(self) -> dict[int, tuple[Proc, ...]]:
@@ -481,10 +499,11 @@ class Snapshot:
 
     def without_log_lines(self) -> Snapshot:
         """This sample with its logs' lines left out (what a history of samples keeps), and
-        the PID index made as it was parsed (the same table's) with it."""
+        the PID index and the run's group made as it was parsed (the same table's) with it."""
         out = replace(self, logs=tuple(replace(lg, lines=()) for lg in self.logs))
-        if "_by_pid" in self.__dict__:
-            out.__dict__["_by_pid"] = self.__dict__["_by_pid"]  # never edited: shared
+        for name in ("_by_pid", "_group"):
+            if name in self.__dict__:
+                out.__dict__[name] = self.__dict__[name]  # never edited: shared
         return out
 
     def forget_lookups(self) -> None:

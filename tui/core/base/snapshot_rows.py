@@ -41,6 +41,10 @@ class RowMemo:
         # Those records by PID, when a sample's own index was made from the one before
         # (``KeptRows.index``); None: made from the table when asked.
         self.index: dict[int, Any] | None = None
+        # One process group's places in that table (the run's: its PGID, the places of the
+        # records whose group it is), when a sample's was made from the one before
+        # (``KeptRows.group``); None: made from the table.
+        self.group: tuple[int, tuple[int, ...]] | None = None
         # The few rows of the other kinds (GPUs, GPU processes), by key, at their places
         # among the sample's rows: (the dict, its record, that checked, the check's notes),
         # None where a row is not kept (not plain, or no record).
@@ -74,6 +78,7 @@ class KeptRows:
         self.changed: list[int] | None = None
         self.before: tuple[Any, ...] = ()  # the previous sample's records, when ``changed``
         self.was_index: dict[int, Any] | None = None  # and their index, if the memo had it
+        self.was_group: tuple[int, tuple[int, ...]] | None = None  # and a group's places
 
     def __call__(self, raw: dict[str, Any]) -> Any:
         pid = raw.get("pid")
@@ -114,6 +119,7 @@ class KeptRows:
         # From here the memo's index is no longer the latest sample's: ``index`` makes the
         # next from it, or nothing does.
         self.was_index, memo.index = memo.index, None
+        self.was_group, memo.group = memo.group, None
         n = len(given)
         changed = list(compress(range(n), map(is_not, given, rows)))
         if 2 * len(changed) > n:
@@ -145,7 +151,7 @@ class KeptRows:
         memo = self.memo
         if memo is None or self.changed is not None:
             return  # ``table`` left the memo as it is to be
-        memo.kept, memo.index = self.new, None
+        memo.kept, memo.index, memo.group = self.new, None, None
         whole = len(out) == len(given) == len(self.new)
         memo.last = (given, out) if whole else None
 
@@ -169,6 +175,27 @@ class KeptRows:
                 new[key(out[i])] = out[i]
         memo.index = new
         return new
+
+    def group(self, out: tuple[Any, ...], pgid: int) -> tuple[int, ...] | None:
+        """The places in ``out`` of the records whose ``pgid`` is ``pgid``, in order: the
+        previous sample's places when ``table`` made ``out`` and no changed row joined or
+        left the group, else found in ``out``. None where ``index`` gives none."""
+        memo = self.memo
+        if memo is None or memo.last is None or memo.last[1] is not out:
+            return None
+        old, memo.group = self.was_group, None
+        changed, before = self.changed, self.before
+        if (
+            changed is not None
+            and old is not None
+            and old[0] == pgid
+            and all((before[i].pgid == pgid) is (out[i].pgid == pgid) for i in changed)
+        ):
+            places = old[1]
+        else:
+            places = tuple(i for i, r in enumerate(out) if r.pgid == pgid)
+        memo.group = (pgid, places)
+        return places
 
 
 class PlacedRows:
