@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields, replace
 from operator import attrgetter
 from typing import Any, TypeVar
@@ -78,9 +77,14 @@ class _Never:
     """No value's type: a field whose every value goes through its converter."""
 
 
-def _plan(cls: type, required: tuple[str, ...]) -> list[tuple[str, Any, type, Any]]:
+@functools.cache
+def _plan(
+    cls: type, required: tuple[str, ...]
+) -> tuple[tuple[tuple[str, Any, type, Any], ...], frozenset[str]]:
     """Each field's name, converter, the type taken as it is, and its default, in the order of
-    ``cls``'s __init__ arguments."""
+    ``cls``'s __init__ arguments, worked out once per record class: looking them up per row
+    cost more than the conversion (every sample parses every process row of every host). And
+    the required fields (no default needed)."""
     plan = []
     for f in fields(cls):
         default = f.default
@@ -88,45 +92,29 @@ def _plan(cls: type, required: tuple[str, ...]) -> list[tuple[str, Any, type, An
         if not plain or (default is MISSING and f.name not in required):
             raise TypeError(f"{cls.__name__}.{f.name}: a plain default or required")
         plan.append((f.name, _COERCE[str(f.type)], _ITSELF.get(str(f.type), _Never), default))
-    return plan
+    return tuple(plan), frozenset(required)
 
 
-_CONVERTERS: dict[tuple[type, tuple[str, ...], Any], Callable[[dict[str, Any]], Any]] = {}
-
-
-def _converter(
-    cls: type, required: tuple[str, ...], make: Callable[..., Any] | None = None
-) -> Callable[[dict[str, Any]], Any]:
-    """The function from a probe dict to ``make(*fields)`` (``cls(*fields)`` by default), or
-    None: each field's value converted (one of the field's own type taken as it is), a wrong
-    type the field's default; a missing or wrong ``required`` field rejects the row (None).
-
-    Written out once per record class, as dataclasses writes an __init__: a loop over the
-    fields cost as much as the record's making, and every sample converts each changed
-    process row and every GPU of every host. tests/unit/test_snapshot_rows.py holds it to
-    the loop it unrolls."""
-    known = _CONVERTERS.get((cls, required, make))
-    if known is not None:
-        return known
-    env: dict[str, Any] = {"make": make or cls}
-    lines = ["def convert(d):", "    get = d.get"]
-    for k, (name, coerce, itself, default) in enumerate(_plan(cls, required)):
-        env[f"c{k}"], env[f"t{k}"], env[f"d{k}"] = coerce, itself, default
-        lines += [
-            f"    v{k} = get({name!r})",
-            f"    if type(v{k}) is not t{k} and (v{k} is None or (v{k} := c{k}(v{k})) is None):",
-            "        return None" if name in required else f"        v{k} = d{k}",
-        ]
-    lines.append(f"    return make({', '.join(f'v{k}' for k in range(len(fields(cls))))})")
-    exec("\n".join(lines), env)  # names and values from the class's own fields only
-    convert: Callable[[dict[str, Any]], Any] = env["convert"]
-    _CONVERTERS[cls, required, make] = convert
-    return convert
+def _values(cls: type, d: dict[str, Any], required: tuple[str, ...]) -> list[Any] | None:
+    """Every field of ``cls`` from a probe dict, converted, in __init__'s order: a wrong type
+    is the field's default; a missing or wrong ``required`` field rejects the row (None)."""
+    plan, needed = _plan(cls, required)
+    out: list[Any] = []
+    get = d.get
+    for name, coerce, itself, default in plan:
+        value = get(name)
+        if type(value) is not itself and (value is None or (value := coerce(value)) is None):
+            if name in needed:
+                return None
+            value = default
+        out.append(value)
+    return out
 
 
 def _build(cls: type[T], d: dict[str, Any], required: tuple[str, ...]) -> T | None:
-    """``cls`` from a probe dict (see ``_converter``)."""
-    return _converter(cls, required)(d)
+    """``cls`` from a probe dict (see ``_values``)."""
+    values = _values(cls, d, required)
+    return None if values is None else cls(*values)
 
 
 @dataclass(frozen=True)
@@ -192,17 +180,17 @@ class Proc:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Proc | None:
-        return _converter(cls, ("pid", "ppid"), _proc)(d)
+        v = _values(cls, d, ("pid", "ppid"))
+        if v is None:
+            return None
+        # Not read (or nonsense): a group and a session of its own, as the dataclass says.
+        pid, ppid, pgid, sid, *rest = v
+        return cls(pid, ppid, pgid if pgid >= 0 else pid, sid if sid >= 0 else pid, *rest)
 
     @property
     def container_pid(self) -> int | None:
         """The PID in the innermost namespace, when it differs from the probe's view."""
         return self.nspid[-1] if len(self.nspid) > 1 else None
-
-
-def _proc(pid: int, ppid: int, pgid: int, sid: int, *rest: Any) -> Proc:
-    # Not read (or nonsense): a group and a session of its own, as the dataclass says.
-    return Proc(pid, ppid, pgid if pgid >= 0 else pid, sid if sid >= 0 else pid, *rest)
 
 
 @dataclass(frozen=True)
