@@ -21,11 +21,13 @@ import pytest
 
 from dflash_train.topology import Topology
 from dflash_tui.core.base.snapshot import RunRecord, Snapshot
+from dflash_tui.core.base.snapshot_delta import ProcTables
 from dflash_tui.core.diagnosis.diagnose import diagnose
 from dflash_tui.core.diagnosis.progress import parse_line
 from dflash_tui.core.diagnosis.thresholds import DEFAULT, Thresholds
 from dflash_tui.core.diagnosis.timeline import _ERROR, _MILESTONES, Event, Timeline
 from dflash_tui.core.diagnosis.tracker import Tracker
+from dflash_tui.core.probe.procs import RowDelta
 from dflash_tui.core.record.codec import Decoder, Encoder, _row, snapshot_dict
 
 TOPO = Topology.parse("0-3:4-7")
@@ -97,20 +99,37 @@ def _docs(n: int, step: float) -> Iterator[dict[str, Any]]:
         yield _sample(i, step)
 
 
+def _stream(docs: Iterator[dict[str, Any]]) -> Iterator[Snapshot]:
+    """The samples as a probe stream with change lists brings them (a whole table every 60
+    lines): parsed with the stream's tables, the unchanged rows' records and the PID index
+    made from the line before."""
+    enc, tables = RowDelta(delta=True), ProcTables()
+    for doc in docs:
+        doc = dict(doc)
+        procs = doc.pop("procs")
+        head = json.dumps(doc)
+        yield Snapshot.from_json(head[:-1] + ", " + enc.encode(procs) + "}", tables)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["dicts", "change-lists"])
 @pytest.mark.parametrize(
     ("step", "th"),
     [(1.0, DEFAULT), (1.0, replace(DEFAULT, persist_s=30.0)), (0.25, DEFAULT)],
     ids=["1Hz", "1Hz-window-90s", "4Hz-120-samples-bind"],
 )
 def test_tracker_says_what_diagnose_over_the_last_120_samples_says(
-    step: float, th: Thresholds
+    step: float, th: Thresholds, stream: bool
 ) -> None:
     tracker = Tracker(TOPO, th)
     plain: list[Snapshot] = []
     earlier = None
     codes: set[str] = set()
-    for doc in _docs(300, step):
-        got = tracker.add(Snapshot.from_dict(doc))
+    given = _stream(_docs(300, step)) if stream else map(Snapshot.from_dict, _docs(300, step))
+    made = 0  # samples whose PID index came made from the line before's
+    for doc, snap in zip(_docs(300, step), given, strict=True):
+        made += "_by_pid" in snap.__dict__
+        assert snap._by_pid == {p.pid: p for p in snap.procs}
+        got = tracker.add(snap)
         plain.append(Snapshot.from_dict(doc))  # its own records: nothing kept from the other
         want = diagnose(plain[-120:], TOPO, th, tracker.progress, True, earlier)
         assert got == want
@@ -118,6 +137,7 @@ def test_tracker_says_what_diagnose_over_the_last_120_samples_says(
         codes |= {f.code for f in got.findings} | {c for g in got.gpus for c in g.codes}
     # the sequence reaches the rules the short cuts touch
     assert {"oom-killed", "orphan-process", "idle", "run-exited"} <= codes, codes
+    assert made > 250 if stream else made == 0
 
 
 def test_diagnoses_over_shared_samples_in_any_order_say_what_fresh_samples_say() -> None:

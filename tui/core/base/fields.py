@@ -13,6 +13,8 @@ def finite(v: float) -> bool:
 
 
 def as_int(v: Any) -> int | None:
+    if type(v) is int:  # most values: the checks below in one
+        return v
     if isinstance(v, bool):
         return None
     if isinstance(v, int):
@@ -23,6 +25,8 @@ def as_int(v: Any) -> int | None:
 
 
 def as_float(v: Any) -> float | None:
+    if type(v) is float:  # most values; finite: NaN - NaN and inf - inf are NaN
+        return v if v - v == 0.0 else None
     if isinstance(v, bool):
         return None
     if isinstance(v, int):

@@ -24,8 +24,14 @@ ALIVE_STATES = ("starting", "running")
 ENDED_STATES = ("exited", "killed", "launch-failed")  # a run's end: what a restart follows
 
 
-def group_members(run: RunRecord | None, procs: Sequence[Proc]) -> list[Proc]:
-    """Live (non-zombie) processes of the run's process group.
+def group_members(
+    run: RunRecord | None,
+    procs: Sequence[Proc],
+    found: tuple[Sequence[Proc], Proc | None] | None = None,
+) -> list[Proc]:
+    """Live (non-zombie) processes of the run's process group. ``found``: the processes of
+    ``procs`` whose group is the run's, in order, and the first whose PID is its PGID, where
+    the caller has them (``Snapshot.group_of``); else ``procs`` is scanned for them.
 
     A PGID is reused by the kernel once the group is gone: when the recorded leader is still
     present its start time must match, else nothing of that group is ours. When the leader is
@@ -35,8 +41,13 @@ def group_members(run: RunRecord | None, procs: Sequence[Proc]) -> list[Proc]:
     if run is None or run.pgid is None:
         return []
     group = run.pgid  # a local: every sample of every host scans a whole table here
-    members = [p for p in procs if p.pgid == group and p.state != "Z"]
-    leader = next((p for p in procs if p.pid == group), None)
+    if found is None:
+        found = (
+            [p for p in procs if p.pgid == group],
+            next((p for p in procs if p.pid == group), None),
+        )
+    members = [p for p in found[0] if p.state != "Z"]
+    leader = found[1]
     if leader is not None:
         if (
             run.start_ticks is not None

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields, replace
+from operator import attrgetter
 from typing import Any, TypeVar
 
 from dflash_tui.core.base.fields import (
@@ -27,10 +28,11 @@ from dflash_tui.core.base.fields import (
 from dflash_tui.core.base.machine import Machine, Worker, workers_of
 from dflash_tui.core.base.ranges import GPU_LIMITS, PROC_LIMITS, sane
 from dflash_tui.core.base.snapshot_delta import ROWS_CAP, ProcTables
-from dflash_tui.core.base.snapshot_rows import KeptRows, RowMemo
+from dflash_tui.core.base.snapshot_rows import KeptRows, PlacedRows, RowMemo
 from dflash_tui.core.base.supervision import SupervisorRecord
 
 T = TypeVar("T")
+_pid = attrgetter("pid")
 
 PROBE_FORMAT = 1
 # One probe line carries a sample's log tails, each capped by the probe at 4 MiB of lines (a
@@ -65,32 +67,54 @@ _COERCE: dict[str, Any] = {
 }
 
 
+# A field's value that is its own conversion (an int for an int, a str for a str, a bool for a
+# bool: ``as_int`` of an int is that int), taken as it is, without the converter's call.
+_ITSELF: dict[str, type] = {"int": int, "int | None": int, "str": str, "str | None": str,
+                            "bool": bool}  # fmt: skip
+
+
+class _Never:
+    """No value's type: a field whose every value goes through its converter."""
+
+
 @functools.cache
-def _plan(cls: type) -> tuple[tuple[str, Any], ...]:
-    """Each field's name and converter, worked out once per record class: looking them up
-    per row cost more than the conversion (every sample parses every process row of every
-    host)."""
-    return tuple((f.name, _COERCE[str(f.type)]) for f in fields(cls))
+def _plan(
+    cls: type, required: tuple[str, ...]
+) -> tuple[tuple[tuple[str, Any, type, Any], ...], frozenset[str]]:
+    """Each field's name, converter, the type taken as it is, and its default, in the order of
+    ``cls``'s __init__ arguments, worked out once per record class: looking them up per row
+    cost more than the conversion (every sample parses every process row of every host). And
+    the required fields (no default needed)."""
+    plan = []
+    for f in fields(cls):
+        default = f.default
+        plain = f.init and not f.kw_only and f.default_factory is MISSING
+        if not plain or (default is MISSING and f.name not in required):
+            raise TypeError(f"{cls.__name__}.{f.name}: a plain default or required")
+        plan.append((f.name, _COERCE[str(f.type)], _ITSELF.get(str(f.type), _Never), default))
+    return tuple(plan), frozenset(required)
 
 
-def _kwargs(cls: type, d: dict[str, Any], required: tuple[str, ...]) -> dict[str, Any] | None:
-    """The fields of ``cls`` a probe dict gives, converted: wrong types are left out (the
-    field's default); a missing or wrong ``required`` field rejects the row (None)."""
-    kw: dict[str, Any] = {}
-    for name, coerce in _plan(cls):
-        value = coerce(d.get(name))
-        if value is None:
-            if name in required:
+def _values(cls: type, d: dict[str, Any], required: tuple[str, ...]) -> list[Any] | None:
+    """Every field of ``cls`` from a probe dict, converted, in __init__'s order: a wrong type
+    is the field's default; a missing or wrong ``required`` field rejects the row (None)."""
+    plan, needed = _plan(cls, required)
+    out: list[Any] = []
+    get = d.get
+    for name, coerce, itself, default in plan:
+        value = get(name)
+        if type(value) is not itself and (value is None or (value := coerce(value)) is None):
+            if name in needed:
                 return None
-            continue  # keep the dataclass default
-        kw[name] = value
-    return kw
+            value = default
+        out.append(value)
+    return out
 
 
 def _build(cls: type[T], d: dict[str, Any], required: tuple[str, ...]) -> T | None:
-    """``cls`` from a probe dict (see ``_kwargs``)."""
-    kw = _kwargs(cls, d, required)
-    return None if kw is None else cls(**kw)
+    """``cls`` from a probe dict (see ``_values``)."""
+    values = _values(cls, d, required)
+    return None if values is None else cls(*values)
 
 
 @dataclass(frozen=True)
@@ -139,7 +163,8 @@ class Gpu:
 
 @dataclass(frozen=True)
 class Proc:
-    """A row of the process table, read from /proc where the probe runs."""
+    """A row of the process table, read from /proc where the probe runs (its first four
+    fields in this order: ``from_dict`` sets the group and the session by place)."""
 
     pid: int
     ppid: int
@@ -155,14 +180,12 @@ class Proc:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Proc | None:
-        kw = _kwargs(cls, d, ("pid", "ppid"))
-        if kw is None:
+        v = _values(cls, d, ("pid", "ppid"))
+        if v is None:
             return None
         # Not read (or nonsense): a group and a session of its own, as the dataclass says.
-        for name in ("pgid", "sid"):
-            if kw.get(name, -1) < 0:
-                kw[name] = kw["pid"]
-        return cls(**kw)
+        pid, ppid, pgid, sid, *rest = v
+        return cls(pid, ppid, pgid if pgid >= 0 else pid, sid if sid >= 0 else pid, *rest)
 
     @property
     def container_pid(self) -> int | None:
@@ -247,6 +270,14 @@ class StepEvent:
         num = as_number
         return cls(num(d.get("time")), as_int(d.get("step")), num(d.get("loss")),
                    num(d.get("acc")), num(d.get("tok_s")))  # fmt: skip
+
+
+def _gpu_sane(gpu: Gpu, errors: list[str]) -> Gpu:
+    return sane(gpu, GPU_LIMITS, f"GPU {gpu.index}", errors)
+
+
+def _gproc_sane(proc: GpuProcess, errors: list[str]) -> GpuProcess:
+    return sane(proc, PROC_LIMITS, f"GPU process {proc.pid}", errors)
 
 
 def _embedded(v: Any, what: str, errors: list[str]) -> Any:
@@ -346,7 +377,7 @@ class Snapshot:
             x[:ERROR_CHARS] for x in as_list(d.get("errors"))[:ERRORS_MAX] if isinstance(x, str)
         ]
 
-        def rows(key: str, parse: Any) -> tuple[Any, ...]:
+        def rows(key: str, parse: Any, kept: KeptRows | None = None) -> tuple[Any, ...]:
             out = []
             given = as_list(d.get(key))
             if len(given) > ROWS_MAX[key]:
@@ -355,13 +386,23 @@ class Snapshot:
                     f"the first {ROWS_MAX[key]:,} kept"
                 )
                 given = given[: ROWS_MAX[key]]
+            elif kept is not None and (same := kept.table(given)) is not None:
+                return same  # the previous sample's records but for the rows that changed
             for raw in given:
                 row = parse(raw) if isinstance(raw, dict) else None
                 if row is None:
                     errors.append(f"skipped a malformed {key} row: {str(raw)[:80]!r}")
                 else:
                     out.append(row)
-            return tuple(out)
+            found = tuple(out)
+            if kept is not None:
+                kept.keep(given, found)
+            return found
+
+        def checked(key: str, parse: Any, check: Any) -> tuple[Any, ...]:
+            placed = PlacedRows(memo, key, parse)
+            rows(key, placed)  # each row parsed, or taken again; the malformed ones said
+            return placed.checked(check, errors)  # then each range-checked, in order
 
         host = as_str(d.get("host")) or "local"
         procs = KeptRows(memo, Proc.from_dict)  # most rows are as the last sample had them
@@ -378,14 +419,9 @@ class Snapshot:
                 error=as_str(tel.get("error")),
                 elapsed_ms=as_float(tel.get("elapsed_ms")),
             ),
-            gpus=tuple(
-                sane(g, GPU_LIMITS, f"GPU {g.index}", errors) for g in rows("gpus", Gpu.from_dict)
-            ),
-            gpu_procs=tuple(
-                sane(p, PROC_LIMITS, f"GPU process {p.pid}", errors)
-                for p in rows("gpu_procs", GpuProcess.from_dict)
-            ),
-            procs=rows("procs", procs),
+            gpus=checked("gpus", Gpu.from_dict, _gpu_sane),
+            gpu_procs=checked("gpu_procs", GpuProcess.from_dict, _gproc_sane),
+            procs=rows("procs", procs, procs),
             logs=rows("logs", LogState.from_dict),
             run=RunRecord.from_dict(run) if isinstance(run, dict) else None,
             clk_tck=as_int(d.get("clk_tck")) or 100,
@@ -399,7 +435,14 @@ class Snapshot:
             machine=Machine.from_dict(d.get("machine")),
             workers=workers_of(d.get("workers")),
         )
-        procs.keep()
+        index = procs.index(snap.procs, _pid)
+        if index is not None:  # the diagnosis' PID index, made from the last sample's
+            snap.__dict__["_by_pid"] = index
+            pgid = snap.run.pgid if snap.run is not None else None
+            places = procs.group(snap.procs, pgid) if pgid is not None else None
+            if pgid is not None and places is not None:  # and the run's group (each PID
+                group = tuple(map(snap.procs.__getitem__, places))  # once: one leader)
+                snap.__dict__["_group"] = (pgid, group, index.get(pgid))
         return snap
 
     @functools.cached_property
@@ -410,6 +453,19 @@ class Snapshot:
 
     def proc(self, pid: int) -> Proc | None:
         return self._by_pid.get(pid)
+
+    def group_of(self, pgid: int) -> tuple[tuple[Proc, ...], Proc | None]:
+        """The processes whose process group is ``pgid``, in the table's order, and the first
+        whose PID is ``pgid`` (its leader, if there). The run's, made as the table was parsed
+        (from the last sample's where the stream's change list allowed); another's, a scan."""
+        made = self.__dict__.get("_group")
+        if made is not None and made[0] == pgid:
+            return made[1], made[2]
+        procs = self.procs
+        return (
+            tuple(p for p in procs if p.pgid == pgid),
+            next((p for p in procs if p.pid == pgid), None),
+        )
 
     @functools.cached_property
     def _members(self) -> dict[int, tuple[Proc, ...]]:
@@ -428,6 +484,15 @@ class Snapshot:
     @functools.cached_property
     def parents(self) -> dict[int, int]:
         return {p.pid: p.ppid for p in self.procs}
+
+    def without_log_lines(self) -> Snapshot:
+        """This sample with its logs' lines left out (what a history of samples keeps), and
+        the PID index and the run's group made as it was parsed (the same table's) with it."""
+        out = replace(self, logs=tuple(replace(lg, lines=()) for lg in self.logs))
+        for name in ("_by_pid", "_group"):
+            if name in self.__dict__:
+                out.__dict__[name] = self.__dict__[name]  # never edited: shared
+        return out
 
     def forget_lookups(self) -> None:
         """Drop the PID and parent indexes once this sample's own diagnosis is made: a

@@ -38,6 +38,7 @@ class ProcTables:
     def __init__(self) -> None:
         self.seq: int | None = None
         self.rows: dict[int, dict[str, Any]] = {}
+        self.pids: list[int] = []  # the table's PIDs in order: ``rows``' keys
         self.memo = RowMemo()
 
     def apply(self, d: dict[str, Any]) -> dict[str, Any]:
@@ -50,16 +51,17 @@ class ProcTables:
         try:
             d["procs"] = self._rebuild(seq, delta)
         except DeltaError:
-            self.seq, self.rows = None, {}
+            self.seq, self.rows, self.pids = None, {}, []
             raise
         return d
 
     def _keep(self, seq: int | None, procs: Any) -> None:
         if seq is None or not isinstance(procs, list):
-            self.seq, self.rows = None, {}  # no base: a change list after it is refused
+            self.seq, self.rows, self.pids = None, {}, []  # no base: a change list is refused
             return
         self.seq = seq
         self.rows = {r["pid"]: r for r in procs if isinstance(r, dict) and _int(r.get("pid"))}
+        self.pids = list(self.rows)
 
     def _rebuild(self, seq: Any, delta: Any) -> list[dict[str, Any]]:
         if not isinstance(delta, dict) or not _int(seq):
@@ -74,18 +76,28 @@ class ProcTables:
             raise DeltaError("probe line: a malformed process-table change list")
         if len(changed) > len(pids):  # every PID must be in the base or sent: bounded by it
             raise DeltaError("probe line: a change list with more rows than PIDs")
-        if not all(type(p) is int for p in pids):
+        if not set(map(type, pids)) <= {int}:  # a bool is no PID
             raise DeltaError("probe line: a change list's PIDs are not all numbers")
         table = self.rows
+        # The base's PIDs in the base's order (most lines: no process came or went), each
+        # changed row one of them: the table is the base with those rows replaced in place.
+        same = pids == self.pids
         for r in changed:
             if not isinstance(r, dict) or not _int(r.get("pid")):
                 raise DeltaError(f"probe line: a malformed changed row: {str(r)[:80]!r}")
-            table[r["pid"]] = r
-        try:
-            rows = {p: table[p] for p in pids}
-        except KeyError:  # a PID neither kept nor sent
-            raise DeltaError("probe line: a change list names a PID it has no row for") from None
-        if len(rows) != len(pids):
-            raise DeltaError("probe line: a change list names a PID twice")
-        self.seq, self.rows = seq, rows
+            pid = r["pid"]
+            same = same and pid in table
+            table[pid] = r
+        if same:
+            rows, pids = table, self.pids  # the base's PIDs: each a key of its own
+        else:
+            try:
+                rows = {p: table[p] for p in pids}
+            except KeyError:  # a PID neither kept nor sent
+                raise DeltaError(
+                    "probe line: a change list names a PID it has no row for"
+                ) from None
+            if len(rows) != len(pids):
+                raise DeltaError("probe line: a change list names a PID twice")
+        self.seq, self.rows, self.pids = seq, rows, pids
         return list(rows.values())

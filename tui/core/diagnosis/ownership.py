@@ -139,7 +139,13 @@ def _left_by(proc: Proc, pgid: int, ticks: int | None, snap: Snapshot) -> bool:
 
 def live_members(snap: Snapshot) -> set[int]:
     """PIDs of the run's group, once per snapshot (its run state reads them too)."""
-    return _memo(snap, "_run_members", lambda: {p.pid for p in group_members(snap.run, snap.procs)})
+    return _memo(snap, "_run_members", lambda: {p.pid for p in _group_members(snap)})
+
+
+def _group_members(snap: Snapshot) -> list[Proc]:
+    run = snap.run  # its group as the table was parsed (Snapshot.group_of), not a scan
+    found = snap.group_of(run.pgid) if run is not None and run.pgid is not None else None
+    return group_members(run, snap.procs, found)
 
 
 def _memo(snap: Snapshot, key: str, make: Callable[[], T]) -> T:

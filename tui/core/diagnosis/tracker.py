@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import replace
 
 from dflash_train.topology import Topology
 from dflash_tui.core.base.snapshot import Snapshot
@@ -44,7 +43,7 @@ class Tracker:
         self._fold_metrics(snap)
         # The history feeds the diagnosis, which never reads log text: keep it without the
         # lines, or a minute of samples of a flooding log would hold hundreds of MiB.
-        self.history.append(replace(snap, logs=tuple(replace(lg, lines=()) for lg in snap.logs)))
+        self.history.append(snap.without_log_lines())  # its PID index with it
         self._prune(snap.time)
         self._last = self.diagnose()
         # What later diagnoses read of this sample is kept on it (its views, its run's
