@@ -1,7 +1,7 @@
-"""Where the soaked app's resident memory is, read inside it: put this folder on PYTHONPATH and
-set SOAK_PARTS_DIR, and the app (only a process started as ``-m dflash_tui.cli.main``; the feed
-and bench/soak.py itself are left alone) appends a JSON line to SOAK_PARTS_DIR/parts.jsonl every
-SOAK_PARTS_EVERY seconds (default 36: each tenth of a 6-minute soak):
+"""Where the soaked app's resident memory is, read inside it: put this folder on PYTHONPATH
+(an absolute path: the app runs in a folder of its own) and set SOAK_PARTS_DIR, and the app
+(only a process started as ``-m dflash_tui.cli.main``; the feed and bench/soak.py itself are
+left alone) appends a JSON line to SOAK_PARTS_DIR/parts.jsonl every SOAK_PARTS_EVERY seconds (default 36: each tenth of a 6-minute soak):
 
 - ``rss``: VmRSS, MiB; ``samples``: the feed's count so far (its state file beside the run root);
 - ``py_arenas`` / ``py_used``: CPython's small-object allocator, its 1 MiB arenas held and the
@@ -16,7 +16,7 @@ SOAK_PARTS_TRIM_FROM=K: from the K-th line on, ``malloc_trim(0)`` after reading,
 after it (what glibc could give back). SOAK_PARTS_FRAMES=N: tracemalloc with N frames from the
 start, a snapshot beside each line (slow: the app falls behind the feed).
 
-    PYTHONPATH=bench/soak_parts SOAK_PARTS_DIR=/tmp/parts \\
+    PYTHONPATH=$PWD/bench/soak_parts SOAK_PARTS_DIR=/tmp/parts \\
         .venv/bin/python bench/soak.py --what app --minutes 6 --run-samples 600
 
 Linux and glibc only; a bench tool, never imported by the app.
