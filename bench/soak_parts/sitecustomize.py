@@ -1,7 +1,8 @@
 """Where the soaked app's resident memory is, read inside it: put this folder on PYTHONPATH
 (an absolute path: the app runs in a folder of its own) and set SOAK_PARTS_DIR, and the app
 (only a process started as ``-m dflash_tui.cli.main``; the feed and bench/soak.py itself are
-left alone) appends a JSON line to SOAK_PARTS_DIR/parts.jsonl every SOAK_PARTS_EVERY seconds (default 36: each tenth of a 6-minute soak):
+left alone) appends a JSON line to SOAK_PARTS_DIR/parts.jsonl every SOAK_PARTS_EVERY seconds
+(default 36: each tenth of a 6-minute soak):
 
 - ``rss``: VmRSS, MiB; ``samples``: the feed's count so far (its state file beside the run root);
 - ``py_arenas`` / ``py_used``: CPython's small-object allocator, its 1 MiB arenas held and the
