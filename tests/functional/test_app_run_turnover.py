@@ -1,4 +1,4 @@
-"""Runs that start and end do not pile up in the app's memory.
+"""Runs that start and end do not pile up in the app's memory, nor do the places lines are drawn.
 
 Each run brings its own log tail (its run log) and changes the run keys in the footer; once
 the run's log is gone and the footer is made again, those widgets must be free. Textual keeps
@@ -13,11 +13,15 @@ from __future__ import annotations
 import gc
 import weakref
 
+from rich.color import ColorSystem
+from rich.style import Style
 from support import until
 from textual.pilot import Pilot
+from textual.strip import Strip
 from textual.widget import Widget
 
 from dflash_tui.app.app import DflashApp
+from dflash_tui.app.heap import STYLE_CODES_CAP
 from dflash_tui.app.host.logs.tail import LogTail
 from dflash_tui.app.host.source import ScriptedSource
 from dflash_tui.app.keys.footer import KeyFooter
@@ -104,3 +108,34 @@ async def test_finished_runs_log_tails_and_old_footer_keys_are_freed() -> None:
             10,
             lambda: len(removed_alive(keys, app)),
         )
+
+
+def offset_styles(n: int) -> list[Style]:
+    """Styles as a drawn row's segments carry them (``Strip.apply_offsets``): one per place."""
+    return [Style(color="green") + Style.from_meta({"offset": (i % 100, i)}) for i in range(n)]
+
+
+async def test_textual_style_codes_stay_within_the_cap_as_samples_come() -> None:
+    """Each log line drawn at a new row is a new key of Textual's style-code cache (16,384
+    entries, about 560 bytes each, filled by a live app over hours): each sample a shown pane
+    draws empties it once it holds over the cap. Headless, nothing is written to a terminal,
+    so the styles a terminal's frames would add are added here."""
+    codes = Strip.render_ansi.__func__  # type: ignore[attr-defined]
+    source = ScriptedSource()
+    app = DflashApp(Config(), source=source)
+    async with app.run_test(size=SIZE) as pilot:
+        for n, style in enumerate(offset_styles(STYLE_CODES_CAP + 500)):
+            Strip.render_style(style, f"x{n}", ColorSystem.TRUECOLOR)
+        assert codes.cache_info().currsize > STYLE_CODES_CAP  # what a terminal's frames add
+        source.push(sample(0, 0, alive=True))
+        await until(pilot, lambda: app.samples >= 1)
+        assert codes.cache_info().currsize <= STYLE_CODES_CAP
+
+
+def test_a_style_draws_the_same_codes_after_the_cache_was_emptied() -> None:
+    """Emptying the cache changes no byte written: the codes are worked out again."""
+    styles = offset_styles(50)
+    before = [Strip.render_style(s, "text", ColorSystem.TRUECOLOR) for s in styles]
+    Strip.render_ansi.__func__.cache_clear()  # type: ignore[attr-defined]
+    again = [Strip.render_style(s, "text", ColorSystem.TRUECOLOR) for s in offset_styles(50)]
+    assert again == before and all("\x1b[" in x for x in before)

@@ -28,6 +28,7 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import TabbedContent, TabPane
 
+from dflash_tui.app import heap
 from dflash_tui.app.host.findings.panel import FindingsList, TimelineList
 from dflash_tui.app.host.gpus.grid import GpuGrid
 from dflash_tui.app.host.header import RunHeader
@@ -244,6 +245,7 @@ class HostPane(Vertical):
             # Hidden: only what the store folded; the age is worked out when it is shown.
             self.stale_s = None
             return True
+        heap.bound_style_codes()  # what the last draws added to Textual's style-code cache
         self._look_again(stale_after(diag.interval) if diag.interval else None)
         self._show_stale(None)  # before the findings: a fresh sample may say OK again
         header = self.query_one(RunHeader)
