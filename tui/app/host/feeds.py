@@ -178,8 +178,11 @@ class HostFeeds:
         if pane is None or not pane.show_sample(msg):
             return  # the pane is gone or the app is exiting: nothing to draw on, nothing to say
         # The overview draws every host: only when this sample changed this host's row (a
-        # job's row shows its members' steps, which move with every sample).
-        if several and (state.job is not None or summarize(state) != row):
+        # job's row shows its members' steps, which move with every sample). A link that
+        # comes back is drawn at once, as its going down was.
+        if several and row is not None and row.link != "connected":
+            self._draw_overview()
+        elif several and (state.job is not None or summarize(state) != row):
             self._overview_changed()
         for ev in msg.events:
             if ev.kind in ("crash", "launch-failed"):
