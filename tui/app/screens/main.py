@@ -4,10 +4,11 @@ process tree / timeline on the right, the wait bar and the footer. The key table
 Textual's Screen binds hidden by default).
 
 Every host gets its own ``HostPane`` (tui/app/host/pane.py), whose widgets are made the first
-time it is shown; what accumulates (logs, sparklines, timeline, history) is kept in its store
-meanwhile, so nothing is lost. With two or more hosts, the host overview comes first and the
-panes share a ContentSwitcher: switching host shows another pane. One host: its pane alone,
-without the overview.
+time it is shown and removed once ``PANES_KEPT`` other hosts were shown since; what
+accumulates (logs, sparklines, timeline, history) is kept in its store meanwhile, so nothing is
+lost, and the widgets made again draw it. With two or more hosts, the host overview comes first
+and the panes share a ContentSwitcher: switching host shows another pane. One host: its pane
+alone, without the overview.
 """
 
 from __future__ import annotations
@@ -27,6 +28,12 @@ from dflash_tui.app.keys.table import MAIN_BINDINGS
 from dflash_tui.app.screens.overview import HostOverview
 from dflash_tui.app.widgets.waits import WaitBar
 
+# The panes whose widgets are kept: the one shown and the last three shown before it. Going
+# back and forth between a few hosts (`[`, `]`, comparing two or three) finds their widgets
+# there, with nothing to make again; a user who looks at every one of 64 hosts keeps four sets
+# of ~40 widgets, not 64 (bench/README.md, "Many hosts in the app").
+PANES_KEPT = 4
+
 
 class MainScreen(Screen[None], inherit_bindings=False):
     # Not inherited: Screen binds tab first, which would put "tab Areas" first in the footer.
@@ -41,6 +48,7 @@ class MainScreen(Screen[None], inherit_bindings=False):
         # Kept as made: every sample of every host reaches its pane, so no DOM search per
         # sample. Only the first host's widgets are made now; another's when it is first shown.
         self.panes = [HostPane(h, i, read_only, built=i == 0) for i, h in enumerate(self.hosts)]
+        self.recent = [0]  # the panes with widgets, the one shown last
         self.overview = HostOverview() if len(self.hosts) > 1 else None
 
     @property
@@ -74,12 +82,18 @@ class MainScreen(Screen[None], inherit_bindings=False):
         return pane if pane is not None and pane.is_attached else None
 
     async def show_pane(self, index: int) -> None:
-        """Show host ``index``'s pane, its widgets made if this is the first time."""
+        """Show host ``index``'s pane, its widgets made if they are not there (the first
+        time, or removed since), and remove those of the pane shown least recently once more
+        than ``PANES_KEPT`` have them."""
         if len(self.hosts) > 1:
             pane = self.panes[index]
             await pane.build()
             self.query_one("#hosts", ContentSwitcher).current = pane_id(index)
             pane.catch_up()  # what it did not draw while another host was shown
+            self.recent = [i for i in self.recent if i != index] + [index]
+            while len(self.recent) > PANES_KEPT:
+                # Hidden now: nothing draws on it while its widgets go.
+                await self.panes[self.recent.pop(0)].drop()
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         # Lines added while the timeline was hidden could not scroll it; show the newest now.

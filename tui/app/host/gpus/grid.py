@@ -78,6 +78,11 @@ class GpuGrid(ScrollableContainer, can_focus=True):
         """Choose mode, columns and height for the GPUs shown, the width and the pane's height
         (after a resize of the grid or of the pane, and when GPUs come or go); ``draw`` False:
         the panels are laid out but not drawn (their host is not on screen)."""
+        if not self.size.width and self.choice is None:
+            # Not laid out yet (a pane made when its host is shown draws before its layout):
+            # a zero height would call for the compact lines, eight widgets made for nothing.
+            # Its first resize fits it.
+            return
         parent = self.parent
         pane = parent.size.height if isinstance(parent, Widget) else self.screen.size.height
         width = max(1, self.size.width)

@@ -10,6 +10,8 @@ its end by the next tick.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widget import Widget
@@ -26,6 +28,19 @@ FLUSH_INTERVAL = 0.05  # seconds: ~20 redraws a second at most, per tail
 IDLE_TICKS = 10  # ticks with nothing to draw before the flush timer pauses (half a second)
 
 
+@dataclass
+class LogSettings:
+    """What the log keys set on a host's log area, kept by its pane while the area's widgets
+    are removed (tui/app/host/pane.py, ``drop``) and given to the area made again."""
+
+    filter_text: str = DEFAULT_FILTER
+    filter_on: bool = True
+    follow: bool = True
+    wrap: bool = False
+    search_text: str = ""
+    scroll: dict[str, tuple[float, float]] = field(default_factory=dict)  # paused tails, by path
+
+
 class LogArea(Vertical):
     DEFAULT_CSS = """
     LogArea {
@@ -38,20 +53,38 @@ class LogArea(Vertical):
     }
     """
 
-    def __init__(self, kept: PaneStore, read_only: bool = False) -> None:
+    def __init__(
+        self, kept: PaneStore, read_only: bool = False, settings: LogSettings | None = None
+    ) -> None:
         """``kept``: the host's store, whose log data the tails draw. ``read_only``: no key
         launches anything here (a viewer, a browser tab without --allow-control, a replay),
-        so the empty area names none."""
+        so the empty area names none. ``settings``: those of the area this one replaces
+        (the filter's pattern itself is the store's)."""
         super().__init__(id="logs")
         self.kept = kept
         self.read_only = read_only
         self.tails: dict[str, LogTail] = {}
-        self.filter_text = DEFAULT_FILTER
-        self.filter_on = True  # on at start: errors, exceptions, progress
-        self.follow = True
+        was = settings or LogSettings()
+        self.filter_text = was.filter_text
+        self.filter_on = was.filter_on  # on at start: errors, exceptions, progress
+        self.follow = was.follow
         self._next_id = 0
-        self.wrap = False  # `W`: every tail wraps its long lines
-        self.search_text = ""  # `s`: found and marked in every tail, beside the filter
+        self.wrap = was.wrap  # `W`: every tail wraps its long lines
+        self.search_text = was.search_text  # `s`: found and marked in every tail
+        self._scroll_back = dict(was.scroll)  # for the tails made again
+
+    def keep(self) -> LogSettings:
+        """The area's widgets are being removed with its pane's: every tail's lines go back
+        to the store, and what the keys set is kept for the area made again. Not kept (a
+        rebuilt area starts without them): an open filter or search box, the current match."""
+        scroll = {}
+        for path, tail in self.tails.items():
+            at = tail.keep()
+            if at is not None:
+                scroll[path] = at
+        return LogSettings(
+            self.filter_text, self.filter_on, self.follow, self.wrap, self.search_text, scroll
+        )
 
     def compose(self) -> ComposeResult:
         # The filter's and the search's boxes are made when first opened (_box).
@@ -153,6 +186,7 @@ class LogArea(Vertical):
         tail = LogTail(data, f"tail-{self._next_id}")
         tail.follow = self.follow
         tail.wrap = self.wrap
+        tail.scroll_back = self._scroll_back.pop(data.path, None)
         self.tails[data.path] = tail
         existing = [t for t in self.tails.values() if t is not tail and t.is_mounted]
         if data.is_run_log and existing:

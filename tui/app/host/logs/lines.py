@@ -127,6 +127,15 @@ class LineStore:
         self.undrawn = 0
         return out
 
+    def undraw(self, drawn: Sequence[str]) -> None:
+        """The lines a view drew, back before the lines it had not drawn yet, and no view
+        draws from here on (``quiet``): its widgets are removed, and the view made again draws
+        what is pending, the newest ``max_lines`` as the removed one kept them."""
+        kept: deque[str] = deque(drawn, maxlen=self.max_lines)
+        kept.extend(self.pending)
+        self.pending = kept
+        self.quiet = True
+
     def set_filter(self, pattern: re.Pattern[str] | None) -> list[str]:
         """Change the filter; returns every stored line that now shows (for a redraw)."""
         self.pattern = pattern

@@ -79,6 +79,9 @@ class LogTail(Vertical):
         self.search = SearchState()
         self.wrap = False  # `W`: long lines cut into rows of the pane's width
         self.wrap_width = 0  # the width the lines shown were cut to
+        # Where a paused tail was scrolled when its pane's widgets were removed (x, y): this
+        # tail, made again, scrolls there once its lines are drawn.
+        self.scroll_back: tuple[float, float] | None = None
 
     def compose(self) -> ComposeResult:
         yield self.title_bar
@@ -142,6 +145,22 @@ class LogTail(Vertical):
                 self._retitle()
         if self.follow and not self.log_view.is_vertical_scroll_end:
             self.log_view.scroll_end(animate=False, immediate=True, x_axis=False)
+        elif pending and self.scroll_back is not None and not self.follow:
+            x, y = self.scroll_back
+            self.scroll_back = None
+            self.log_view.scroll_to(x, y, animate=False, immediate=True)
+
+    def keep(self) -> tuple[float, float] | None:
+        """Its pane's widgets are being removed: the lines it shows go back to the store (a
+        tail made again draws only what the store has not drawn), and where a paused tail is
+        scrolled (None: following, or nothing drawn). Wrapped, the rows kept are cut at this
+        width: the new tail cuts the store's lines again if its width differs, as a resize
+        does."""
+        drawn = self.log_view.lines if self.log_view.is_mounted else ()
+        self.data.store.undraw(drawn)
+        if self.follow or not drawn:
+            return None
+        return self.log_view.scroll_x, self.log_view.scroll_y
 
     def set_filter(self, pattern: re.Pattern[str] | None) -> None:
         lines = self.data.store.set_filter(pattern)
