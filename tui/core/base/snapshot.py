@@ -494,7 +494,8 @@ class Snapshot:
 
     def member_cmds(self, group: int) -> dict[int, str]:
         """PID -> command line of ``members(group)`` (a later PID twice: its last row). What
-        a window copy (``keep_for_window``) still answers, for any group."""
+        a window copy (``keep_for_window``) still answers, for any group. Kept per group:
+        read it, never edit it."""
         rows = self.__dict__.get(_ROWS)
         if rows is None:
             return {p.pid: p.cmd for p in self.members(group)}
