@@ -250,3 +250,91 @@ def test_timeline_milestones_say_what_each_line_says() -> None:
                 sev = "error" if kind == "error" else "info"
                 want.append(Event(1.0 if k < cut else 2.0, kind, sev, text))
         assert got == want, lines
+
+
+# A second script, for what a window copy (Snapshot.keep_for_window) must still answer: a run
+# ends, the next one's processes run before its record names their group (its launcher at
+# work), one of them is killed by the OOM killer then (named from the samples whose record
+# had no group), the run's group changes, a worker keeps the run's session in a group of its
+# own, orphan and foreign GPU processes come and go, and a short-lived process every sample.
+R1, R2, R2_MOVED, OOM_PID = 500, 900, 950, 904
+
+
+def _relaunch(i: int) -> dict[str, Any]:
+    t = 2_000_000.0 + i
+    rows: list[dict[str, Any]] = [{"pid": 1, "ppid": 0, "pgid": 1, "sid": 1, "cmd": "init"}]
+    rows += [{"pid": 100 + k, "ppid": 1, "pgid": 100 + k, "sid": 100 + k, "cmd": f"d {k}",
+              "cpu_pct": float((i * 7 + k) % 11)} for k in range(40)]  # fmt: skip
+    rows.append({"pid": 20_000 + i, "ppid": 101, "pgid": 101, "sid": 101, "cmd": f"cron {i}"})
+    gprocs: list[dict[str, Any]] = []
+    run: dict[str, Any]
+    if i < 60:
+        run = {"id": "r1", "dir": "/runs/r1", "pid": R1, "pgid": R1, "start_ticks": 10,
+               "started_at": t - i - 5}  # fmt: skip
+        rows.append({"pid": R1, "ppid": 1, "pgid": R1, "sid": R1, "cmd": "torchrun r1"})
+        for g in range(4):
+            rows.append({"pid": R1 + 1 + g, "ppid": R1, "pgid": R1, "sid": R1, "state": "R",
+                         "cpu_pct": 80.0 + (i + g) % 5, "cmd": f"r1 rank {g}"})  # fmt: skip
+            gprocs.append({"pid": R1 + 1 + g, "gpu_uuid": f"GPU-{g}", "used_mib": 50_000})
+    elif i < 70:
+        run = {"id": "r1", "dir": "/runs/r1", "pid": R1, "pgid": R1, "start_ticks": 10,
+               "started_at": t - i - 5, "exit_code": 1, "ended_at": t - i + 60}  # fmt: skip
+    else:
+        group = None if i < 80 else R2 if i < 140 else R2_MOVED
+        run = {"id": "r2", "dir": "/runs/r2", "launcher": 4000, "started_at": None}
+        if group is not None:
+            run |= {"pid": group, "pgid": group, "started_at": 2_000_070.0}
+        procs_group = R2 if i < 140 else R2_MOVED
+        rows.append({"pid": procs_group, "ppid": 1, "pgid": procs_group, "sid": R2,
+                     "cmd": "torchrun r2"})  # fmt: skip
+        for g in range(4):
+            pid = R2 + 1 + g
+            if pid == OOM_PID and i >= 78:
+                continue  # killed while the record named no group yet
+            rows.append({"pid": pid, "ppid": procs_group, "pgid": procs_group, "sid": R2,
+                         "cpu_pct": 70.0 + (i + g) % 3, "cmd": f"r2 rank {g}"})  # fmt: skip
+            gprocs.append({"pid": pid, "gpu_uuid": f"GPU-{g}", "used_mib": 40_000})
+        if i < 82:  # the killed rank's memory, still counted for a while (an orphan: gone)
+            gprocs.append({"pid": OOM_PID, "gpu_uuid": "GPU-3", "used_mib": 40_000})
+        # a loader that left the group but not the session: a member by its session
+        rows.append({"pid": 920, "ppid": procs_group, "pgid": 920, "sid": R2,
+                     "cmd": "r2 loader"})  # fmt: skip
+    if 10 <= i < 40 or 100 <= i < 120:  # someone else's job under a daemon: foreign
+        rows.append({"pid": 8888, "ppid": 100, "pgid": 100, "sid": 100, "cmd": "bob.py"})
+        gprocs.append({"pid": 8888, "gpu_uuid": "GPU-6", "used_mib": 3000})
+    if 20 <= i < 50 or 150 <= i < 170:  # reparented to init: an orphan
+        rows.append({"pid": 7777, "ppid": 1, "pgid": 7777, "sid": 7777, "cmd": "nb.py"})
+        gprocs.append({"pid": 7777, "gpu_uuid": "GPU-5", "used_mib": 2000})
+    used = {g["gpu_uuid"] for g in gprocs}
+    gpus = [{"index": g, "uuid": f"GPU-{g}", "util": 90 if f"GPU-{g}" in used else 0,
+             "mem_used_mib": 45_000 if f"GPU-{g}" in used else 0, "mem_total_mib": 81_559}
+            for g in range(8)]  # fmt: skip
+    ooms = [{"time": 1.0, "pid": R2 + 2, "name": "python", "text": "Killed process"}]
+    kernel = {"source": "kmsg", "xids": [], "ooms": ooms if 180 <= i < 200 else []}
+    machine = {"oom_kill": 0 if i < 85 else 1, "kernel_log": kernel}
+    return {"time": t, "host": "box", "telemetry": {"source": "nvml"}, "gpus": gpus,
+            "gpu_procs": gprocs, "procs": rows, "run": run, "machine": machine}  # fmt: skip
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["dicts", "change-lists"])
+def test_window_copies_answer_what_later_diagnoses_ask_of_them(stream: bool) -> None:
+    tracker = Tracker(TOPO, DEFAULT)
+    docs = [_relaunch(i) for i in range(240)]
+    given = _stream(iter(docs)) if stream else map(Snapshot.from_dict, docs)
+    plain: list[Snapshot] = []
+    earlier = None
+    codes: set[str] = set()
+    named_early = 0  # OOM findings naming the rank killed before the record named its group
+    for doc, snap in zip(docs, given, strict=True):
+        got = tracker.add(snap)
+        plain.append(Snapshot.from_dict(doc))
+        want = diagnose(plain[-120:], TOPO, DEFAULT, tracker.progress, True, earlier)
+        assert got == want, doc["time"]
+        earlier = want
+        codes |= {f.code for f in got.findings} | {c for g in got.gpus for c in g.codes}
+        named_early += any(
+            f.code == "oom-killed" and f"pid {OOM_PID} (r2 rank 3)" in f.message
+            for f in got.findings
+        )
+    assert {"oom-killed", "orphan-process", "foreign-process", "run-exited"} <= codes, codes
+    assert named_early > 30  # from i=85 until the samples before 78 leave the window

@@ -13,7 +13,8 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import MISSING, dataclass, field, fields, replace
-from operator import attrgetter
+from itertools import compress
+from operator import attrgetter, is_not
 from typing import Any, TypeVar
 
 from dflash_tui.core.base.fields import (
@@ -33,6 +34,9 @@ from dflash_tui.core.base.supervision import SupervisorRecord
 
 T = TypeVar("T")
 _pid = attrgetter("pid")
+# What a window copy keeps of each process row (Snapshot.keep_for_window), and where.
+_ROW = attrgetter("pid", "pgid", "sid", "cmd")
+_ROWS, _CMDS = "_window_rows", "_window_cmds"
 
 PROBE_FORMAT = 1
 # One probe line carries a sample's log tails, each capped by the probe at 4 MiB of lines (a
@@ -449,7 +453,14 @@ class Snapshot:
     def _by_pid(self) -> dict[int, Proc]:
         # The diagnosis looks PIDs up for every GPU process of every sample in its window:
         # an index, built once per snapshot, instead of scanning thousands of rows each time.
-        return {p.pid: p for p in self.procs}
+        return {p.pid: p for p in self._table()}
+
+    def _table(self) -> tuple[Proc, ...]:
+        """``procs``, for a lookup: a window copy has given its records up, and an empty
+        table would answer every lookup wrongly (no such process), never visibly."""
+        if _ROWS in self.__dict__:
+            raise LookupError(f"sample at {self.time}: a window copy keeps no process records")
+        return self.procs
 
     def proc(self, pid: int) -> Proc | None:
         return self._by_pid.get(pid)
@@ -461,7 +472,7 @@ class Snapshot:
         made = self.__dict__.get("_group")
         if made is not None and made[0] == pgid:
             return made[1], made[2]
-        procs = self.procs
+        procs = self._table()
         return (
             tuple(p for p in procs if p.pgid == pgid),
             next((p for p in procs if p.pid == pgid), None),
@@ -478,12 +489,25 @@ class Snapshot:
         memo = self._members
         found = memo.get(group)
         if found is None:
-            found = memo[group] = tuple(p for p in self.procs if group in (p.pgid, p.sid))
+            found = memo[group] = tuple(p for p in self._table() if group in (p.pgid, p.sid))
+        return found
+
+    def member_cmds(self, group: int) -> dict[int, str]:
+        """PID -> command line of ``members(group)`` (a later PID twice: its last row). What
+        a window copy (``keep_for_window``) still answers, for any group. Kept per group:
+        read it, never edit it."""
+        rows = self.__dict__.get(_ROWS)
+        if rows is None:
+            return {p.pid: p.cmd for p in self.members(group)}
+        memo: dict[int, dict[int, str]] = self.__dict__.setdefault(_CMDS, {})
+        found = memo.get(group)
+        if found is None:
+            found = memo[group] = {r[0]: r[3] for r in rows if group in (r[1], r[2])}
         return found
 
     @functools.cached_property
     def parents(self) -> dict[int, int]:
-        return {p.pid: p.ppid for p in self.procs}
+        return {p.pid: p.ppid for p in self._table()}
 
     def without_log_lines(self) -> Snapshot:
         """This sample with its logs' lines left out (what a history of samples keeps), and
@@ -500,6 +524,47 @@ class Snapshot:
         was most of what a watched host held. Asked again, an index is built again."""
         for name in ("_by_pid", "parents"):
             self.__dict__.pop(name, None)
+
+    def keep_for_window(
+        self, before: Snapshot | None, was: tuple[Proc, ...] = ()
+    ) -> tuple[Proc, ...]:
+        """Make this copy (a tracker's own, its own diagnosis made) hold only what later
+        diagnoses read of it: its views and run members are kept on it (diagnose.py,
+        ownership.py), and of its process table only ``member_cmds``, for any group (the OOM
+        rule asks each sample of its window for the members of the newest sample's run,
+        whose group may be one this sample's run record did not name yet). So the table
+        becomes its rows' (PID, group, session, command): the very tuple ``before`` (the
+        window's previous copy) holds when they are the same, and its rows where they are
+        the same, so a minute of samples of a table whose readings move every second holds
+        one table of those, not sixty tables of records. Every other lookup of the process
+        table (``proc``, ``group_of``, ``members``, ``parents``) then raises: an empty table
+        would answer it wrongly.
+
+        ``was``: the records ``before`` gave up (what this returned for it): a record here at
+        the same place is the same row there, found by identity, not built and compared.
+        Returns the records this copy gives up, for the next."""
+        procs = self.procs
+        kept = before.__dict__.get(_ROWS) if before is not None else None
+        rows: tuple[tuple[int, int, int, str], ...]
+        if kept is not None and len(procs) == len(was) == len(kept):
+            out, same = list(kept), True
+            for i in compress(range(len(procs)), map(is_not, procs, was)):
+                row = _ROW(procs[i])
+                if row != out[i]:
+                    out[i], same = row, False
+            rows = kept if same else tuple(out)
+        else:
+            rows = tuple(map(_ROW, procs))
+            if kept is not None and kept != rows:  # rows came or went: the rest are kept's
+                shared = {r: r for r in kept}
+                rows = tuple([shared.get(r, r) for r in rows])
+            elif kept is not None:
+                rows = kept
+        d = self.__dict__
+        for name in ("_by_pid", "parents", "_group", "_members"):
+            d.pop(name, None)
+        d[_ROWS], d["procs"] = rows, ()  # the copy's own field: nobody else holds this copy
+        return procs
 
     def procs_on(self, gpu: Gpu) -> tuple[GpuProcess, ...]:
         return tuple(p for p in self.gpu_procs if gpu.uuid is not None and p.gpu_uuid == gpu.uuid)

@@ -172,7 +172,7 @@ def _run_pids(diag: Diagnosis, snap: Snapshot) -> dict[int, str]:
     run = diag.run
     if run is None or run.pgid is None:
         return {}
-    return {p.pid: p.cmd for p in snap.members(run.pgid)}
+    return snap.member_cmds(run.pgid)
 
 
 def _oom(diag: Diagnosis, window: Sequence[Snapshot]) -> list[Finding]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import deque
 
 from dflash_train.topology import Topology
-from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.base.snapshot import Proc, Snapshot
 from dflash_tui.core.diagnosis.diagnose import diagnose, window_s
 from dflash_tui.core.diagnosis.progress import Metric, Progress, advance, newest_metrics
 from dflash_tui.core.diagnosis.thresholds import DEFAULT, Thresholds
@@ -35,6 +35,7 @@ class Tracker:
         self.metrics: deque[tuple[float, Metric]] = deque(maxlen=METRICS_KEPT)
         self._run_id: str | None = None
         self._last: Diagnosis | None = None
+        self._was: tuple[Proc, ...] = ()  # the process records the newest kept copy gave up
 
     def add(self, snap: Snapshot) -> Diagnosis:
         run_id = snap.run.id if snap.run else None
@@ -47,8 +48,12 @@ class Tracker:
         self._prune(snap.time)
         self._last = self.diagnose()
         # What later diagnoses read of this sample is kept on it (its views, its run's
-        # members): its indexes of every process are not needed again.
-        self.history[-1].forget_lookups()
+        # members, its table's groups and commands): its process records are not needed again.
+        # The records it gives up are kept for the next sample's (one table, which the
+        # stream's parser holds anyway): its rows found by identity.
+        history = self.history
+        before = history[-2] if len(history) > 1 else None
+        self._was = history[-1].keep_for_window(before, self._was if before else ())
         return self._last
 
     def _prune(self, now: float) -> None:
