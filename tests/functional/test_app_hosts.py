@@ -69,6 +69,15 @@ def shown(app: DflashApp) -> int:
     return int(str(panes[0].id).removeprefix("host-"))
 
 
+def row_redraws(app: DflashApp, i: int) -> list[str]:
+    """Host ``i``'s overview row as each later redraw of the overview left it."""
+    overview = app.screen.query_one(HostOverview)
+    drawn: list[str] = []
+    redraw = overview.redraw
+    overview.redraw = lambda: (redraw(), drawn.append(row(app, i)))  # type: ignore[method-assign]
+    return drawn
+
+
 def timeline_text(pane: HostPane) -> str:
     return str(pane.query_one(TimelineList).query_one(".body", RowStatic).render())
 
@@ -276,9 +285,7 @@ async def test_the_overview_is_drawn_only_when_a_row_changes() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app, len(seed), len(healthy))
         overview, b = app.screen.query_one(HostOverview), app.host_states[1]
-        drawn: list[str] = []
-        redraw = overview.redraw
-        overview.redraw = lambda: (redraw(), drawn.append(row(app, 1)))  # type: ignore[method-assign]
+        drawn = row_redraws(app, 1)
         row_b = summarize(b)
         assert summarize(b) is row_b  # kept while its sample and link are the same
         again = replace(healthy[-1], time=healthy[-1].time + 1)
@@ -301,9 +308,7 @@ async def test_a_burst_of_changed_rows_draws_the_overview_a_few_times_and_ends_t
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app, len(seed), len(healthy))
         overview, b = app.screen.query_one(HostOverview), app.host_states[1]
-        drawn: list[str] = []
-        redraw = overview.redraw
-        overview.redraw = lambda: (redraw(), drawn.append(row(app, 1)))  # type: ignore[method-assign]
+        drawn = row_redraws(app, 1)
         await pilot.pause(OVERVIEW_EVERY)  # a quiet spell: the next change is drawn at once
         t0, rows = time.monotonic(), set()
         for i in range(12):  # the incident's samples and the healthy run's, in turn
