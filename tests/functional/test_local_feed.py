@@ -115,6 +115,16 @@ async def test_a_hung_sample_hands_over_to_a_probe_process(
 
     monkeypatch.setattr(probe_main.Probe, "gpus", wedged)
     closed = closes(monkeypatch, host)
+    # Which rows memo each parse writes to, and from which thread: the wedged sample, given
+    # up on, still parses when it returns, after the stream has begun parsing its own lines.
+    parsed: list[tuple[bool, object]] = []
+    from_dict = Snapshot.from_dict.__func__  # type: ignore[attr-defined]
+
+    def spied(cls: type[Snapshot], d: dict[str, Any], memo: Any = None) -> Snapshot:
+        parsed.append((threading.current_thread() is threading.main_thread(), memo))
+        return from_dict(cls, d, memo)
+
+    monkeypatch.setattr(Snapshot, "from_dict", classmethod(spied))
     source = LiveSource(LocalTransport(), host, 0.1)
     feed = source.feed
     assert isinstance(feed, LocalFeed) and source.local
@@ -146,6 +156,10 @@ async def test_a_hung_sample_hands_over_to_a_probe_process(
     assert all(isinstance(ev, Snapshot) for ev in after) and streaming
     assert lines(first + after) == ["line 0", "line 1", "line 2"]
     assert len(now.gpus) == 8 and closed == [1]
+    # The late sample parsed with its own probe's memo, never the stream's.
+    in_threads = [memo for on_main, memo in parsed if not on_main]
+    stream = {id(memo) for on_main, memo in parsed if on_main and memo is not None}
+    assert in_threads and all(m is not None and id(m) not in stream for m in in_threads)
 
 
 async def test_a_probe_stuck_while_made_is_closed_once_made(

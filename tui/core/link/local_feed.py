@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.base.snapshot_rows import RowMemo
 from dflash_tui.core.link.feed import Disconnected, Feed, FeedEvent, Malformed, snapshot_of
 from dflash_tui.core.link.local_probe import failed, in_process, new_probe, probe_args
 from dflash_tui.core.link.transport import Transport
@@ -150,10 +151,14 @@ class LocalFeed(Feed):
         """Every ``interval``, on a schedule (a slow sample restarts it: no burst after)."""
         loop = asyncio.get_running_loop()
         due = loop.time()
+        # This probe's own rows memo: a sample given up on (stuck) still finishes in its
+        # thread, and must not write to the memo of whatever parses after it (the stream a
+        # stuck probe hands over to, or the next probe's samples).
+        memo = RowMemo()
         while True:
             with self._lock:
                 self._busy = probe
-            event = await in_daemon_thread(lambda: self._sample(probe), self.stall_timeout)
+            event = await in_daemon_thread(lambda: self._sample(probe, memo), self.stall_timeout)
             if isinstance(event, Snapshot):
                 self.connected = True
                 self._keep_resume(event)
@@ -161,12 +166,12 @@ class LocalFeed(Feed):
             due = max(due + self.interval, loop.time())
             await asyncio.sleep(due - loop.time())
 
-    def _sample(self, probe: Any) -> Snapshot | Malformed:
+    def _sample(self, probe: Any, memo: RowMemo) -> Snapshot | Malformed:
         """In the sample's thread. A probe given up on meanwhile (stuck, or the feed closed
         under it) is closed here once its sample is over: never under a running sample."""
         try:
             doc = probe.sample()
-            return snapshot_of(lambda: Snapshot.from_dict(doc, self.tables.memo))
+            return snapshot_of(lambda: Snapshot.from_dict(doc, memo))
         finally:
             with self._lock:
                 self._busy, orphan, self._orphan = None, self._orphan, False
