@@ -23,7 +23,36 @@ def test_thinning_keeps_the_whole_span_in_bounded_memory() -> None:
     gaps = {b[0] - a[0] for a, b in itertools.pairwise(pts)}
     assert gaps == {float(ser.stride)}  # an even density over the whole span
     # The arrays themselves stay bounded: 8 bytes a coordinate, with some room to grow.
-    assert sys.getsizeof(ser._xs) + sys.getsizeof(ser._ys) < 2 * (64 * 8 * 2 + 128)
+    assert sys.getsizeof(ser._xs) + sys.getsizeof(ser._cols[0]) < 2 * (64 * 8 * 2 + 128)
+
+
+def test_a_gpus_readings_share_their_times_and_keep_their_own_gaps() -> None:
+    h = RunHistory(capacity=16)
+    for i in range(1000):
+        gpu = {"index": 0, "util": i % 100, "mem_used_mib": 1000, "mem_total_mib": 4000}
+        # power is missing on every third sample (a card that does not say), util on none
+        if i % 3:
+            gpu["power_w"] = 250.5
+        h.add(Snapshot.from_dict({"time": float(i), "gpus": [gpu]}))
+    g = h.gpus[0]
+    util, power = g.util.points(), g.power.points()
+    assert len(util) <= 16 and util[0] == (0.0, 0.0)  # halved together, the start kept
+    assert [x for x, _ in g.mem.points()] == [x for x, _ in util]  # one time axis
+    assert all(y == x % 100 for x, y in util)  # each point is that sample's reading
+    assert power and all(x % 3 and y == 250.5 for x, y in power)  # its gaps left out
+    assert g.power.span() == (power[0][0], power[-1][0])
+    assert h.span() == (0.0, util[-1][0])
+    # One array of times and three of 4-byte readings: 20 bytes a point, not 48.
+    table = g.table
+    held = sys.getsizeof(table._xs) + sum(sys.getsizeof(c) for c in table._cols)
+    assert held < 2 * (16 * 20 + 4 * 64)
+    assert all(c.itemsize == 4 for c in table._cols) and table._xs.itemsize == 8
+
+
+def test_a_sample_without_readings_keeps_no_point() -> None:
+    h = RunHistory(capacity=8)
+    h.add(Snapshot.from_dict({"time": 1.0, "gpus": [{"index": 0}]}))
+    assert len(h.gpus[0].table) == 0 and h.gpus[0].util.span() is None and h.span() is None
 
 
 def test_unplottable_and_out_of_order_points_are_skipped() -> None:

@@ -14,6 +14,7 @@ import math
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from dflash_tui.core.base.snapshot import Snapshot, StepPoints
 
@@ -25,23 +26,35 @@ Point = tuple[float, float]  # (x, y): x is a time in seconds, or a step number
 
 
 class Thinned:
-    """One series of (x, y) points in ascending x, bounded by halving its resolution.
+    """Series of (x, y) points in ascending x, ``width`` of them sampled at the same x (one
+    GPU's utilisation, memory and power), bounded by halving their resolution together.
 
-    The points are two arrays of doubles (x and y): 16 bytes a point, where a list of (x, y)
-    tuples held about 88 (a tuple and two floats). A host has 24 GPU series plus loss and
-    tok/s, each up to ``capacity`` points, kept for as long as the app runs."""
+    The x coordinates are one array of doubles shared by the columns, and each column's y an
+    array of ``typecode`` ("d": doubles; "f": 4-byte floats, for readings a plot never draws
+    finer than a few hundred rows): a GPU's three series hold 20 bytes a point where three
+    series of their own held 48, and a list of (x, y) tuples about 88. A host has 8 GPUs' and
+    the run's loss and tok/s, each up to ``capacity`` points, kept for as long as the app runs.
+    A reading that is missing or not finite is a gap in its column (NaN); a sample with none
+    is not kept."""
 
-    def __init__(self, capacity: int = CAPACITY) -> None:
+    def __init__(self, capacity: int = CAPACITY, width: int = 1, typecode: str = "d") -> None:
         if capacity < 4:
             raise ValueError("capacity must be at least 4")
+        if typecode not in ("d", "f"):
+            raise ValueError("readings are floats: typecode 'd' or 'f'")  # a gap is a NaN
         self.capacity = capacity
         self.stride = 1  # one point kept of every `stride` offered
         self._xs = array("d")
-        self._ys = array("d")
+        self._cols: list[array[float]] = [array(typecode) for _ in range(width)]
         self._offered = 0  # points offered since the last kept one
 
     def add(self, x: float, y: float) -> None:
-        if not (math.isfinite(x) and math.isfinite(y)):
+        self.add_row(x, (y,))
+
+    def add_row(self, x: float, ys: Sequence[float | None]) -> None:
+        """One point of every column at ``x`` (None: that column has no reading)."""
+        row = [math.nan if y is None or not math.isfinite(y) else y for y in ys]
+        if not math.isfinite(x) or all(y != y for y in row):
             return  # a nan/inf loss is a finding elsewhere; a plot cannot draw it
         xs = self._xs
         if xs and x < xs[-1]:
@@ -51,20 +64,54 @@ class Thinned:
             return
         self._offered = 0
         xs.append(x)
-        self._ys.append(y)
+        for col, y in zip(self._cols, row, strict=True):
+            col.append(y)
         if len(xs) > self.capacity:
             # Keep the first point and every second one after it: the span is kept whole.
-            self._xs, self._ys = xs[::2], self._ys[::2]
+            self._xs = xs[::2]
+            self._cols = [col[::2] for col in self._cols]
             self.stride *= 2
 
-    def points(self) -> list[Point]:
-        return list(zip(self._xs, self._ys, strict=True))
+    def points(self, column: int = 0) -> list[Point]:
+        """A column's points; its gaps left out."""
+        return [(x, y) for x, y in zip(self._xs, self._cols[column], strict=True) if y == y]
 
-    def span(self) -> tuple[float, float] | None:
-        return (self._xs[0], self._xs[-1]) if self._xs else None
+    def span(self, column: int = 0) -> tuple[float, float] | None:
+        """The first and last x where the column has a reading."""
+        xs, ys = self._xs, self._cols[column]
+        first = next((i for i in range(len(ys)) if ys[i] == ys[i]), None)  # NaN != NaN
+        if first is None:
+            return None
+        last = next(i for i in range(len(ys) - 1, first - 1, -1) if ys[i] == ys[i])
+        return xs[first], xs[last]
+
+    def column(self, column: int) -> Column:
+        return Column(self, column)
 
     def __len__(self) -> int:
         return len(self._xs)
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a ``Thinned`` table, read as a series of its own."""
+
+    table: Thinned
+    index: int
+
+    def points(self) -> list[Point]:
+        return self.table.points(self.index)
+
+    def span(self) -> tuple[float, float] | None:
+        return self.table.span(self.index)
+
+
+class Series(Protocol):
+    """What a plot reads: a ``Thinned`` of one column, or a ``Column`` of a wider one."""
+
+    def points(self) -> list[Point]: ...
+
+    def span(self) -> tuple[float, float] | None: ...
 
 
 def window(points: Sequence[Point], lo: float, hi: float) -> list[Point]:
@@ -87,13 +134,27 @@ def decimate(points: Sequence[Point], most: int) -> list[Point]:
     return out
 
 
-@dataclass
 class GpuHistory:
-    """One GPU's readings over time: utilisation %, memory used %, power in W."""
+    """One GPU's readings over time: utilisation %, memory used %, power in W, sampled
+    together (one table of three columns, its readings as 4-byte floats)."""
 
-    util: Thinned = field(default_factory=Thinned)
-    mem: Thinned = field(default_factory=Thinned)
-    power: Thinned = field(default_factory=Thinned)
+    def __init__(self, capacity: int = CAPACITY) -> None:
+        self.table = Thinned(capacity, width=3, typecode="f")
+
+    def add(self, t: float, util: float | None, mem: float | None, power: float | None) -> None:
+        self.table.add_row(t, (util, mem, power))
+
+    @property
+    def util(self) -> Column:
+        return self.table.column(0)
+
+    @property
+    def mem(self) -> Column:
+        return self.table.column(1)
+
+    @property
+    def power(self) -> Column:
+        return self.table.column(2)
 
 
 @dataclass
@@ -116,15 +177,11 @@ class RunHistory:
         for g in snap.gpus:
             h = self.gpus.get(g.index)
             if h is None:
-                h = self.gpus[g.index] = GpuHistory(
-                    Thinned(self.capacity), Thinned(self.capacity), Thinned(self.capacity)
-                )
-            if g.util is not None:
-                h.util.add(snap.time, float(g.util))
+                h = self.gpus[g.index] = GpuHistory(self.capacity)
+            mem = None
             if g.mem_used_mib is not None and g.mem_total_mib:
-                h.mem.add(snap.time, 100.0 * g.mem_used_mib / g.mem_total_mib)
-            if g.power_w is not None:
-                h.power.add(snap.time, g.power_w)
+                mem = 100.0 * g.mem_used_mib / g.mem_total_mib
+            h.add(snap.time, None if g.util is None else float(g.util), mem, g.power_w)
         if snap.steps is not None:
             self.add_steps(snap.steps)
 
@@ -145,7 +202,7 @@ class RunHistory:
             return None
         return min(s[0] for s in spans), max(s[1] for s in spans)
 
-    def series(self) -> Iterable[Thinned]:
+    def series(self) -> Iterable[Series]:
         yield self.loss
         yield self.tok_s
         for h in self.gpus.values():

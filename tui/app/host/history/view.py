@@ -25,7 +25,7 @@ from dflash_tui.app.host.store import PaneStore
 from dflash_tui.app.widgets.themed import follow_theme, unfollow_theme
 from dflash_tui.core.base.text import terminal_safe
 from dflash_tui.core.base.timings import HISTORY_REDRAW_S
-from dflash_tui.core.diagnosis.history import RunHistory, Thinned, View, decimate, window
+from dflash_tui.core.diagnosis.history import RunHistory, Series, View, decimate, window
 
 if TYPE_CHECKING:  # plotext is imported when the tab is first shown (history/plot.py)
     from textual_plotext.plot import Plot
@@ -216,7 +216,7 @@ class HistoryView(Vertical):
         self,
         pid: str,
         title: str,
-        lines: Sequence[tuple[str, Thinned]],
+        lines: Sequence[tuple[str, Series]],
         span: tuple[float, float] | None,
         shown: tuple[float, float] | None,
     ) -> tuple[HistoryPlot, Plot, tuple[int, int], str]:
