@@ -24,6 +24,7 @@ from dflash_tui.app.app import DflashApp
 from dflash_tui.app.host.findings.panel import FindingsList, TimelineList
 from dflash_tui.app.host.gpus.board import GpuBoard
 from dflash_tui.app.host.header import RunHeader
+from dflash_tui.app.host.logs.lines import SHELF_LINES
 from dflash_tui.app.host.pane import HostPane
 from dflash_tui.app.host.source import ScriptedSource
 from dflash_tui.app.screens import main
@@ -220,3 +221,29 @@ async def test_what_the_log_keys_set_is_kept_over_a_rebuild() -> None:
         assert pane.zoom.area is tail
         after = (str(tail.title_bar.render()), list(tail.log_view.lines), tail.log_view.scroll_y)
         assert after == before and before[2] == 5
+
+
+async def test_a_host_never_shown_keeps_its_newest_lines_and_says_what_went() -> None:
+    """A host whose pane was never made keeps only the newest SHELF_LINES of each log; shown,
+    its tail draws them under a mark that says how many earlier ones went."""
+    flood = 3 * SHELF_LINES
+    snaps = scenes.healthy_run(samples=2)
+    log = snaps[-1].logs[0]
+    steps = tuple(f"step={i} loss=1.0" for i in range(flood))
+    snaps[-1] = replace(snaps[-1], logs=(replace(log, lines=steps),))
+    app, _ = many_hosts([scenes.healthy_run(samples=2), snaps])
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.host_states[1].samples >= 2)
+        store = app.screen.query_one("#host-1", HostPane).store
+        (data,) = store.logs.values()
+        assert len(data.store.lines) <= SHELF_LINES  # what a never-shown tail holds
+        await pilot.press("2")
+        pane = app.screen.query_one("#host-1", HostPane)
+        (tail,) = pane.logs().tails.values()
+        await until(pilot, lambda: any(f"step={flood - 1} " in x for x in tail.log_view.lines))
+        lines = list(tail.log_view.lines)
+        marks = [x for x in lines if "earlier lines not kept while not shown" in x]
+        assert len(marks) == 1 and lines.index(marks[0]) < lines.index(f"step={flood - 1} loss=1.0")
+        gone = int(marks[0].split()[1].replace(",", ""))
+        kept = [x for x in lines if x.startswith("step=")]
+        assert gone >= flood - SHELF_LINES and kept[-SHELF_LINES:] == list(steps[-SHELF_LINES:])

@@ -8,7 +8,13 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dflash_tui.app.host.logs.lines import DEFAULT_FILTER, LineStore, compile_filter, passes_filter
+from dflash_tui.app.host.logs.lines import (
+    DEFAULT_FILTER,
+    LineStore,
+    compile_filter,
+    gap_line,
+    passes_filter,
+)
 
 DEFAULT = compile_filter(DEFAULT_FILTER)
 # Pieces of what the filter looks for, and of what it must not mistake for them.
@@ -87,3 +93,61 @@ def test_a_store_no_widget_draws_drops_its_oldest_undrawn_lines_without_a_mark()
     assert quiet.take_pending() == lines[-10:] and quiet.dropped == 0
     pending = loud.take_pending()
     assert "lines not shown" in pending[0] and loud.dropped > 0
+
+
+def test_a_store_no_widget_holds_keeps_its_newest_lines_under_a_mark() -> None:
+    """A log of a host whose pane was never made (or whose widgets were removed) keeps only
+    ``shelf_lines`` of what arrives; drawn at last, it shows the newest ones under a mark
+    that says how many went, and from then on keeps ``max_lines`` again."""
+    store = LineStore(max_lines=100, shelf_lines=10)
+    store.shelve()
+    lines = [f"line {i}" for i in range(250)]
+    for i in range(0, 250, 7):
+        store.add(lines[i : i + 7])
+        assert len(store.lines) <= 10 and len(store.pending) <= 10
+    store.quiet = False  # a tail draws it
+    pending = store.take_pending()
+    assert pending[0] == gap_line("240 earlier lines not kept while not shown")
+    assert pending[1:] == lines[-10:]
+    assert store.dropped == 240  # they arrived and were never drawn
+    store.add([f"more {i}" for i in range(95)])
+    assert len(store.lines) == 100 and store.lines[0] == "line 245"  # max_lines again
+    # A filter change draws from the stored lines: their own mark, where they start.
+    fresh = LineStore(max_lines=100, shelf_lines=10)
+    fresh.shelve()
+    fresh.add(lines[:30])
+    fresh.quiet = False
+    redrawn = fresh.set_filter(compile_filter("line 2"))
+    assert redrawn == [gap_line("20 earlier lines not kept while not shown"), *lines[20:30]]
+
+
+def test_a_filtered_store_on_the_shelf_counts_only_what_it_would_have_drawn() -> None:
+    store = LineStore(max_lines=100, shelf_lines=4)
+    store.pattern = compile_filter("error")
+    store.shelve()
+    for i in range(40):
+        store.add([f"error {i}" if i % 4 == 0 else f"fine {i}"])
+    store.quiet = False
+    pending = store.take_pending()
+    # 10 error lines came; the 4 newest are kept, the 6 before said in the mark.
+    assert pending == [
+        gap_line("6 earlier lines not kept while not shown"),
+        *[f"error {i}" for i in (24, 28, 32, 36)],
+    ]
+
+
+def test_a_removed_tails_drawn_lines_go_back_to_the_shelf() -> None:
+    """A pane's widgets removed: what its tail drew goes back to the store, which keeps the
+    newest ``shelf_lines``; a tail made again draws them under the mark."""
+    store = LineStore(max_lines=100, shelf_lines=5)
+    store.quiet = False
+    store.add([f"line {i}" for i in range(20)])
+    drawn = store.take_pending()
+    store.add(["line 20", "line 21"])  # arrived after the last draw
+    store.undraw(drawn)
+    assert store.quiet and store.shelved
+    store.quiet = False
+    assert store.take_pending() == [
+        gap_line("17 earlier lines not kept while not shown"),
+        *[f"line {i}" for i in range(17, 22)],
+    ]

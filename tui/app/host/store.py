@@ -22,9 +22,9 @@ from dflash_tui.core.diagnosis.timeline import MAX_EVENTS, Event
 from dflash_tui.core.diagnosis.views import Diagnosis, LogView
 
 
-def _quiet_store() -> LineStore:
+def _shelved_store() -> LineStore:
     store = LineStore()
-    store.quiet = True  # until a tail draws it (LogTail.flush): a hidden host's pane has none
+    store.shelve()  # until a tail draws it (LogTail.flush): a hidden host's pane has none
     return store
 
 
@@ -34,7 +34,7 @@ class TailData:
 
     path: str
     is_run_log: bool
-    store: LineStore = field(default_factory=_quiet_store)  # loud once a tail draws it
+    store: LineStore = field(default_factory=_shelved_store)  # loud once a tail draws it
     view: LogView | None = None
     now: float = 0.0
     missing_from: float | None = None  # our own first sighting of the file missing

@@ -13,6 +13,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dflash_tui.core.base.text import clean_line
 
 MAX_LINES = 5000
+# Lines kept of a log no widget holds (its host's pane not made yet, or its widgets removed):
+# 64 hosts' runs with three logs each would otherwise keep 5,000 lines a log, some 3 MiB a host,
+# for tails nobody has opened. Shown, the tail holds the newest of them under a mark that says
+# how many earlier ones went (the file on the host has them), and keeps MAX_LINES from then on.
+SHELF_LINES = 500
 # What the seed's operator grepped for: errors, exceptions, progress, compile/warm-up milestones,
 # and every line that says something failed (a failed launch's only line, a crash's first one:
 # `sh: 1: x: not found`, `CUDA out of memory`, `OOMKilled`, `Segmentation fault`, `Aborted`).
@@ -41,8 +46,9 @@ def _every_line(_line: str) -> bool:
 class LineStore:
     """All recent lines of one log (bounded) plus the filtered lines not yet drawn."""
 
-    def __init__(self, max_lines: int = MAX_LINES) -> None:
+    def __init__(self, max_lines: int = MAX_LINES, shelf_lines: int = SHELF_LINES) -> None:
         self.max_lines = max_lines
+        self.shelf_lines = min(shelf_lines, max_lines)
         self.lines: deque[str] = deque(maxlen=max_lines)
         self.pending: deque[str] = deque(maxlen=max_lines)
         self._pattern: re.Pattern[str] | None = None
@@ -56,7 +62,48 @@ class LineStore:
         # undrawn lines go as the store's own do, with no mark and no count, since the view,
         # drawn when shown, then holds the newest lines as the store does: nothing is missing
         # from it that a shown tail would have kept.
-        self.quiet = False
+        self._quiet = False
+        # Shelved (``shelve``): no widget holds the lines, only the newest ``shelf_lines`` are
+        # kept, and these count what went of the stored lines and of the undrawn ones.
+        self.shelf_gone = 0
+        self.shelf_undrawn = 0
+
+    @property
+    def quiet(self) -> bool:
+        return self._quiet
+
+    @quiet.setter
+    def quiet(self, quiet: bool) -> None:
+        self._quiet = quiet
+        if not quiet:
+            self._unshelve()
+
+    @property
+    def shelved(self) -> bool:
+        return self.lines.maxlen != self.max_lines
+
+    def shelve(self) -> None:
+        """No widget holds these lines (the pane is not made, or its widgets are removed):
+        quiet, and only the newest ``shelf_lines`` stored and undrawn lines are kept."""
+        self._quiet = True
+        if self.shelved:
+            return
+        self.shelf_gone += max(0, len(self.lines) - self.shelf_lines)
+        self.shelf_undrawn += max(0, len(self.pending) - self.shelf_lines)
+        self.lines = deque(self.lines, maxlen=self.shelf_lines)
+        self.pending = deque(self.pending, maxlen=self.shelf_lines)
+
+    def _unshelve(self) -> None:
+        """A tail draws the store: MAX_LINES again, with a mark before the oldest line kept
+        where earlier ones went (in the lines a filter change draws, and in those to draw)."""
+        if not self.shelved:
+            return
+        self.lines = deque(self.lines, maxlen=self.max_lines)
+        self.pending = deque(self.pending, maxlen=self.max_lines)
+        for gone, kept in ((self.shelf_gone, self.lines), (self.shelf_undrawn, self.pending)):
+            if gone:
+                kept.appendleft(gap_line(f"{gone:,} earlier lines not kept while not shown"))
+        self.shelf_gone = self.shelf_undrawn = 0
 
     @property
     def pattern(self) -> re.Pattern[str] | None:
@@ -104,14 +151,20 @@ class LineStore:
         self._store([gap_line(text)])
 
     def _store(self, clean: list[str]) -> int:
+        shelved = self.shelved
+        if shelved:
+            self.shelf_gone += max(0, len(self.lines) + len(clean) - self.shelf_lines)
         self.lines.extend(clean)
         before = len(self.pending)
         shown = clean if self.pattern is None else [x for x in clean if self._shows(x)]
         self.shown += len(shown)
         self.hidden += len(clean) - len(shown)
-        overflow = before + len(shown) - self.max_lines
+        overflow = before + len(shown) - (self.pending.maxlen or 0)
         self.pending.extend(shown)
-        if overflow > 0 and not self.quiet:  # more came than were drawn: say so
+        if overflow > 0 and shelved:
+            self.shelf_undrawn += overflow
+            self.dropped += overflow
+        elif overflow > 0 and not self.quiet:  # more came than were drawn: say so
             fresh = not self.undrawn  # the first overflow takes one more line for the mark
             self.undrawn += overflow + fresh
             self.dropped += overflow + fresh
@@ -134,7 +187,7 @@ class LineStore:
         kept: deque[str] = deque(drawn, maxlen=self.max_lines)
         kept.extend(self.pending)
         self.pending = kept
-        self.quiet = True
+        self.shelve()
 
     def set_filter(self, pattern: re.Pattern[str] | None) -> list[str]:
         """Change the filter; returns every stored line that now shows (for a redraw)."""
@@ -149,6 +202,7 @@ class LineStore:
     def clear(self) -> None:
         self.lines.clear()
         self.pending.clear()
+        self.shelf_gone = self.shelf_undrawn = 0
 
 
 def passes_filter(pattern: re.Pattern[str]) -> Callable[[str], bool]:

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""What a watched host's log tails hold while its pane is not shown: one host's pane store
+(tui/app/host/store.py ``PaneStore``, as the app keeps it for every host) fed --samples
+samples of a run's three logs at --lines-per-s lines a second each (bench/soak_feed.py's
+lines: the run log's step lines, which the default filter shows, and two workers' INFO
+lines, which it hides), its Python heap measured by tracemalloc, per host and for --hosts
+hosts. With --trees A,B each checkout (folders holding ``tui``) runs in a fresh interpreter,
+interleaved --repeats times; medians.
+
+    .venv/bin/python bench/tail_memory.py [--samples 600] [--lines-per-s 50] [--hosts 64]
+        [--trees DIR,DIR] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def one(samples: int, per_s: int) -> float:
+    """MiB of heap one never-shown host's log tails hold after ``samples`` samples."""
+    import tracemalloc
+    from types import SimpleNamespace
+
+    from dflash_tui.app.host.store import PaneStore
+    from dflash_tui.core.base.snapshot import Snapshot
+
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    store = PaneStore()
+    for i in range(samples):
+        run = [f"step={i * per_s + j} loss=1.{j} acc=0.41 tok/s=2812.5" for j in range(per_s)]
+        logs = [
+            {
+                "path": "/runs/r1/train.log",
+                "is_run_log": True,
+                "exists": True,
+                "size": 80 * i,
+                "lines": run,
+            }
+        ] + [
+            {
+                "path": f"/runs/r1/worker{w}.log",
+                "exists": True,
+                "size": 80 * i,
+                "lines": [f"[rank{w}] INFO shard {i * per_s + j} read" for j in range(per_s)],
+            }
+            for w in (1, 2)
+        ]  # fmt: skip
+        snap = Snapshot.from_dict({"time": float(i), "logs": logs})
+        # What fold_logs reads of a diagnosis: no log views, no run (the tails' lines alone).
+        diag = SimpleNamespace(time=float(i), logs=(), run=None)
+        store.fold_logs(snap.logs, diag)  # type: ignore[arg-type]
+    held = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert len(store.logs) == 3
+    return held / 2**20
+
+
+def link_farm(tree: Path, farm: Path) -> Path:
+    farm.mkdir(parents=True, exist_ok=True)
+    (farm / "dflash_tui").symlink_to(tree / "tui")
+    return farm
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--samples", type=int, default=600)
+    ap.add_argument("--lines-per-s", type=int, default=50)
+    ap.add_argument("--hosts", type=int, default=64)
+    ap.add_argument("--trees", help="comma-separated checkouts to compare (default: this one)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # a child run
+    args = ap.parse_args()
+    if args.one:
+        print(json.dumps({"mib": one(args.samples, args.lines_per_s)}))
+        return 0
+    trees = [Path(t).resolve() for t in args.trees.split(",")] if args.trees else [ROOT]
+    work = Path(tempfile.mkdtemp(prefix="tail-memory-"))
+    farms = [link_farm(t, work / str(i)) for i, t in enumerate(trees)]
+    got: dict[int, list[float]] = {i: [] for i in range(len(trees))}
+    for _ in range(args.repeats):
+        for i, farm in enumerate(farms):
+            env = dict(os.environ, PYTHONPATH=str(farm))
+            argv = [sys.executable, __file__, "--one", "--samples", str(args.samples)]
+            argv += ["--lines-per-s", str(args.lines_per_s)]
+            out = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
+            got[i].append(json.loads(out.stdout)["mib"])
+    print(f"| tree | MiB a hidden host after {args.samples:,} samples | {args.hosts} hosts MiB |")
+    print("| --- | --- | --- |")
+    for i, tree in enumerate(trees):
+        mib = statistics.median(got[i])
+        print(f"| {tree} | {mib:.2f} | {mib * args.hosts:.0f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
