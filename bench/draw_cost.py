@@ -12,7 +12,12 @@ interleaved --repeats times: A, B, A, B, ... The figure is the median ms of CPU 
 What this leaves out (the probe reading /proc, a process tree that changes, the terminal
 write) is what makes bench/monitor_cost.py noisy on a shared machine.
 
+``--present N``: only GPUs 0..N-1 are in the samples, the others of the 8-panel topology
+missing (a 1-GPU machine under the default topology, as the GPU host's comparison with nvitop
+runs: ``--present 1``).
+
     .venv/bin/python bench/draw_cost.py [--trees DIR,DIR] [--samples 200] [--repeats 3]
+        [--present 8]
 """
 
 from __future__ import annotations
@@ -33,8 +38,9 @@ ROOT = Path(__file__).resolve().parents[1]
 FRAME_WAIT = 0.05  # seconds after a sample is taken: its screen update has run by then
 
 
-def moving(samples: int) -> list[object]:
-    """The seed incident's last sample, every GPU's readings moved each time."""
+def moving(samples: int, present: int = 8) -> list[object]:
+    """The seed incident's last sample, every GPU's readings moved each time; only GPUs
+    below ``present`` in it."""
     from dflash_tui.app import scenes
 
     last = scenes.seed_incident()[-1]
@@ -49,12 +55,13 @@ def moving(samples: int) -> list[object]:
                 temp_c=60 + (k + g.index) % 4,
             )
             for g in last.gpus
+            if g.index < present
         )
         out.append(dataclasses.replace(last, time=last.time + 1 + k, gpus=gpus))
     return out
 
 
-async def one_run(samples: int, warmup: int) -> float:
+async def one_run(samples: int, warmup: int, present: int) -> float:
     """ms of process CPU a sample, in this interpreter."""
     from dflash_tui.app import scenes
     from dflash_tui.app.app import DflashApp
@@ -68,7 +75,7 @@ async def one_run(samples: int, warmup: int) -> float:
     seed = scenes.seed_incident()
     source = ScriptedSource(seed)
     app = DflashApp(Config(), source=source)
-    snaps = moving(warmup + samples)
+    snaps = moving(warmup + samples, present)
     async with app.run_test(size=(120, 40)) as pilot:
         while app.samples < len(seed):
             await pilot.pause(0.05)
@@ -94,7 +101,9 @@ def link_farm(tree: Path, farm: Path) -> Path:
     return farm
 
 
-def interleaved(trees: list[Path], samples: int, warmup: int, repeats: int) -> dict[str, float]:
+def interleaved(
+    trees: list[Path], samples: int, warmup: int, repeats: int, present: int
+) -> dict[str, float]:
     work = Path(tempfile.mkdtemp(prefix="draw-cost-"))
     farms = [link_farm(t, work / str(i)) for i, t in enumerate(trees)]
     runs: dict[str, list[float]] = {str(t): [] for t in trees}
@@ -102,7 +111,7 @@ def interleaved(trees: list[Path], samples: int, warmup: int, repeats: int) -> d
         for tree, farm in zip(trees, farms, strict=True):
             env = dict(os.environ, PYTHONPATH=str(farm))
             argv = [sys.executable, __file__, "--one", "--samples", str(samples)]
-            argv += ["--warmup", str(warmup)]
+            argv += ["--warmup", str(warmup), "--present", str(present)]
             out = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
             ms = json.loads(out.stdout.strip().splitlines()[-1])["ms_per_sample"]
             runs[str(tree)].append(ms)
@@ -116,14 +125,15 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--present", type=int, default=8, help="GPUs in the samples (of 8)")
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # a child run
     args = ap.parse_args()
     if args.one:
-        ms = asyncio.run(one_run(args.samples, args.warmup))
+        ms = asyncio.run(one_run(args.samples, args.warmup, args.present))
         print(json.dumps({"ms_per_sample": ms}))
         return
     trees = [Path(t) for t in args.trees.split(",")] if args.trees else [ROOT]
-    medians = interleaved(trees, args.samples, args.warmup, args.repeats)
+    medians = interleaved(trees, args.samples, args.warmup, args.repeats, args.present)
     first = next(iter(medians.values()))
     for tree, ms in medians.items():
         print(f"{tree}: {ms:.2f} ms a sample (median), {ms / first:.2f}x the first")

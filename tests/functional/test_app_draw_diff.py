@@ -26,7 +26,7 @@ from dflash_tui.app.app import DflashApp
 from dflash_tui.app.host.findings.panel import FindingsList
 from dflash_tui.app.host.gpus.board import GpuBoard
 from dflash_tui.app.host.gpus.grid import GpuGrid
-from dflash_tui.app.host.gpus.panel import held
+from dflash_tui.app.host.gpus.panel import HISTORY, held
 from dflash_tui.app.host.header import RunHeader
 from dflash_tui.app.host.logs.area import LogArea
 from dflash_tui.app.host.procs.gpu_table import GpuProcView
@@ -162,6 +162,36 @@ async def test_a_moved_reading_repaints_only_the_rows_that_changed_and_they_are_
         grid.board.refresh()
         await pilot.pause(0.3)
         assert styled_rows(app) == after
+
+
+async def test_panels_that_stand_are_not_made_again_nor_their_row_of_the_board() -> None:
+    """Once the sparklines' windows hold one reading each, a sample that brings the same
+    views makes no panel again; one that moves GPU 2 makes its panel and its row of the
+    board again, and the board's other row of panels keeps its lines (the same objects,
+    whose strips the board keeps). What is then on screen is held by the tests above."""
+    async with seeded() as (app, pilot, source, last):
+        start = app.samples
+        for _ in range(HISTORY):
+            source.push(last)
+        await until(pilot, lambda: app.samples >= start + HISTORY)
+        await pilot.pause(0.3)
+        board = app.detail().query_one(GpuGrid).board
+        made = {i: p.shown for i, p in board.panels.items()}
+        rows_of_panels = {first: kept[1] for first, kept in board._groups.items()}
+        source.push(last)
+        await until(pilot, lambda: app.samples >= start + HISTORY + 1)
+        await pilot.pause(0.3)
+        assert all(p.shown is made[i] for i, p in board.panels.items())
+        assert all(board._groups[f][1] is lines for f, lines in rows_of_panels.items())
+        source.push(with_util(last, 2, 57))
+        await until(pilot, lambda: app.samples >= start + HISTORY + 2)
+        await pilot.pause(0.3)
+        assert [i for i, p in board.panels.items() if p.shown is not made[i]] == [2]
+        first = sorted(board.panels).index(2) // board.columns * board.columns
+        assert len(rows_of_panels) == 2 and first in rows_of_panels
+        for f, lines in rows_of_panels.items():
+            assert (board._groups[f][1] is lines) == (f != first), f
+        assert " 57%" in str(board.panels[2].render())
 
 
 def test_a_held_time_coarsens_as_it_grows_and_never_rounds_up() -> None:

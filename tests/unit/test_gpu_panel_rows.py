@@ -13,7 +13,7 @@ from rich.text import Text
 from dflash_train.topology import Topology
 from dflash_tui.app import scenes
 from dflash_tui.app.host.gpus.fit import PANEL_H
-from dflash_tui.app.host.gpus.panel import GpuPanel, fit_rows
+from dflash_tui.app.host.gpus.panel import HISTORY, GpuPanel, fit_rows
 from dflash_tui.app.widgets.palette import FALLBACK as PAL
 from dflash_tui.core.diagnosis.severity import _LABEL
 from dflash_tui.core.diagnosis.tracker import Tracker
@@ -107,3 +107,36 @@ def test_a_closing_space_past_the_width_is_dropped_not_a_letter_cut() -> None:
     assert row.plain == " unexpected-activity 1h05m" and "…" not in row.plain
     (wide,) = fit_rows([Text("ab日 ")], 4, 1)  # a wide last letter keeps its place too
     assert wide.plain == "ab日" and wide.cell_len == 4
+
+
+def test_a_panel_whose_readings_stand_keeps_its_box_until_a_change_or_its_next_minute() -> None:
+    """A GPU in the topology the machine lacks, or an idle card: once its sparklines' window
+    holds one reading, a sample that brings the same view keeps the box (the same list); a
+    reading that moves, another view, or a chip's next minute makes it again."""
+    diag = seed_diagnosis()
+    view = diag.gpus[0]
+    label = dataclasses.replace(view.labels[0], since=diag.time, at_least=False)
+    absent = dataclasses.replace(view, gpu=None, labels=(label,))
+    panel = GpuPanel(view.index)
+    t = diag.time + 120.0  # the chip says 2m for the next minute
+    for k in range(HISTORY):
+        panel.show(absent, t + k * 0.5, run_active=True)
+    rows = panel.rows(PAL, 30)
+    assert "GPU 0 target not present" in rows[0].plain
+    for k in range(HISTORY, HISTORY + 20):
+        panel.show(dataclasses.replace(absent), t + k * 0.5, run_active=True)  # equal, new
+        assert panel.rows(PAL, 30) is rows, k
+    panel.show(absent, t + 61.0, run_active=True)  # 3m now
+    later = panel.rows(PAL, 30)
+    assert later is not rows and f" {label.code} 3m " in Text("\n").join(later).plain
+    panel.show(absent, t + 61.5, run_active=False)  # the run ended: its chips' colours
+    assert panel.rows(PAL, 30) is not later
+    # A present GPU whose utilisation moves is made again every sample.
+    moving = GpuPanel(view.index)
+    made = []
+    for k in range(HISTORY + 3):
+        assert view.gpu is not None
+        gpu = dataclasses.replace(view.gpu, util=(k * 7) % 100)
+        moving.show(dataclasses.replace(view, gpu=gpu), t, run_active=True)
+        made.append(moving.rows(PAL, 30))
+    assert len({id(r) for r in made}) == len(made)

@@ -78,6 +78,8 @@ def same_text(a: object, b: object) -> bool:
     """Whether ``a`` and ``b`` draw the same (Text: its spans, style and wrapping too)."""
     # Rich's Text compares its plain text and spans only; its own style and justification
     # also change what is drawn.
+    if a is b:
+        return True  # a line kept as it was (a Text is not changed once drawn)
     if isinstance(a, Text) and isinstance(b, Text):
         return (a.plain, a.spans, a.style, a.justify, a.no_wrap, a.overflow, a.end) == (
             b.plain,

@@ -13,6 +13,11 @@ from dflash_tui.app.widgets.rows import RowStatic
 from dflash_tui.app.widgets.themed import Themed, same_texts
 
 
+def _same_lists(a: list[list[Text]], b: list[list[Text]]) -> bool:
+    """Whether each panel's rows are the very lists it gave before (kept: nothing changed)."""
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
 class GpuBoard(RowStatic, Themed):
     """Draws the panels of ``panels`` (the grid's, by GPU index) in index order."""
 
@@ -28,6 +33,9 @@ class GpuBoard(RowStatic, Themed):
         self.column_width = 29
         self._order: list[int] = []
         self._columns_changed: dict[int, tuple[int, int]] = {}  # screen row -> x span
+        # Per row of panels (its first panel's place): the panels' rows it was made of and
+        # its lines, kept while none of them changed (an idle card, a GPU the machine lacks).
+        self._groups: dict[int, tuple[list[list[Text]], list[Text]]] = {}
 
     def place(self, columns: int, column_width: int) -> None:
         """Lay the panels out ``columns`` across, each ``column_width`` cells wide (drawn by
@@ -55,9 +63,15 @@ class GpuBoard(RowStatic, Themed):
         self._order = order
         lines: list[Text] = []
         self._columns_changed = {}
+        if moved:
+            self._groups = {}
         for first in range(0, len(order), self.columns):
             group = [self.panels[i] for i in order[first : first + self.columns]]
             made = [p.rows(pal, width) for p in group]
+            kept = self._groups.get(first)
+            if kept is not None and _same_lists(kept[0], made):
+                lines.extend(kept[1])  # the same lines: RowStatic keeps their strips
+                continue
             changed = [
                 x
                 for x, (p, rows) in enumerate(zip(group, made, strict=True))
@@ -69,11 +83,16 @@ class GpuBoard(RowStatic, Themed):
                     self._columns_changed[y] = span
             for panel, rows in zip(group, made, strict=True):
                 panel.shown = rows
+            group_lines = []
             for y in range(PANEL_H):
                 line = Text(end="", no_wrap=True)
                 for rows in made:
                     line.append_text(rows[y])
-                lines.append(line)
+                group_lines.append(line)
+            self._groups[first] = (made, group_lines)
+            lines.extend(group_lines)
+        for first in [f for f in self._groups if f >= len(order)]:
+            del self._groups[first]  # a row of panels no more
         self.show_rows(lines)
 
     def repaint(self, y: int, count: int, width: int) -> None:

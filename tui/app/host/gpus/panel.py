@@ -43,6 +43,15 @@ def _short_name(name: str | None) -> str:
     return safe_label((name or "?").replace("NVIDIA ", "").replace("GeForce ", ""), 16)
 
 
+def _push(hist: deque[float | None], value: float | None) -> bool:
+    """Append ``value``; False when that left the window as it was (full, and every reading
+    in it ``value``: a sparkline that draws the same)."""
+    full = len(hist) == hist.maxlen
+    steady = full and hist[-1] == value and hist.count(value) == len(hist)
+    hist.append(value)
+    return not steady
+
+
 class GpuPanel:
     """A GpuView and its own short history for the sparklines; ``rows`` draws them."""
 
@@ -57,17 +66,20 @@ class GpuPanel:
         self.stale_s: int | None = None  # no sample for this long: the panel shows old data
         self.picked = False  # a GPU of the finding entered last (enter or a click on it)
         self.shown: list[Text] = []  # the rows the board drew last (none: never drawn)
-        self._made: tuple[tuple[int, int, int], list[Text]] | None = None
+        self._made: tuple[tuple[int, int, int, tuple[str, ...]], list[Text]] | None = None
         self._version = 0  # bumped by every change to what the rows show
 
-    def remember(self, gpu: Gpu | None) -> None:
-        """One reading into the sparklines (None: the GPU was not there)."""
-        self.util_hist.append(gpu.util if gpu else None)
+    def remember(self, gpu: Gpu | None) -> bool:
+        """One reading into the sparklines (None: the GPU was not there); True when that
+        changed what they draw."""
         frac = None
         if gpu and gpu.mem_used_mib is not None and gpu.mem_total_mib:
             frac = 100.0 * gpu.mem_used_mib / gpu.mem_total_mib
-        self.mem_hist.append(frac)
-        self._version += 1
+        moved = _push(self.util_hist, gpu.util if gpu else None)
+        moved = _push(self.mem_hist, frac) or moved
+        if moved:
+            self._version += 1
+        return moved
 
     def forget(self) -> None:
         """Drop the sparklines and the labels' start times (a replay jumped elsewhere)."""
@@ -78,13 +90,18 @@ class GpuPanel:
 
     def show(self, view: GpuView, now: float, run_active: bool) -> None:
         """One sample into the panel (the board draws it when its host is on screen)."""
-        self.remember(view.gpu)
+        before = (self.view, self.run_active, self.since)
+        moved = self.remember(view.gpu)
         self.view, self.now, self.run_active = view, now, run_active
         # The diagnosis looks back about a minute; remember since when each label has held
         # without a break, so "idle 6m00s" stays true past that window.
         self.since = {
             lb.code: min(lb.since, self.since.get(lb.code, lb.since)) for lb in view.labels
         }
+        # A GPU whose readings stand (an idle card, one in the topology the machine lacks)
+        # keeps its box: ``rows`` makes it again only for a change, or its chips' next minute.
+        if not moved and (view, run_active, self.since) != before:
+            self._version += 1
 
     def show_stale(self, age: int | None) -> bool:
         """No sample for ``age`` seconds (None: fresh); True when that changed the panel."""
@@ -119,12 +136,17 @@ class GpuPanel:
     def rows(self, pal: Palette, width: int) -> list[Text]:
         """The panel's box, ``PANEL_H`` rows of exactly ``width`` cells; the same list while
         nothing it shows changed (the board repaints only the panels whose rows are new)."""
-        key = (self._version, id(pal), width)
+        key = (self._version, id(pal), width, self._chip_times())
         if self._made is not None and self._made[0] == key:
             return self._made[1]
         rows = self._box(pal, max(5, width))
         self._made = (key, rows)
         return rows
+
+    def _chip_times(self) -> tuple[str, ...]:
+        """How long each label has held, as the chips say it (what ``now`` changes)."""
+        labels = self.view.labels if self.view is not None else ()
+        return tuple(self.held_for(lb.code, lb.since, lb.at_least) for lb in labels)
 
     def _box(self, pal: Palette, width: int) -> list[Text]:
         view = self.view
