@@ -20,7 +20,7 @@ sample in the last tenth within 10 % of the second tenth; no recording's closed 
 the cap.
 
     .venv/bin/python bench/soak.py [--minutes 30] [--rate 20] [--what app,supervise]
-        [--cap-mib 1] [--run-samples 3000] [--no-record] [--out DIR]
+        [--cap-mib 1] [--run-samples 3000] [--no-record] [--out DIR] [--tree DIR]
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def setup(home: Path, args: argparse.Namespace) -> tuple[Path, Path, dict[str, s
 def monitor(what: str, home: Path, args: argparse.Namespace) -> tuple[Monitor, Path, Path]:
     run_root, config, env = setup(home, args)
     common = ["--run-root", str(run_root), "--config", str(config)]
-    mon = dflash_monitor(what, ROOT, home / "m", dict(os.environ) | env, common)
+    mon = dflash_monitor(what, args.tree, home / "m", dict(os.environ) | env, common)
     if what == "supervise":
         head = [sys.executable, "-m", "dflash_tui.cli.main", "supervise"]
         mon = Monitor(what, lambda s: [*head, "--interval", f"{s:g}", *common], mon.env)
@@ -203,6 +203,12 @@ def main() -> int:
         help="[record] enabled = false: what the recorder adds to the process's memory",
     )
     ap.add_argument("--out", type=Path, help="write the rows as JSON and the tables here")
+    ap.add_argument(
+        "--tree",
+        type=Path,
+        default=ROOT,
+        help="the dflash-tui soaked: a checkout (folders tui and dflash; default this one)",
+    )
     args = ap.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
     texts, docs = [], {}

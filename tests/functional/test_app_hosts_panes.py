@@ -247,3 +247,59 @@ async def test_a_host_never_shown_keeps_its_newest_lines_and_says_what_went() ->
         gone = int(marks[0].split()[1].replace(",", ""))
         kept = [x for x in lines if x.startswith("step=")]
         assert gone >= flood - SHELF_LINES and kept[-SHELF_LINES:] == list(steps[-SHELF_LINES:])
+
+
+def flooded(lines: int) -> list[Snapshot]:
+    """A healthy run whose last sample's run log brings ``lines`` step lines."""
+    snaps = scenes.healthy_run(samples=2)
+    log = snaps[-1].logs[0]
+    steps = tuple(f"step={i} loss=1.0" for i in range(lines))
+    snaps[-1] = replace(snaps[-1], logs=(replace(log, lines=steps),))
+    return snaps
+
+
+async def test_the_host_on_screen_keeps_every_line_of_a_new_log() -> None:
+    """Shelving is for logs no widget holds: the host shown keeps a new log's lines whole,
+    however many its first sample brings."""
+    many = 3 * SHELF_LINES
+    app, _ = many_hosts([flooded(many), scenes.healthy_run(samples=2)])
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.host_states[0].samples >= 2)
+        (tail,) = app.screen.query_one("#host-0", HostPane).logs().tails.values()
+        await until(pilot, lambda: f"step={many - 1} loss=1.0" in tail.log_view.lines)
+        lines = list(tail.log_view.lines)
+        assert not any("not kept while not shown" in x for x in lines)
+        assert sum(x.startswith("step=") and "loss=1.0" in x for x in lines) >= many
+        assert "skipped" not in str(tail.title_bar.render())
+
+
+@pytest.mark.parametrize("row", [3 * SHELF_LINES - 40, 100])
+async def test_a_paused_tail_made_again_shows_the_rows_it_showed(row: int) -> None:
+    """A paused tail scrolled to ``row`` of 3 x SHELF_LINES: its pane's widgets removed,
+    only the newest SHELF_LINES rows are kept, under a mark. Made again, it shows the same
+    row at its top when that row was kept, else the mark (where the rows went)."""
+    app, _ = many_hosts([flooded(3 * SHELF_LINES), *[scenes.healthy_run(samples=2)] * (N - 1)])
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.host_states[0].samples >= 2)
+        pane = app.screen.query_one("#host-0", HostPane)
+        (tail,) = pane.logs().tails.values()
+        await until(pilot, lambda: len(tail.log_view.lines) >= 3 * SHELF_LINES)
+        tail.log_view.focus()
+        await pilot.press("f")  # paused
+        await pilot.pause(0.1)
+        tail.log_view.scroll_to(y=row, animate=False, immediate=True)
+        at = tail.log_view.lines[int(tail.log_view.scroll_y)]
+        for key in range(2, N + 1):
+            await pilot.press(str(key))
+        assert not pane.built
+        await pilot.press("1")
+        await pilot.pause(0.3)
+        (tail,) = pane.logs().tails.values()
+        shown = list(tail.log_view.lines)
+        assert "earlier lines not kept while not shown" in shown[0]
+        assert len(shown) == SHELF_LINES + 1
+        top = shown[int(tail.log_view.scroll_y)]
+        if row >= 2 * SHELF_LINES:  # among the newest SHELF_LINES rows
+            assert top == at
+        else:
+            assert top == shown[0]

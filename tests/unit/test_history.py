@@ -28,18 +28,26 @@ def test_thinning_keeps_the_whole_span_in_bounded_memory() -> None:
 
 def test_a_gpus_readings_share_their_times_and_keep_their_own_gaps() -> None:
     h = RunHistory(capacity=16)
-    for i in range(1000):
+
+    def add(i: int) -> None:
         gpu = {"index": 0, "util": i % 100, "mem_used_mib": 1000, "mem_total_mib": 4000}
         # power is missing on every third sample (a card that does not say), util on none
         if i % 3:
             gpu["power_w"] = 250.5
         h.add(Snapshot.from_dict({"time": float(i), "gpus": [gpu]}))
+
+    for i in range(12):
+        add(i)
     g = h.gpus[0]
+    assert [x for x, _ in g.power.points()] == [float(i) for i in range(12) if i % 3]  # gaps
+    assert len(g.util.points()) == 12
+    for i in range(12, 1000):
+        add(i)
     util, power = g.util.points(), g.power.points()
     assert len(util) <= 16 and util[0] == (0.0, 0.0)  # halved together, the start kept
     assert [x for x, _ in g.mem.points()] == [x for x, _ in util]  # one time axis
     assert all(y == x % 100 for x, y in util)  # each point is that sample's reading
-    assert power and all(x % 3 and y == 250.5 for x, y in power)  # its gaps left out
+    assert len(power) == len(util) and all(y == 250.5 for _, y in power)
     assert g.power.span() == (power[0][0], power[-1][0])
     assert h.span() == (0.0, util[-1][0])
     # One array of times and three of 4-byte readings: 20 bytes a point, not 48.
@@ -106,3 +114,22 @@ def test_decimate_bounds_the_points_and_keeps_a_short_dip() -> None:
     assert len(out) <= 100 and (4321.0, 5.0) in out
     assert out[0][0] == 0.0 and out == sorted(out)
     assert decimate(pts[:50], 100) == pts[:50]
+
+
+def test_a_reading_that_comes_every_other_sample_keeps_its_points_when_thinned() -> None:
+    """The columns are thinned together: a kept sample without a reading takes the one of
+    the samples it stands for, so a column with regular gaps does not vanish with the
+    stride (the kept points are at most a stride away from their reading's time)."""
+    h = RunHistory(capacity=16)
+    for i in range(1000):
+        gpu = {"index": 0, "util": 50}
+        if i % 2:
+            gpu["power_w"] = float(i)
+        h.add(Snapshot.from_dict({"time": float(i), "gpus": [gpu]}))
+    g = h.gpus[0]
+    power, util = g.power.points(), g.util.points()
+    assert len(power) >= len(util) - 1 >= 8  # only the first sample has none in its span
+    stride = g.table.stride
+    assert all(0 < y - x < stride for x, y in power)  # a reading of a sample it stands for
+    span = g.power.span()
+    assert span is not None and span[1] >= 1000 - 2 * stride

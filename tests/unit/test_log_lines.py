@@ -109,7 +109,7 @@ def test_a_store_no_widget_holds_keeps_its_newest_lines_under_a_mark() -> None:
     pending = store.take_pending()
     assert pending[0] == gap_line("240 earlier lines not kept while not shown")
     assert pending[1:] == lines[-10:]
-    assert store.dropped == 240  # they arrived and were never drawn
+    assert store.dropped == 0  # not "skipped (flood)": the mark says what went, and why
     store.add([f"more {i}" for i in range(95)])
     assert len(store.lines) == 100 and store.lines[0] == "line 245"  # max_lines again
     # A filter change draws from the stored lines: their own mark, where they start.
@@ -144,10 +144,21 @@ def test_a_removed_tails_drawn_lines_go_back_to_the_shelf() -> None:
     store.add([f"line {i}" for i in range(20)])
     drawn = store.take_pending()
     store.add(["line 20", "line 21"])  # arrived after the last draw
-    store.undraw(drawn)
+    assert store.undraw(drawn) == 17  # where a paused tail was scrolled moves by as many
     assert store.quiet and store.shelved
     store.quiet = False
     assert store.take_pending() == [
         gap_line("17 earlier lines not kept while not shown"),
         *[f"line {i}" for i in range(17, 22)],
     ]
+
+
+def test_a_shelved_store_stays_bounded_when_a_tail_made_meanwhile_gives_its_lines_back() -> None:
+    """A pane made and removed before its tails drew anything (paging through hosts): the
+    store was shelved, and stays bounded whatever comes after."""
+    store = LineStore(max_lines=100, shelf_lines=5)
+    store.shelve()
+    assert store.undraw([]) == 0
+    store.add([f"line {i}" for i in range(60)])
+    assert len(store.pending) <= 5 and len(store.lines) <= 5
+    assert store.pending.maxlen == store.lines.maxlen == 5

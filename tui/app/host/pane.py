@@ -129,6 +129,7 @@ class HostPane(Vertical):
         self.host, self.index, self.read_only = host, index, read_only
         self.built = built
         self.store = PaneStore()  # what accumulates: sparklines, log lines, events, history
+        self.store.shelve_logs = not built
         self.latest: SampleReady | None = None  # the latest sample
         # Staleness: while the link is down or a sample is overdue, what is drawn is the
         # last known state, greyed and marked with its age; nothing is called healthy.
@@ -243,6 +244,7 @@ class HostPane(Vertical):
         if self.built or not self.alive:
             return
         self.built = True
+        self.store.shelve_logs = False  # its tails draw what comes from now on
         was, self.kept_view = self.kept_view, None
         await self.mount_compose(self._widgets(was))
         if was is not None and was.tab != "tab-procs":
@@ -257,7 +259,8 @@ class HostPane(Vertical):
         folded into the store, as for a host never shown."""
         if not self.built or not self.alive or self.display:
             return
-        self.kept_view = self._keep_view()
+        self.kept_view = self._keep_view()  # what its tails drew goes back to their stores
+        self.store.shelve()  # no widget holds a log's lines now
         self.zoom.off()  # its classes are on the screen's containers too
         self.built = False
         self.tabs_made = set()

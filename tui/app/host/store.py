@@ -22,9 +22,9 @@ from dflash_tui.core.diagnosis.timeline import MAX_EVENTS, Event
 from dflash_tui.core.diagnosis.views import Diagnosis, LogView
 
 
-def _shelved_store() -> LineStore:
+def _quiet_store() -> LineStore:
     store = LineStore()
-    store.shelve()  # until a tail draws it (LogTail.flush): a hidden host's pane has none
+    store.quiet = True  # until a tail draws it (LogTail.flush)
     return store
 
 
@@ -34,7 +34,7 @@ class TailData:
 
     path: str
     is_run_log: bool
-    store: LineStore = field(default_factory=_shelved_store)  # loud once a tail draws it
+    store: LineStore = field(default_factory=_quiet_store)  # loud once a tail draws it
     view: LogView | None = None
     now: float = 0.0
     missing_from: float | None = None  # our own first sighting of the file missing
@@ -83,9 +83,18 @@ class PaneStore:
         self.events: list[Event] = []
         self.history = RunHistory()
         self.samples = 0  # samples folded (the History tab plots again when this moved)
+        # No widget of the pane holds log lines (not made yet, or removed): a new log's lines
+        # are shelved (tui/app/host/logs/lines.py, SHELF_LINES) until a tail draws them.
+        self.shelve_logs = True
         # The log filter new tails start with (on at start: errors, exceptions, progress);
         # the log area sets it while it is built.
         self.log_pattern: re.Pattern[str] | None = compile_filter(DEFAULT_FILTER)
+
+    def shelve(self) -> None:
+        """The pane's widgets are gone: every log's lines, and a new log's, are shelved."""
+        self.shelve_logs = True
+        for data in self.logs.values():
+            data.store.shelve()
 
     def fold(self, snap: Snapshot, diag: Diagnosis, events: Sequence[Event]) -> None:
         """One diagnosed sample and the timeline events it brought."""
@@ -115,6 +124,8 @@ class PaneStore:
             if data is None:
                 data = self.logs[log.path] = TailData(log.path, log.is_run_log)
                 data.store.pattern = self.log_pattern
+                if self.shelve_logs:
+                    data.store.shelve()
             data.add_sample(log)
             view = views.get(log.path)
             if view is not None and log.is_run_log and diag.run and diag.run.started_at:

@@ -35,7 +35,8 @@ class Thinned:
     series of their own held 48, and a list of (x, y) tuples about 88. A host has 8 GPUs' and
     the run's loss and tok/s, each up to ``capacity`` points, kept for as long as the app runs.
     A reading that is missing or not finite is a gap in its column (NaN); a sample with none
-    is not kept."""
+    is not kept. The columns are thinned together, so a kept point's gap takes a reading of
+    the rows it stands for (those thinning dropped after it): at most a stride away in x."""
 
     def __init__(self, capacity: int = CAPACITY, width: int = 1, typecode: str = "d") -> None:
         if capacity < 4:
@@ -61,6 +62,7 @@ class Thinned:
             return  # out of order (a clock step back): the series stays sorted
         self._offered += 1
         if xs and self._offered < self.stride:
+            self._fill(row)
             return
         self._offered = 0
         xs.append(x)
@@ -69,8 +71,15 @@ class Thinned:
         if len(xs) > self.capacity:
             # Keep the first point and every second one after it: the span is kept whole.
             self._xs = xs[::2]
-            self._cols = [col[::2] for col in self._cols]
+            self._cols = [_halved(col) for col in self._cols]
             self.stride *= 2
+
+    def _fill(self, row: list[float]) -> None:
+        """A row not kept: the last kept one stands for it, and takes its readings where it
+        has none (a reading that comes every other sample must not vanish with the stride)."""
+        for col, y in zip(self._cols, row, strict=True):
+            if y == y and col[-1] != col[-1]:
+                col[-1] = y
 
     def points(self, column: int = 0) -> list[Point]:
         """A column's points; its gaps left out."""
@@ -112,6 +121,16 @@ class Series(Protocol):
     def points(self) -> list[Point]: ...
 
     def span(self) -> tuple[float, float] | None: ...
+
+
+def _halved(col: array[float]) -> array[float]:
+    """Every second reading, the first kept; a gap kept takes the reading after it (the row
+    dropped, which the kept one stands for from now on), as ``Thinned._fill`` does."""
+    kept = col[::2]
+    for i, y in enumerate(kept):
+        if y != y and 2 * i + 1 < len(col):
+            kept[i] = col[2 * i + 1]
+    return kept
 
 
 def window(points: Sequence[Point], lo: float, hi: float) -> list[Point]:

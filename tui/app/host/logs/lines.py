@@ -58,13 +58,15 @@ class LineStore:
         self.shown = 0  # lines that passed the filter since it was last set
         self.undrawn = 0  # lines evicted from ``pending`` since the last draw (said in a mark)
         self.hidden = 0  # lines the filter kept out since it was last set (said in the tail)
-        # No widget draws these lines now (the host's pane hidden, or not made yet): the oldest
-        # undrawn lines go as the store's own do, with no mark and no count, since the view,
-        # drawn when shown, then holds the newest lines as the store does: nothing is missing
-        # from it that a shown tail would have kept.
+        # No widget draws these lines now (the host's pane hidden): the oldest undrawn lines
+        # go as the store's own do, with no mark and no count, since the view, drawn when
+        # shown, then holds the newest lines as the store does: nothing is missing from it
+        # that a shown tail would have kept.
         self._quiet = False
-        # Shelved (``shelve``): no widget holds the lines, only the newest ``shelf_lines`` are
-        # kept, and these count what went of the stored lines and of the undrawn ones.
+        # Shelved (``shelve``: no widget holds the lines at all): only the newest
+        # ``shelf_lines`` are kept, and these count what went of the stored lines and of the
+        # undrawn ones, for the marks a tail made later draws first (not "skipped": nothing
+        # came faster than it could be drawn).
         self.shelf_gone = 0
         self.shelf_undrawn = 0
 
@@ -82,16 +84,19 @@ class LineStore:
     def shelved(self) -> bool:
         return self.lines.maxlen != self.max_lines
 
-    def shelve(self) -> None:
+    def shelve(self) -> int:
         """No widget holds these lines (the pane is not made, or its widgets are removed):
-        quiet, and only the newest ``shelf_lines`` stored and undrawn lines are kept."""
+        quiet, and only the newest ``shelf_lines`` stored and undrawn lines are kept. Returns
+        how many undrawn lines that cut."""
         self._quiet = True
-        if self.shelved:
-            return
-        self.shelf_gone += max(0, len(self.lines) - self.shelf_lines)
-        self.shelf_undrawn += max(0, len(self.pending) - self.shelf_lines)
-        self.lines = deque(self.lines, maxlen=self.shelf_lines)
-        self.pending = deque(self.pending, maxlen=self.shelf_lines)
+        cut = max(0, len(self.pending) - self.shelf_lines)
+        if self.lines.maxlen != self.shelf_lines:
+            self.shelf_gone += max(0, len(self.lines) - self.shelf_lines)
+            self.lines = deque(self.lines, maxlen=self.shelf_lines)
+        if self.pending.maxlen != self.shelf_lines:
+            self.shelf_undrawn += cut
+            self.pending = deque(self.pending, maxlen=self.shelf_lines)
+        return cut
 
     def _unshelve(self) -> None:
         """A tail draws the store: MAX_LINES again, with a mark before the oldest line kept
@@ -163,7 +168,6 @@ class LineStore:
         self.pending.extend(shown)
         if overflow > 0 and shelved:
             self.shelf_undrawn += overflow
-            self.dropped += overflow
         elif overflow > 0 and not self.quiet:  # more came than were drawn: say so
             fresh = not self.undrawn  # the first overflow takes one more line for the mark
             self.undrawn += overflow + fresh
@@ -180,14 +184,15 @@ class LineStore:
         self.undrawn = 0
         return out
 
-    def undraw(self, drawn: Sequence[str]) -> None:
+    def undraw(self, drawn: Sequence[str]) -> int:
         """The lines a view drew, back before the lines it had not drawn yet, and no view
-        draws from here on (``quiet``): its widgets are removed, and the view made again draws
-        what is pending, the newest ``max_lines`` as the removed one kept them."""
+        draws from here on: its widgets are removed, the store is shelved, and the view made
+        again draws what is pending, the newest ``shelf_lines`` under a mark. Returns how many
+        of the oldest drawn and undrawn lines that cut (where a paused view was scrolled)."""
         kept: deque[str] = deque(drawn, maxlen=self.max_lines)
         kept.extend(self.pending)
         self.pending = kept
-        self.shelve()
+        return self.shelve()
 
     def set_filter(self, pattern: re.Pattern[str] | None) -> list[str]:
         """Change the filter; returns every stored line that now shows (for a redraw)."""

@@ -157,10 +157,13 @@ class LogTail(Vertical):
         width: the new tail cuts the store's lines again if its width differs, as a resize
         does."""
         drawn = self.log_view.lines if self.log_view.is_mounted else ()
-        self.data.store.undraw(drawn)
+        cut = self.data.store.undraw(drawn)
         if self.follow or not drawn:
             return None
-        return self.log_view.scroll_x, self.log_view.scroll_y
+        x, y = self.log_view.scroll_x, self.log_view.scroll_y
+        if cut:  # the rows before it went, a mark says so: the same row, or the mark if gone
+            y = y - cut + 1 if y >= cut else 0
+        return x, y
 
     def set_filter(self, pattern: re.Pattern[str] | None) -> None:
         lines = self.data.store.set_filter(pattern)
