@@ -13,12 +13,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import statistics
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
+
+from heap_trees import compare, table
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -56,12 +53,6 @@ def one(samples: int) -> float:
     return held / 2**20
 
 
-def link_farm(tree: Path, farm: Path) -> Path:
-    farm.mkdir(parents=True, exist_ok=True)
-    (farm / "dflash_tui").symlink_to(tree / "tui")
-    return farm
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--samples", type=int, default=4096)
@@ -74,20 +65,8 @@ def main() -> int:
         print(json.dumps({"mib": one(args.samples)}))
         return 0
     trees = [Path(t).resolve() for t in args.trees.split(",")] if args.trees else [ROOT]
-    work = Path(tempfile.mkdtemp(prefix="history-memory-"))
-    farms = [link_farm(t, work / str(i)) for i, t in enumerate(trees)]
-    got: dict[int, list[float]] = {i: [] for i in range(len(trees))}
-    for _ in range(args.repeats):
-        for i, farm in enumerate(farms):
-            env = dict(os.environ, PYTHONPATH=str(farm))
-            argv = [sys.executable, __file__, "--one", "--samples", str(args.samples)]
-            out = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
-            got[i].append(json.loads(out.stdout)["mib"])
-    print(f"| tree | MiB a host after {args.samples:,} samples | {args.hosts} hosts MiB |")
-    print("| --- | --- | --- |")
-    for i, tree in enumerate(trees):
-        mib = statistics.median(got[i])
-        print(f"| {tree} | {mib:.2f} | {mib * args.hosts:.0f} |")
+    mibs = compare(__file__, ["--samples", str(args.samples)], trees, args.repeats)
+    table(f"MiB a host after {args.samples:,} samples", trees, mibs, args.hosts)
     return 0
 
 

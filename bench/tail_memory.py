@@ -15,12 +15,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import statistics
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
+
+from heap_trees import compare, table
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -65,12 +62,6 @@ def one(samples: int, per_s: int) -> float:
     return held / 2**20
 
 
-def link_farm(tree: Path, farm: Path) -> Path:
-    farm.mkdir(parents=True, exist_ok=True)
-    (farm / "dflash_tui").symlink_to(tree / "tui")
-    return farm
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--samples", type=int, default=600)
@@ -84,21 +75,13 @@ def main() -> int:
         print(json.dumps({"mib": one(args.samples, args.lines_per_s)}))
         return 0
     trees = [Path(t).resolve() for t in args.trees.split(",")] if args.trees else [ROOT]
-    work = Path(tempfile.mkdtemp(prefix="tail-memory-"))
-    farms = [link_farm(t, work / str(i)) for i, t in enumerate(trees)]
-    got: dict[int, list[float]] = {i: [] for i in range(len(trees))}
-    for _ in range(args.repeats):
-        for i, farm in enumerate(farms):
-            env = dict(os.environ, PYTHONPATH=str(farm))
-            argv = [sys.executable, __file__, "--one", "--samples", str(args.samples)]
-            argv += ["--lines-per-s", str(args.lines_per_s)]
-            out = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
-            got[i].append(json.loads(out.stdout)["mib"])
-    print(f"| tree | MiB a hidden host after {args.samples:,} samples | {args.hosts} hosts MiB |")
-    print("| --- | --- | --- |")
-    for i, tree in enumerate(trees):
-        mib = statistics.median(got[i])
-        print(f"| {tree} | {mib:.2f} | {mib * args.hosts:.0f} |")
+    mibs = compare(
+        __file__,
+        ["--samples", str(args.samples), "--lines-per-s", str(args.lines_per_s)],
+        trees,
+        args.repeats,
+    )
+    table(f"MiB a hidden host after {args.samples:,} samples", trees, mibs, args.hosts)
     return 0
 
 

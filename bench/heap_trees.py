@@ -1,0 +1,41 @@
+"""What bench/history_memory.py and bench/tail_memory.py share: each tree's heap figure taken
+in a fresh interpreter that imports ``dflash_tui`` from that tree (a folder of links), the
+trees interleaved ``repeats`` times, and the medians as a Markdown table (per host and for
+``hosts`` hosts)."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+
+def link_farm(tree: Path, farm: Path) -> Path:
+    farm.mkdir(parents=True, exist_ok=True)
+    (farm / "dflash_tui").symlink_to(tree / "tui")
+    return farm
+
+
+def compare(script: str, child_args: list[str], trees: list[Path], repeats: int) -> list[float]:
+    """Median MiB of each tree: ``script --one CHILD_ARGS`` prints ``{"mib": ...}``."""
+    work = Path(tempfile.mkdtemp(prefix=f"{Path(script).stem}-"))
+    farms = [link_farm(t, work / str(i)) for i, t in enumerate(trees)]
+    got: list[list[float]] = [[] for _ in trees]
+    for _ in range(repeats):
+        for i, farm in enumerate(farms):
+            env = dict(os.environ, PYTHONPATH=str(farm))
+            argv = [sys.executable, script, "--one", *child_args]
+            out = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
+            got[i].append(json.loads(out.stdout)["mib"])
+    return [statistics.median(g) for g in got]
+
+
+def table(what: str, trees: list[Path], mibs: list[float], hosts: int) -> None:
+    print(f"| tree | {what} | {hosts} hosts MiB |")
+    print("| --- | --- | --- |")
+    for tree, mib in zip(trees, mibs, strict=True):
+        print(f"| {tree} | {mib:.2f} | {mib * hosts:.0f} |")
