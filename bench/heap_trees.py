@@ -5,6 +5,7 @@ trees interleaved ``repeats`` times, and the medians as a Markdown table (per ho
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -12,6 +13,18 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+
+def arguments(ap: argparse.ArgumentParser) -> None:
+    """The options both scripts take besides their own."""
+    ap.add_argument("--hosts", type=int, default=64)
+    ap.add_argument("--trees", help="comma-separated checkouts to compare (default: this one)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # a child run
+
+
+def trees_of(args: argparse.Namespace, root: Path) -> list[Path]:
+    return [Path(t).resolve() for t in args.trees.split(",")] if args.trees else [root]
 
 
 def link_farm(tree: Path, farm: Path) -> Path:

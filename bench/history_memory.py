@@ -15,7 +15,7 @@ import argparse
 import json
 from pathlib import Path
 
-from heap_trees import compare, table
+from heap_trees import arguments, compare, table, trees_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -56,15 +56,12 @@ def one(samples: int) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--samples", type=int, default=4096)
-    ap.add_argument("--hosts", type=int, default=64)
-    ap.add_argument("--trees", help="comma-separated checkouts to compare (default: this one)")
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # a child run
+    arguments(ap)
     args = ap.parse_args()
     if args.one:
         print(json.dumps({"mib": one(args.samples)}))
         return 0
-    trees = [Path(t).resolve() for t in args.trees.split(",")] if args.trees else [ROOT]
+    trees = trees_of(args, ROOT)
     mibs = compare(__file__, ["--samples", str(args.samples)], trees, args.repeats)
     table(f"MiB a host after {args.samples:,} samples", trees, mibs, args.hosts)
     return 0

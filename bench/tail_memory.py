@@ -17,7 +17,7 @@ import argparse
 import json
 from pathlib import Path
 
-from heap_trees import compare, table
+from heap_trees import arguments, compare, table, trees_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -66,15 +66,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--samples", type=int, default=600)
     ap.add_argument("--lines-per-s", type=int, default=50)
-    ap.add_argument("--hosts", type=int, default=64)
-    ap.add_argument("--trees", help="comma-separated checkouts to compare (default: this one)")
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # a child run
+    arguments(ap)
     args = ap.parse_args()
     if args.one:
         print(json.dumps({"mib": one(args.samples, args.lines_per_s)}))
         return 0
-    trees = [Path(t).resolve() for t in args.trees.split(",")] if args.trees else [ROOT]
+    trees = trees_of(args, ROOT)
     mibs = compare(
         __file__,
         ["--samples", str(args.samples), "--lines-per-s", str(args.lines_per_s)],
