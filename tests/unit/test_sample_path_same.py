@@ -159,14 +159,12 @@ def test_diagnoses_over_shared_samples_in_any_order_say_what_fresh_samples_say()
             assert got == diagnose(fresh, TOPO, th, None, True), (cut[0], th.persist_s)
 
 
-def test_members_are_the_filtered_table_and_lookups_come_back() -> None:
+def test_members_are_the_filtered_table_and_kept() -> None:
     snap = Snapshot.from_dict(_sample(10, 1.0))
     want = tuple(p for p in snap.procs if RUN_PGID in (p.pgid, p.sid))
     assert snap.members(RUN_PGID) == want and len(want) == 9
     assert snap.members(RUN_PGID) is snap.members(RUN_PGID)  # kept
     assert snap.members(4242) == ()
-    assert snap.proc(RUN_PGID + 1) is not None
-    snap.forget_lookups()
     assert snap.proc(RUN_PGID + 1) == want[1] and snap.parents[RUN_PGID + 1] == RUN_PGID
 
 

@@ -518,13 +518,6 @@ class Snapshot:
                 out.__dict__[name] = self.__dict__[name]  # never edited: shared
         return out
 
-    def forget_lookups(self) -> None:
-        """Drop the PID and parent indexes once this sample's own diagnosis is made: a
-        tracker keeps a minute of samples, and an index of every process, on each of them,
-        was most of what a watched host held. Asked again, an index is built again."""
-        for name in ("_by_pid", "parents"):
-            self.__dict__.pop(name, None)
-
     def keep_for_window(
         self, before: Snapshot | None, was: tuple[Proc, ...] = ()
     ) -> tuple[Proc, ...]:
