@@ -177,12 +177,12 @@ async def test_panels_that_stand_are_not_made_again_nor_their_row_of_the_board()
         await pilot.pause(0.3)
         board = app.detail().query_one(GpuGrid).board
         made = {i: p.shown for i, p in board.panels.items()}
-        rows_of_panels = {first: kept[1] for first, kept in board._groups.items()}
+        rows_of_panels = dict(board._groups)
         source.push(last)
         await until(pilot, lambda: app.samples >= start + HISTORY + 1)
         await pilot.pause(0.3)
         assert all(p.shown is made[i] for i, p in board.panels.items())
-        assert all(board._groups[f][1] is lines for f, lines in rows_of_panels.items())
+        assert all(board._groups[f] is lines for f, lines in rows_of_panels.items())
         source.push(with_util(last, 2, 57))
         await until(pilot, lambda: app.samples >= start + HISTORY + 2)
         await pilot.pause(0.3)
@@ -190,7 +190,7 @@ async def test_panels_that_stand_are_not_made_again_nor_their_row_of_the_board()
         first = sorted(board.panels).index(2) // board.columns * board.columns
         assert len(rows_of_panels) == 2 and first in rows_of_panels
         for f, lines in rows_of_panels.items():
-            assert (board._groups[f][1] is lines) == (f != first), f
+            assert (board._groups[f] is lines) == (f != first), f
         assert " 57%" in str(board.panels[2].render())
 
 

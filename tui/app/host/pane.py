@@ -129,7 +129,6 @@ class HostPane(Vertical):
         self.host, self.index, self.read_only = host, index, read_only
         self.built = built
         self.store = PaneStore()  # what accumulates: sparklines, log lines, events, history
-        self.store.shelve_logs = not built
         self.latest: SampleReady | None = None  # the latest sample
         # Staleness: while the link is down or a sample is overdue, what is drawn is the
         # last known state, greyed and marked with its age; nothing is called healthy.
@@ -244,7 +243,6 @@ class HostPane(Vertical):
         if self.built or not self.alive:
             return
         self.built = True
-        self.store.shelve_logs = False  # its tails draw what comes from now on
         was, self.kept_view = self.kept_view, None
         await self.mount_compose(self._widgets(was))
         if was is not None and was.tab != "tab-procs":
@@ -357,7 +355,7 @@ class HostPane(Vertical):
         if not self.alive:
             return False
         snap, diag = msg.snapshot, msg.diagnosis
-        self.store.fold(snap, diag, msg.events)
+        self.store.fold(snap, diag, msg.events, shelve=not self.built)
         self.latest = msg
         self.sample_at, self.interval, self.link = time.monotonic(), diag.interval, "connected"
         if not self.can_draw:

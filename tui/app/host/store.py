@@ -83,24 +83,24 @@ class PaneStore:
         self.events: list[Event] = []
         self.history = RunHistory()
         self.samples = 0  # samples folded (the History tab plots again when this moved)
-        # No widget of the pane holds log lines (not made yet, or removed): a new log's lines
-        # are shelved (tui/app/host/logs/lines.py, SHELF_LINES) until a tail draws them.
-        self.shelve_logs = True
         # The log filter new tails start with (on at start: errors, exceptions, progress);
         # the log area sets it while it is built.
         self.log_pattern: re.Pattern[str] | None = compile_filter(DEFAULT_FILTER)
 
     def shelve(self) -> None:
-        """The pane's widgets are gone: every log's lines, and a new log's, are shelved."""
-        self.shelve_logs = True
+        """The pane's widgets are gone: every log's lines are shelved."""
         for data in self.logs.values():
             data.store.shelve()
 
-    def fold(self, snap: Snapshot, diag: Diagnosis, events: Sequence[Event]) -> None:
-        """One diagnosed sample and the timeline events it brought."""
+    def fold(
+        self, snap: Snapshot, diag: Diagnosis, events: Sequence[Event], shelve: bool = False
+    ) -> None:
+        """One diagnosed sample and the timeline events it brought; ``shelve``: no widget
+        holds the pane's log lines (not made yet, or removed), so a new log's are shelved
+        (tui/app/host/logs/lines.py, SHELF_LINES) until a tail draws them."""
         self.samples += 1
         self.fold_gpus(diag)
-        self.fold_logs(snap.logs, diag)
+        self.fold_logs(snap.logs, diag, shelve)
         self.add_events(events)
         self.history.add(snap)
 
@@ -116,7 +116,7 @@ class PaneStore:
         for index in [i for i in self.panels if i not in seen]:
             del self.panels[index]
 
-    def fold_logs(self, logs: Sequence[LogState], diag: Diagnosis) -> None:
+    def fold_logs(self, logs: Sequence[LogState], diag: Diagnosis, shelve: bool = False) -> None:
         """Each log's new lines to its tail's data; a new log gets one, a gone one loses it."""
         views = {v.path: v for v in diag.logs}
         for log in logs:
@@ -124,7 +124,7 @@ class PaneStore:
             if data is None:
                 data = self.logs[log.path] = TailData(log.path, log.is_run_log)
                 data.store.pattern = self.log_pattern
-                if self.shelve_logs:
+                if shelve:
                     data.store.shelve()
             data.add_sample(log)
             view = views.get(log.path)

@@ -13,11 +13,6 @@ from dflash_tui.app.widgets.rows import RowStatic
 from dflash_tui.app.widgets.themed import Themed, same_texts
 
 
-def _same_lists(a: list[list[Text]], b: list[list[Text]]) -> bool:
-    """Whether each panel's rows are the very lists it gave before (kept: nothing changed)."""
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
-
-
 class GpuBoard(RowStatic, Themed):
     """Draws the panels of ``panels`` (the grid's, by GPU index) in index order."""
 
@@ -33,9 +28,9 @@ class GpuBoard(RowStatic, Themed):
         self.column_width = 29
         self._order: list[int] = []
         self._columns_changed: dict[int, tuple[int, int]] = {}  # screen row -> x span
-        # Per row of panels (its first panel's place): the panels' rows it was made of and
-        # its lines, kept while none of them changed (an idle card, a GPU the machine lacks).
-        self._groups: dict[int, tuple[list[list[Text]], list[Text]]] = {}
+        # Per row of panels (its first panel's place): its lines, kept while every panel in
+        # it gives the rows it drew last (an idle card, a GPU the machine lacks).
+        self._groups: dict[int, list[Text]] = {}
 
     def place(self, columns: int, column_width: int) -> None:
         """Lay the panels out ``columns`` across, each ``column_width`` cells wide (drawn by
@@ -69,8 +64,8 @@ class GpuBoard(RowStatic, Themed):
             group = [self.panels[i] for i in order[first : first + self.columns]]
             made = [p.rows(pal, width) for p in group]
             kept = self._groups.get(first)
-            if kept is not None and _same_lists(kept[0], made):
-                lines.extend(kept[1])  # the same lines: RowStatic keeps their strips
+            if kept is not None and all(r is p.shown for p, r in zip(group, made, strict=True)):
+                lines.extend(kept)  # the same lines: RowStatic keeps their strips
                 continue
             changed = [
                 x
@@ -89,7 +84,7 @@ class GpuBoard(RowStatic, Themed):
                 for rows in made:
                     line.append_text(rows[y])
                 group_lines.append(line)
-            self._groups[first] = (made, group_lines)
+            self._groups[first] = group_lines
             lines.extend(group_lines)
         for first in [f for f in self._groups if f >= len(order)]:
             del self._groups[first]  # a row of panels no more

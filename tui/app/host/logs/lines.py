@@ -90,12 +90,10 @@ class LineStore:
         how many undrawn lines that cut."""
         self._quiet = True
         cut = max(0, len(self.pending) - self.shelf_lines)
-        if self.lines.maxlen != self.shelf_lines:
-            self.shelf_gone += max(0, len(self.lines) - self.shelf_lines)
-            self.lines = deque(self.lines, maxlen=self.shelf_lines)
-        if self.pending.maxlen != self.shelf_lines:
-            self.shelf_undrawn += cut
-            self.pending = deque(self.pending, maxlen=self.shelf_lines)
+        self.shelf_gone += max(0, len(self.lines) - self.shelf_lines)
+        self.shelf_undrawn += cut
+        self.lines = deque(self.lines, maxlen=self.shelf_lines)
+        self.pending = deque(self.pending, maxlen=self.shelf_lines)
         return cut
 
     def _unshelve(self) -> None:
