@@ -1,7 +1,7 @@
 """What bench/history_memory.py and bench/tail_memory.py share: each tree's heap figure taken
-in a fresh interpreter that imports ``dflash_tui`` from that tree (a folder of links), the
-trees interleaved ``repeats`` times, and the medians as a Markdown table (per host and for
-``hosts`` hosts)."""
+in a fresh interpreter that imports ``dflash_tui`` from that tree (links to its ``tui`` and
+``dflash``: bench/monitor_cost.py's ``link_farm``), the trees interleaved ``repeats`` times,
+and the medians as a Markdown table (per host and for ``hosts`` hosts)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from monitor_cost import link_farm  # the tree's packages as links, checked
+
 
 def arguments(ap: argparse.ArgumentParser) -> None:
     """The options both scripts take besides their own."""
@@ -25,12 +27,6 @@ def arguments(ap: argparse.ArgumentParser) -> None:
 
 def trees_of(args: argparse.Namespace, root: Path) -> list[Path]:
     return [Path(t).resolve() for t in args.trees.split(",")] if args.trees else [root]
-
-
-def link_farm(tree: Path, farm: Path) -> Path:
-    farm.mkdir(parents=True, exist_ok=True)
-    (farm / "dflash_tui").symlink_to(tree / "tui")
-    return farm
 
 
 def compare(script: str, child_args: list[str], trees: list[Path], repeats: int) -> list[float]:

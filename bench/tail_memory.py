@@ -55,7 +55,7 @@ def one(samples: int, per_s: int) -> float:
         snap = Snapshot.from_dict({"time": float(i), "logs": logs})
         # What fold_logs reads of a diagnosis: no log views, no run (the tails' lines alone).
         diag = SimpleNamespace(time=float(i), logs=(), run=None)
-        store.fold_logs(snap.logs, diag)  # type: ignore[arg-type]
+        store.fold_logs(snap.logs, diag, shelve=True)  # type: ignore[arg-type]
     held = tracemalloc.get_traced_memory()[0] - before
     tracemalloc.stop()
     assert len(store.logs) == 3
