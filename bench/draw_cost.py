@@ -34,6 +34,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from monitor_cost import link_farm  # the tree's packages as links, checked
+
 ROOT = Path(__file__).resolve().parents[1]
 FRAME_WAIT = 0.05  # seconds after a sample is taken: its screen update has run by then
 
@@ -91,14 +93,6 @@ async def one_run(samples: int, warmup: int, present: int) -> float:
             # a callback to every widget, which would be most of what is measured.
             await asyncio.sleep(FRAME_WAIT)
         return (time.process_time() - start_cpu) * 1000 / samples
-
-
-def link_farm(tree: Path, farm: Path) -> Path:
-    """dflash_tui -> tree/tui, dflash_train -> tree/dflash."""
-    farm.mkdir(parents=True, exist_ok=True)
-    for name, folder in (("dflash_tui", "tui"), ("dflash_train", "dflash")):
-        (farm / name).symlink_to((tree / folder).resolve())
-    return farm
 
 
 def interleaved(

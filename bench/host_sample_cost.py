@@ -55,6 +55,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "bench")]
 
 import soak_feed  # noqa: E402
+from monitor_cost import link_farm  # noqa: E402  the tree's packages as links, checked
 
 STAGES = ("split", "parse", "tracker", "timeline", "record", "alerts")
 READ = 1 << 16  # bytes an SSH channel read hands over at most (transport.CHUNK)
@@ -179,14 +180,6 @@ def one(args: argparse.Namespace, hosts: int) -> dict[str, Any]:
         h.recorder.close()
         h.recorder.release()
     return out
-
-
-def link_farm(tree: Path, farm: Path) -> Path:
-    """dflash_tui -> tree/tui, dflash_train -> tree/dflash."""
-    farm.mkdir(parents=True, exist_ok=True)
-    for name, folder in (("dflash_tui", "tui"), ("dflash_train", "dflash")):
-        (farm / name).symlink_to((tree / folder).resolve())
-    return farm
 
 
 def child_argv(args: argparse.Namespace, hosts: int) -> list[str]:

@@ -27,6 +27,8 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+from monitor_cost import link_farm  # the tree's packages as links, checked
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -73,17 +75,6 @@ async def child(hosts: int, samples: int, lines: int) -> dict[str, float]:
             "rss_mib": rss_kib() / 1024,
             "panes_built": built,
         }
-
-
-def link_farm(tree: Path, farm: Path) -> Path:
-    """dflash_tui -> tree/tui, dflash_train -> tree/dflash (pyproject's package-dir)."""
-    farm.mkdir(parents=True, exist_ok=True)
-    for name, folder in (("dflash_tui", "tui"), ("dflash_train", "dflash")):
-        link = farm / name
-        if link.is_symlink():
-            link.unlink()
-        link.symlink_to((tree / folder).resolve())
-    return farm
 
 
 def run_one(args: argparse.Namespace, pythonpath: str | None) -> dict[str, float]:
