@@ -136,10 +136,11 @@ class GpuPanel:
     def rows(self, pal: Palette, width: int) -> list[Text]:
         """The panel's box, ``PANEL_H`` rows of exactly ``width`` cells; the same list while
         nothing it shows changed (the board repaints only the panels whose rows are new)."""
-        key = (self._version, id(pal), width, self._chip_times())
+        times = self._chip_times()
+        key = (self._version, id(pal), width, times)
         if self._made is not None and self._made[0] == key:
             return self._made[1]
-        rows = self._box(pal, max(5, width))
+        rows = self._box(pal, max(5, width), times)
         self._made = (key, rows)
         return rows
 
@@ -148,12 +149,12 @@ class GpuPanel:
         labels = self.view.labels if self.view is not None else ()
         return tuple(self.held_for(lb.code, lb.since, lb.at_least) for lb in labels)
 
-    def _box(self, pal: Palette, width: int) -> list[Text]:
+    def _box(self, pal: Palette, width: int, times: tuple[str, ...]) -> list[Text]:
         view = self.view
         (tl, h, tr), side, (bl, bh, br) = self._frame()
         frame = self._frame_style(pal)
         inner = width - 3  # the sides and one cell of padding on the left
-        body = self._body(view, pal) if view is not None else []
+        body = self._body(view, pal, times) if view is not None else []
         content = fit_rows(body, inner, PANEL_H - 2)
         top = Text(tl + h, frame, end="")
         title = self._title(view, pal)
@@ -210,8 +211,9 @@ class GpuPanel:
         power = f"{gpu.power_w:.0f}W" if gpu.power_w is not None else "-W"
         return f"{used} {temp} {power}"
 
-    def _body(self, view: GpuView, pal: Palette) -> list[Text]:
-        """The panel's lines: meters, chips, processes."""
+    def _body(self, view: GpuView, pal: Palette, times: tuple[str, ...]) -> list[Text]:
+        """The panel's lines: meters, chips (``times``: each label's held time, as
+        ``_chip_times`` says it), processes."""
         gpu = view.gpu
         if gpu is None:
             lines = [Text("in the topology, not on this machine", pal.fg("error"))]
@@ -221,7 +223,7 @@ class GpuPanel:
                 self._meter("util", gpu.util, self.util_hist, pal),
                 self._meter("mem ", mem_pct, self.mem_hist, pal),
             ]
-        lines.append(self._chips(view, pal))
+        lines.append(self._chips(view, pal, times))
         lines.extend(self._procs(view.processes, pal))
         return lines
 
@@ -240,10 +242,9 @@ class GpuPanel:
         out.append(sparkline(hist, _SPARK, 0.0, 100.0), pal.fg("info"))
         return out
 
-    def _chips(self, view: GpuView, pal: Palette) -> Text:
+    def _chips(self, view: GpuView, pal: Palette, times: tuple[str, ...]) -> Text:
         out = Text()
-        for i, label in enumerate(view.labels):
-            since = self.held_for(label.code, label.since, label.at_least)
+        for i, (label, since) in enumerate(zip(view.labels, times, strict=True)):
             out.append(" " if i else "")
             out.append(
                 f" {label.code} {since} ", pal.chip(label_severity(label.code, self.run_active))
