@@ -162,7 +162,7 @@ def start_launcher(
     """control.sh's launch verb, as the supervisor sends it, in a process of its own."""
     args = ["sh", "-s", "--", "launch", str(runs), command, str(workdir), "", "0", "10000"]
     p = subprocess.Popen(args, stdin=subprocess.PIPE, env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     assert p.stdin is not None
     p.stdin.write(_script())
     p.stdin.close()
