@@ -19,6 +19,8 @@ import statistics
 import subprocess
 import sys
 
+# Written out here, not imported from rss_parts.py: importing it (and monitor_cost.py, with
+# argparse, subprocess, threading) would add its modules to every stage measured.
 REPORT = r"""
 import json
 out = {"threads": 0, "libcuda": False}
