@@ -1,24 +1,34 @@
 """Alerts against a receiver that trickles (a real HTTP receiver on 127.0.0.1, in a process of
 its own so that only our threads are counted): each send ends within its deadline, the
 alerter's threads stay bounded after 20 alerts, never on asyncio's default executor, a stuck
-webhook never holds up a command hook beside it, and a good receiver still gets later alerts.
+webhook never holds up a command hook beside it, and a good receiver still gets later alerts;
+a command hook abandoned mid-send leaves no process behind.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from receiver import Receiver, receiver_process
 from supervise_util import hook, hook_alerts
+from support import live_group
 
 from dflash_tui.core.alerts.alert import Alert
-from dflash_tui.core.alerts.notify import SEND_THREADS, Alerter, NotifyError, WebhookNotifier
+from dflash_tui.core.alerts.notify import (
+    SEND_THREADS,
+    Alerter,
+    CommandNotifier,
+    NotifyError,
+    WebhookNotifier,
+)
 from dflash_tui.core.base.alert_config import AlertSettings
 
 DEADLINE_S = 1.0  # a send's deadline in the test of single sends
@@ -225,3 +235,35 @@ def test_a_webhook_goes_through_the_environments_http_proxy(
         monkeypatch.setenv("http_proxy", rx.url.rsplit("/", 1)[0])
         code = post("http://hooks.invalid:8080/x", b'{"alert": {"code": "restart"}}', {}, 5.0)
     assert code == 200 and rx.codes() == ["restart"]
+
+
+async def test_a_command_hook_abandoned_mid_send_leaves_no_process(tmp_path: Path) -> None:
+    """A send cancelled while its hook runs (an app or supervisor leaving past its drain): the
+    hook's whole group is killed and reaped then, and its transport closed, not left to the
+    collector (which kills only ``sh``, and raises once the loop is closed)."""
+    pid_file = tmp_path / "hook.pid"
+    # sh stays the group's leader with a child of its own (no exec): killing sh alone would
+    # leave the sleep running in the group.
+    notifier = CommandNotifier(f"echo $$ >{pid_file}; sleep 300; :", timeout=60.0)
+    task = asyncio.create_task(notifier.send(alert(0)))
+    for _ in range(200):
+        if pid_file.exists() and pid_file.read_text().strip():
+            break
+        await asyncio.sleep(0.05)
+    group = int(pid_file.read_text())
+    assert len(live_group(group)) == 2  # the hook's sh and its sleep
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        del task
+        gc.collect()
+    # Nothing of the group runs on (the sleep, whose parent was sh, may wait a moment as a
+    # zombie for init to reap it).
+    deadline = time.monotonic() + 10.0
+    while live_group(group) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert live_group(group) == []
+    unclosed = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+    assert unclosed == []

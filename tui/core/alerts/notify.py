@@ -72,13 +72,25 @@ class CommandNotifier:
         try:
             _, err = await asyncio.wait_for(proc.communicate(data), self.timeout)
         except asyncio.TimeoutError:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)  # the group we started, by its PID
-            await proc.wait()
+            await _end(proc)
             raise NotifyError(f"timed out after {self.timeout:g}s (killed)") from None
+        except asyncio.CancelledError:
+            # Abandoned (the app or the supervisor leaving once its drain is over): nothing
+            # would hold the command to its timeout or reap it, so its group ends now, as on a
+            # timeout. Left to the collector, only ``sh`` would be killed (its children live
+            # on), and not even that once the loop is closed.
+            await _end(proc)
+            raise
         if proc.returncode:
             tail = err.decode("utf-8", "replace").strip()[-300:] or "no error text"
             raise NotifyError(f"exit {proc.returncode}: {tail}")
+
+
+async def _end(proc: asyncio.subprocess.Process) -> None:
+    """Kill the hook's group (the one we started, by its PID) and reap it."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    await proc.wait()
 
 
 class SendSlots:
