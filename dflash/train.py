@@ -17,6 +17,7 @@ import os
 import shlex
 import signal
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -34,9 +35,25 @@ from dflash_train.usage import UsageError
 def _stack_dumps() -> None:
     """``kill -USR1 PID`` prints every thread's Python stack to the log, without stopping
     the run: where a stuck compile or worker waits (bench/device_pipeline.sh's timeouts send
-    it before killing)."""
-    if hasattr(signal, "SIGUSR1"):
-        faulthandler.register(signal.SIGUSR1, all_threads=True, chain=False)
+    it before killing).
+
+    The signal is blocked in every thread (the mask is set here, in the main thread, before
+    any other thread starts, and inherited) and taken by a thread of its own (``sigwait``),
+    which dumps the stacks holding the GIL: no other thread runs Python meanwhile, so no frame
+    it walks is being freed. faulthandler's own handler dumped them from the signal's context
+    while the workers ran on, and a second SIGUSR1 crashed the run (SIGSEGV). A worker stuck
+    in a C call that released the GIL, the usual hang, is dumped as well."""
+    if not hasattr(signal, "pthread_sigmask"):
+        return
+    usr1 = {signal.SIGUSR1}
+    signal.pthread_sigmask(signal.SIG_BLOCK, usr1)
+
+    def dump_on_signal() -> None:
+        while True:
+            signal.sigwait(usr1)
+            faulthandler.dump_traceback(sys.stderr, all_threads=True)
+
+    threading.Thread(target=dump_on_signal, name="stack-dumps", daemon=True).start()
 
 
 def _fail_usage(events: EventLog, message: str) -> int:
