@@ -17,7 +17,13 @@ from dflash_tui.app.host.source import LiveSource
 from dflash_tui.core.base.config_types import HostConfig
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.link.feed import Disconnected, Feed, FeedEvent
-from dflash_tui.core.link.local_feed import LocalFeed, feed_for, in_daemon_thread
+from dflash_tui.core.link.local_feed import (
+    LocalFeed,
+    SampleThread,
+    Stuck,
+    feed_for,
+    in_daemon_thread,
+)
 from dflash_tui.core.link.local_probe import new_probe
 from dflash_tui.core.link.transport import LocalTransport
 from dflash_tui.core.probe import main as probe_main
@@ -266,6 +272,31 @@ async def test_a_system_exit_in_the_thread_is_an_error_not_an_exit() -> None:
 
     with pytest.raises(RuntimeError, match="SystemExit: 2"):
         await in_daemon_thread(leave, WAIT_S)
+
+
+async def test_one_thread_makes_every_sample_and_a_stuck_one_is_left_behind() -> None:
+    """A feed's calls are made by one daemon thread in turn, not a thread each; a call past
+    its timeout is Stuck and keeps that thread, and the next call is made by a new one; once
+    closed, the thread ends after its last call."""
+    thread = SampleThread("probe-test")
+    seen = [await thread.run(threading.current_thread, WAIT_S) for _ in range(5)]
+    first = seen[0]
+    assert all(t is first for t in seen) and first is not threading.current_thread()
+    assert first.daemon and first.name == "probe-test"
+    release = threading.Event()
+    with pytest.raises(Stuck):
+        await thread.run(lambda: release.wait(WAIT_S), 0.2)
+    second = await thread.run(threading.current_thread, WAIT_S)
+    assert second is not first and first.is_alive()  # the stuck call still holds the first
+    release.set()
+    await asyncio.to_thread(first.join, WAIT_S)
+    assert not first.is_alive()  # it ended after its call: it was given nothing more
+    with pytest.raises(ZeroDivisionError):
+        await thread.run(lambda: 1 // 0, WAIT_S)  # a call's exception is the caller's
+    assert await thread.run(threading.current_thread, WAIT_S) is second
+    thread.close()
+    await asyncio.to_thread(second.join, WAIT_S)
+    assert not second.is_alive()
 
 
 def nvml_frees(monkeypatch: pytest.MonkeyPatch, nv: Any) -> list[str]:

@@ -6,8 +6,8 @@ On this machine, outside a container and without a DFLASH_TUI_PYTHON override (`
 process already has as ``dflash_tui.core.probe``. Here one ``Probe`` is kept for the feed's
 life (its state between samples, as the streaming probe keeps it: log offsets, the process
 table's cache, CPU ticks, NVML and its Xid watcher) and sampled every ``interval`` in a daemon
-thread, where its dict is also parsed into a Snapshot, off the event loop. No second Python
-(about 21 MiB), no JSON line encoded and decoded per sample.
+thread (one for the feed's life), where its dict is also parsed into a Snapshot, off the event
+loop. No second Python (about 21 MiB), no JSON line encoded and decoded per sample.
 
 What the subprocess gave for free is kept explicitly:
 - a sample that blocks (a hung log mount, a wedged driver call) is given up after the feed's
@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import queue
 import threading
 from collections.abc import AsyncGenerator, Callable
 from typing import Any, TypeVar
@@ -42,21 +43,47 @@ class Stuck(Exception):
     """A call in the probe's thread did not return within the stall timeout."""
 
 
-async def in_daemon_thread(fn: Callable[[], T], timeout: float, name: str = "probe") -> T:
-    """``fn()`` in a daemon thread of its own; Stuck after ``timeout`` (the thread is left to
-    finish or hang: asyncio's default executor would be joined at exit, a daemon is not)."""
-    loop = asyncio.get_running_loop()
-    fut: asyncio.Future[T] = loop.create_future()
+# A call for the thread: the function, and the loop and future its outcome is set on.
+_Job = tuple[Callable[[], Any], asyncio.AbstractEventLoop, "asyncio.Future[Any]"]
 
-    def settle(result: Any, exc: BaseException | None) -> None:
-        if fut.done():  # given up on (stuck or cancelled) before it finished
-            return
-        if exc is not None:
-            fut.set_exception(exc)
-        else:
-            fut.set_result(result)
 
-    def work() -> None:
+class SampleThread:
+    """One daemon thread that makes a feed's calls in turn, each awaited up to a timeout
+    (``Stuck`` after it). A feed samples every interval for as long as it runs: one thread for
+    its life, not one started per sample, which cost about a tenth of the app's CPU a sample
+    with 8 panels (bench/README.md). A call that timed out keeps its thread, which may never
+    come back: the next call is made by a new one (the feed gives a stuck probe up anyway). A
+    daemon, so a hung call cannot hold the program's exit, as asyncio's default executor's
+    threads would."""
+
+    def __init__(self, name: str = "probe") -> None:
+        self.name = name
+        self._jobs: queue.SimpleQueue[_Job | None] | None = None
+
+    async def run(self, fn: Callable[[], T], timeout: float) -> T:
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[T] = loop.create_future()
+        if self._jobs is None:
+            self._jobs = queue.SimpleQueue()
+            args = (self._jobs,)
+            threading.Thread(target=_serve, args=args, name=self.name, daemon=True).start()
+        self._jobs.put((fn, loop, fut))
+        try:
+            return await asyncio.wait_for(fut, timeout)
+        except asyncio.TimeoutError:
+            self.close()
+            raise Stuck from None
+
+    def close(self) -> None:
+        """The thread ends once it has made the calls it was given (a stuck one last)."""
+        if self._jobs is not None:
+            self._jobs.put(None)
+            self._jobs = None
+
+
+def _serve(jobs: queue.SimpleQueue[_Job | None]) -> None:
+    while (job := jobs.get()) is not None:
+        fn, loop, fut = job
         try:
             result, exc = fn(), None
         except Exception as err:
@@ -64,13 +91,26 @@ async def in_daemon_thread(fn: Callable[[], T], timeout: float, name: str = "pro
         except BaseException as err:  # a SystemExit (argparse's) must not end the caller's loop
             result, exc = None, RuntimeError(f"{type(err).__name__}: {err}")
         with contextlib.suppress(RuntimeError):  # the loop closed meanwhile (the app left)
-            loop.call_soon_threadsafe(settle, result, exc)
+            loop.call_soon_threadsafe(_settle, fut, result, exc)
 
-    threading.Thread(target=work, name=name, daemon=True).start()
+
+def _settle(fut: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:
+    if fut.done():  # given up on (stuck or cancelled) before it finished
+        return
+    if exc is not None:
+        fut.set_exception(exc)
+    else:
+        fut.set_result(result)
+
+
+async def in_daemon_thread(fn: Callable[[], T], timeout: float, name: str = "probe") -> T:
+    """``fn()`` in a daemon thread of its own; Stuck after ``timeout`` (the thread is left to
+    finish or hang)."""
+    thread = SampleThread(name)
     try:
-        return await asyncio.wait_for(fut, timeout)
-    except asyncio.TimeoutError:
-        raise Stuck from None
+        return await thread.run(fn, timeout)
+    finally:
+        thread.close()
 
 
 class _Making:
@@ -155,16 +195,20 @@ class LocalFeed(Feed):
         # thread, and must not write to the memo of whatever parses after it (the stream a
         # stuck probe hands over to, or the next probe's samples).
         memo = RowMemo()
-        while True:
-            with self._lock:
-                self._busy = probe
-            event = await in_daemon_thread(lambda: self._sample(probe, memo), self.stall_timeout)
-            if isinstance(event, Snapshot):
-                self.connected = True
-                self._keep_resume(event)
-            yield event
-            due = max(due + self.interval, loop.time())
-            await asyncio.sleep(due - loop.time())
+        thread = SampleThread()
+        try:
+            while True:
+                with self._lock:
+                    self._busy = probe
+                event = await thread.run(lambda: self._sample(probe, memo), self.stall_timeout)
+                if isinstance(event, Snapshot):
+                    self.connected = True
+                    self._keep_resume(event)
+                yield event
+                due = max(due + self.interval, loop.time())
+                await asyncio.sleep(due - loop.time())
+        finally:
+            thread.close()
 
     def _sample(self, probe: Any, memo: RowMemo) -> Snapshot | Malformed:
         """In the sample's thread. A probe given up on meanwhile (stuck, or the feed closed
