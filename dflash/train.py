@@ -12,6 +12,7 @@ creates no file: its ``error`` and ``exit`` events go only to a stream the calle
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import os
 import shlex
@@ -41,17 +42,24 @@ def _stack_dumps() -> None:
     any other thread starts, and inherited) and taken by a thread of its own (``sigwait``),
     which dumps the stacks holding the GIL: no other thread runs Python meanwhile, so no frame
     it walks is being freed. faulthandler's own handler dumped them from the signal's context
-    while the workers ran on, and a second SIGUSR1 crashed the run (SIGSEGV). A worker stuck
-    in a C call that released the GIL, the usual hang, is dumped as well."""
+    while the workers ran on, and a few SIGUSR1 crashed the run (SIGSEGV). A worker stuck in
+    a C call that released the GIL, the usual hang, is dumped as well. Signals sent while one
+    waits are merged into one dump. The processes the run starts inherit the mask: a SIGUSR1
+    sent to the run's whole group is ignored by them (instead of ending them, its default)."""
     if not hasattr(signal, "pthread_sigmask"):
         return
+    try:
+        fd = sys.stderr.fileno()  # the log; faulthandler writes to the descriptor itself
+    except (AttributeError, OSError, ValueError):
+        return  # no stderr to write to (an embedding caller's): no dumps
     usr1 = {signal.SIGUSR1}
     signal.pthread_sigmask(signal.SIG_BLOCK, usr1)
 
     def dump_on_signal() -> None:
         while True:
             signal.sigwait(usr1)
-            faulthandler.dump_traceback(sys.stderr, all_threads=True)
+            with contextlib.suppress(OSError, ValueError):  # the log went: the run goes on
+                faulthandler.dump_traceback(fd, all_threads=True)
 
     threading.Thread(target=dump_on_signal, name="stack-dumps", daemon=True).start()
 

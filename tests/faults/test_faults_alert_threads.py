@@ -251,6 +251,9 @@ async def test_a_command_hook_abandoned_mid_send_leaves_no_process(tmp_path: Pat
             break
         await asyncio.sleep(0.05)
     group = int(pid_file.read_text())
+    deadline = time.monotonic() + 10.0
+    while len(live_group(group)) < 2 and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)  # sh writes its PID before it starts the sleep
     assert len(live_group(group)) == 2  # the hook's sh and its sleep
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ResourceWarning)

@@ -276,8 +276,9 @@ async def test_a_system_exit_in_the_thread_is_an_error_not_an_exit() -> None:
 
 async def test_one_thread_makes_every_sample_and_a_stuck_one_is_left_behind() -> None:
     """A feed's calls are made by one daemon thread in turn, not a thread each; a call past
-    its timeout is Stuck and keeps that thread, and the next call is made by a new one; once
-    closed, the thread ends after its last call."""
+    its timeout is Stuck and keeps that thread, and the next call is made by a new one (so is
+    the call after one whose caller was cancelled); once closed, the thread ends after its
+    last call."""
     thread = SampleThread("probe-test")
     seen = [await thread.run(threading.current_thread, WAIT_S) for _ in range(5)]
     first = seen[0]
@@ -294,9 +295,20 @@ async def test_one_thread_makes_every_sample_and_a_stuck_one_is_left_behind() ->
     with pytest.raises(ZeroDivisionError):
         await thread.run(lambda: 1 // 0, WAIT_S)  # a call's exception is the caller's
     assert await thread.run(threading.current_thread, WAIT_S) is second
+    # A call whose caller is cancelled may still run: the next call does not queue behind it.
+    release_too = threading.Event()
+    waiting = asyncio.create_task(thread.run(lambda: release_too.wait(WAIT_S), WAIT_S))
+    await asyncio.sleep(0.1)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    third = await thread.run(threading.current_thread, 5.0)
+    assert third is not second
+    release_too.set()
     thread.close()
-    await asyncio.to_thread(second.join, WAIT_S)
-    assert not second.is_alive()
+    for t in (second, third):
+        await asyncio.to_thread(t.join, WAIT_S)
+        assert not t.is_alive()
 
 
 def nvml_frees(monkeypatch: pytest.MonkeyPatch, nv: Any) -> list[str]:

@@ -83,10 +83,10 @@ def test_a_worker_that_raises_stops_everything(tmp_path: Path, fault: str) -> No
 
 
 def test_sigusr1_dumps_stacks_and_sigterm_stops_cleanly(tmp_path: Path) -> None:
-    """Each SIGUSR1 dumps every thread's stack and training goes on, through hundreds of them
-    (dumps taken from the signal's context while the workers ran crashed the run with SIGSEGV
-    within a few seconds of these, three times in three); SIGTERM then stops it with 143, the
-    steps since the last save kept."""
+    """SIGUSR1 dumps every thread's stack and training goes on, through hundreds sent 10 ms
+    apart (those the kernel merges make one dump; dumps taken from the signal's context while
+    the workers ran crashed the run with SIGSEGV within a few seconds of these, three times in
+    three); SIGTERM then stops it with 143, the steps since the last save kept."""
     cmd = [sys.executable, "-m", "dflash_train.train", "--preset", "tiny", "--device", "cpu",
            "--out-dir", str(tmp_path), "--steps", "100000"]  # fmt: skip
     err_path = tmp_path / "stderr.txt"  # a file: the dumps are more than a pipe holds

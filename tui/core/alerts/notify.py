@@ -86,11 +86,17 @@ class CommandNotifier:
             raise NotifyError(f"exit {proc.returncode}: {tail}")
 
 
+REAP_S = 5.0  # how long a killed hook may take to be reaped before it is left to the kernel
+
+
 async def _end(proc: asyncio.subprocess.Process) -> None:
-    """Kill the hook's group (the one we started, by its PID) and reap it."""
+    """Kill the hook's group (the one we started, by its PID) and reap it. The wait is bounded:
+    a process in an uninterruptible sleep (a hung NFS write) outlives SIGKILL, and a shutdown
+    must not wait on it."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    await proc.wait()
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(proc.wait(), REAP_S)
 
 
 class SendSlots:

@@ -73,6 +73,9 @@ class SampleThread:
         except asyncio.TimeoutError:
             self.close()
             raise Stuck from None
+        except asyncio.CancelledError:
+            self.close()  # the call may still run: a later call must not queue behind it
+            raise
 
     def close(self) -> None:
         """The thread ends once it has made the calls it was given (a stuck one last)."""
