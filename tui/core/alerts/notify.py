@@ -26,7 +26,6 @@ import contextlib
 import json
 import logging
 import os
-import signal
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -36,6 +35,7 @@ from dflash_tui import __version__
 from dflash_tui.core.alerts.alert import Alert
 from dflash_tui.core.alerts.limit import RateLimiter
 from dflash_tui.core.base.alert_config import AlertSettings
+from dflash_tui.core.base.local_proc import kill_session
 
 TailFn = Callable[[Alert], Awaitable[tuple[str, ...]]]
 T = TypeVar("T")
@@ -93,8 +93,7 @@ async def _end(proc: asyncio.subprocess.Process) -> None:
     """Kill the hook's group (the one we started, by its PID) and reap it. The wait is bounded:
     a process in an uninterruptible sleep (a hung NFS write) outlives SIGKILL, and a shutdown
     must not wait on it."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+    kill_session(proc.pid)
     with contextlib.suppress(asyncio.TimeoutError):
         await asyncio.wait_for(proc.wait(), REAP_S)
 

@@ -1,9 +1,13 @@
 """A process on this machine, told by PID and start time (so a reused PID is not taken for it):
 the supervisor's lock and record, and the flight recorder's one writer, check their owners
-with these. (Processes on a GPU host are read by the probe and control.sh instead.)"""
+with these; and the one way to end a command this process started in a session of its own.
+(Processes on a GPU host are read by the probe and control.sh instead.)"""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -26,3 +30,11 @@ def alive(pid: Any, ticks: Any) -> bool:
         return False
     now = start_ticks(pid)
     return now is not None and (ticks is None or now == ticks)
+
+
+def kill_session(pid: int) -> None:
+    """SIGKILL the whole session a command was started in (``start_new_session``), by its own
+    PGID, the command's PID: ``sh`` and everything under it. Killing only ``sh`` would leave
+    its children running and holding the pipes, and a wait on them would never end."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)

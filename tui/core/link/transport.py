@@ -13,13 +13,13 @@ import asyncio
 import contextlib
 import os
 import shlex
-import signal
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 from dflash_tui.core.base.lines import LineSplitter
+from dflash_tui.core.base.local_proc import kill_session
 from dflash_tui.core.base.snapshot import PROBE_LINE_MAX
 from dflash_tui.core.link.errors import TransportError as TransportError  # its callers' name
 
@@ -121,15 +121,6 @@ class Transport(ABC):
         return True
 
 
-def _kill_session(pid: int) -> None:
-    """Kill the whole session we started (sh and the probe under it), by its own PGID.
-
-    Killing only ``sh`` would leave the probe holding the pipe, and ``wait`` would never end.
-    """
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-
-
 class LocalTransport(Transport):
     """This machine: commands run under ``sh -c`` as subprocesses."""
 
@@ -179,7 +170,7 @@ class LocalTransport(Transport):
                 )
         finally:
             if proc.returncode is None:
-                _kill_session(proc.pid)
+                kill_session(proc.pid)
                 await proc.wait()
 
     async def run(
@@ -189,7 +180,7 @@ class LocalTransport(Transport):
         try:
             (out, dropped), (err, _) = await asyncio.wait_for(self._output(proc, stdin), timeout)
         except asyncio.TimeoutError:
-            _kill_session(proc.pid)
+            kill_session(proc.pid)
             await proc.wait()
             raise TransportError(f"command timed out after {timeout:.0f}s") from None
         return CommandResult(
