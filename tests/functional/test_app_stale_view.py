@@ -30,6 +30,9 @@ from dflash_tui.core.base.config_types import Config, HostConfig
 
 SIZE = (120, 40)
 INTERVAL = 0.5
+# An interval no test outlasts: a view fed at it goes stale only when its link goes down, so
+# checks of the live view hold however long a loaded machine takes to make them.
+LIVE = 30.0
 
 
 def findings_text(app: DflashApp) -> str:
@@ -58,9 +61,9 @@ def frames(app: DflashApp) -> list[object]:
     return [p.shown[0].style for p in panels(app)]
 
 
-def healthy() -> list:  # type: ignore[type-arg]
+def healthy(interval: float = INTERVAL) -> list:  # type: ignore[type-arg]
     """The healthy scene, as a live probe would send it (with its interval)."""
-    return [replace(s, interval=INTERVAL) for s in scenes.healthy_run(samples=4)]
+    return [replace(s, interval=interval) for s in scenes.healthy_run(samples=4)]
 
 
 async def fresh(pilot: Pilot, app: DflashApp, n: int) -> None:
@@ -96,7 +99,7 @@ def age_in(title: str) -> int:
 
 
 async def test_a_link_down_greys_the_last_known_state_and_says_nothing_is_ok() -> None:
-    snaps = healthy()
+    snaps = healthy(LIVE)
     source = ScriptedSource(snaps[:2])
     app = DflashApp(Config(hosts=(HostConfig(),)), source=source)
     async with app.run_test(size=SIZE) as pilot:
@@ -115,13 +118,15 @@ async def test_a_link_down_greys_the_last_known_state_and_says_nothing_is_ok() -
 
 
 async def test_overdue_samples_are_stale_without_any_error() -> None:
-    snaps = healthy()
+    # A 2 s interval (overdue after 3 s): the live checks have 3 s to be made in, and the
+    # view must still go stale on its own well within the wait.
+    snaps = healthy(2.0)
     source = ScriptedSource(snaps[:2])
     app = DflashApp(Config(hosts=(HostConfig(),)), source=source)
     async with app.run_test(size=SIZE) as pilot:
         await fresh(pilot, app, 2)
         # No more samples and no error (a frozen link): stale from 1.5 intervals on.
-        await until(pilot, lambda: "STALE" in findings_text(app), timeout=10)
+        await until(pilot, lambda: "STALE" in findings_text(app), timeout=15)
         assert_stale(app)
         source.push(snaps[2])
         await fresh(pilot, app, 3)
@@ -188,7 +193,7 @@ async def test_samples_in_time_wake_nothing_between_them(monkeypatch: pytest.Mon
 async def test_the_headers_counts_are_the_last_samples_while_stale() -> None:
     """The seed incident's three warnings, then the link goes down: the header says they are
     the last sample's (muted), not warnings counted now; the next sample makes them current."""
-    snaps = [replace(s, interval=INTERVAL) for s in scenes.seed_incident()]
+    snaps = [replace(s, interval=LIVE) for s in scenes.seed_incident()]
     source = ScriptedSource(snaps[:-1])
     app = DflashApp(Config(hosts=(HostConfig(),)), source=source)
 
@@ -211,7 +216,7 @@ async def test_the_headers_counts_are_the_last_samples_while_stale() -> None:
 async def test_an_unreachable_host_offers_no_key() -> None:
     """The seed incident's log-missing finding offers ``(press l)``; once the link is down the
     launch could not be sent, so the finding offers no key until samples come again."""
-    snaps = [replace(s, interval=INTERVAL) for s in scenes.seed_incident()]
+    snaps = [replace(s, interval=LIVE) for s in scenes.seed_incident()]
     source = ScriptedSource(snaps[:-1])
     app = DflashApp(Config(hosts=(HostConfig(),)), source=source)
     async with app.run_test(size=SIZE) as pilot:
