@@ -44,6 +44,31 @@ async def test_run_timeout_kills_everything(tmp_path: Path) -> None:
     assert not _alive(child)
 
 
+async def test_a_cancelled_run_ends_its_command_and_everything_under_it(tmp_path: Path) -> None:
+    """esc on a control action, or the app quitting, cancels its ``run``: the command's
+    session is killed and reaped then, so nothing more of it runs (the action's later steps
+    are not sent) and no process outlives the loop that could reap it."""
+    pidfile, after = tmp_path / "pid", tmp_path / "after"
+    cmd = f"sh -c 'echo $$ > {pidfile}; sleep 30'; touch {after}"
+    task = asyncio.create_task(LocalTransport().run(cmd, timeout=60.0))
+    for _ in range(250):
+        if pidfile.exists() and pidfile.read_text().strip():
+            break
+        await asyncio.sleep(0.02)
+    child = int(pidfile.read_text())
+    assert _alive(child)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    for _ in range(250):
+        if not _alive(child):
+            break
+        await asyncio.sleep(0.02)
+    assert not _alive(child)
+    await asyncio.sleep(0.2)
+    assert not after.exists()  # sh did not go on to its next step
+
+
 async def test_run_passes_stdin_and_rc() -> None:
     res = await LocalTransport().run("cat; exit 3", stdin=b"hello")
     assert (res.rc, res.stdout) == (3, "hello")

@@ -35,7 +35,7 @@ from dflash_tui import __version__
 from dflash_tui.core.alerts.alert import Alert
 from dflash_tui.core.alerts.limit import RateLimiter
 from dflash_tui.core.base.alert_config import AlertSettings
-from dflash_tui.core.base.local_proc import kill_session
+from dflash_tui.core.base.local_proc import end_session
 
 TailFn = Callable[[Alert], Awaitable[tuple[str, ...]]]
 T = TypeVar("T")
@@ -72,30 +72,17 @@ class CommandNotifier:
         try:
             _, err = await asyncio.wait_for(proc.communicate(data), self.timeout)
         except asyncio.TimeoutError:
-            await _end(proc)
+            await end_session(proc)
             raise NotifyError(f"timed out after {self.timeout:g}s (killed)") from None
         except asyncio.CancelledError:
             # Abandoned (the app or the supervisor leaving once its drain is over): nothing
             # would hold the command to its timeout or reap it, so its group ends now, as on a
-            # timeout. Left to the collector, only ``sh`` would be killed (its children live
-            # on), and not even that once the loop is closed.
-            await _end(proc)
+            # timeout.
+            await end_session(proc)
             raise
         if proc.returncode:
             tail = err.decode("utf-8", "replace").strip()[-300:] or "no error text"
             raise NotifyError(f"exit {proc.returncode}: {tail}")
-
-
-REAP_S = 5.0  # how long a killed hook may take to be reaped before it is left to the kernel
-
-
-async def _end(proc: asyncio.subprocess.Process) -> None:
-    """Kill the hook's group (the one we started, by its PID) and reap it. The wait is bounded:
-    a process in an uninterruptible sleep (a hung NFS write) outlives SIGKILL, and a shutdown
-    must not wait on it."""
-    kill_session(proc.pid)
-    with contextlib.suppress(asyncio.TimeoutError):
-        await asyncio.wait_for(proc.wait(), REAP_S)
 
 
 class SendSlots:

@@ -5,6 +5,7 @@ with these; and the one way to end a command this process started in a session o
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -38,3 +39,17 @@ def kill_session(pid: int) -> None:
     its children running and holding the pipes, and a wait on them would never end."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
+
+
+REAP_S = 5.0  # how long a killed command may take to be reaped before it is left to the kernel
+
+
+async def end_session(proc: asyncio.subprocess.Process) -> None:
+    """Kill the session of a command started with ``start_new_session`` and reap it, for a
+    caller that stops waiting on it (a timeout, a cancel, a quit). Left to the collector,
+    only ``sh`` would be killed (its children live on), and not even that once the loop is
+    closed. The wait is bounded: a process in an uninterruptible sleep (a hung NFS write)
+    outlives SIGKILL, and a shutdown must not wait on it."""
+    kill_session(proc.pid)
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(proc.wait(), REAP_S)

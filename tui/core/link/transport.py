@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 from dflash_tui.core.base.lines import LineSplitter
-from dflash_tui.core.base.local_proc import kill_session
+from dflash_tui.core.base.local_proc import end_session
 from dflash_tui.core.base.snapshot import PROBE_LINE_MAX
 from dflash_tui.core.link.errors import TransportError as TransportError  # its callers' name
 
@@ -170,8 +170,7 @@ class LocalTransport(Transport):
                 )
         finally:
             if proc.returncode is None:
-                kill_session(proc.pid)
-                await proc.wait()
+                await end_session(proc)
 
     async def run(
         self, cmd: str, stdin: bytes | None = None, timeout: float = 30.0
@@ -180,9 +179,14 @@ class LocalTransport(Transport):
         try:
             (out, dropped), (err, _) = await asyncio.wait_for(self._output(proc, stdin), timeout)
         except asyncio.TimeoutError:
-            kill_session(proc.pid)
-            await proc.wait()
+            await end_session(proc)
             raise TransportError(f"command timed out after {timeout:.0f}s") from None
+        except asyncio.CancelledError:
+            # The caller gave up (esc on a control action, the app quitting): the command
+            # ends with it, so a cancelled action sends nothing more, and no process outlives
+            # the loop that could reap it.
+            await end_session(proc)
+            raise
         return CommandResult(
             proc.returncode or 0,
             out.decode("utf-8", "replace"),
