@@ -1,13 +1,16 @@
-"""The local transport never leaves a process behind when a stream is cancelled or times out."""
+"""The local transport never leaves a process behind: a cancelled stream or a timed-out run ends
+its whole session; a cancelled run runs on to its end, held to its timeout."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support import live_group
 
-from dflash_tui.core.link.transport import LocalTransport, TransportError
+from dflash_tui.core.link.transport import CommandResult, LocalTransport, TransportError
 
 
 def _alive(pid: int) -> bool:
@@ -44,29 +47,48 @@ async def test_run_timeout_kills_everything(tmp_path: Path) -> None:
     assert not _alive(child)
 
 
-async def test_a_cancelled_run_ends_its_command_and_everything_under_it(tmp_path: Path) -> None:
-    """esc on a control action, or the app quitting, cancels its ``run``: the command's
-    session is killed and reaped then, so nothing more of it runs (the action's later steps
-    are not sent) and no process outlives the loop that could reap it."""
-    pidfile, after = tmp_path / "pid", tmp_path / "after"
-    cmd = f"sh -c 'echo $$ > {pidfile}; sleep 30'; touch {after}"
-    task = asyncio.create_task(LocalTransport().run(cmd, timeout=60.0))
-    for _ in range(250):
-        if pidfile.exists() and pidfile.read_text().strip():
-            break
+async def _wait_for(cond: Callable[[], bool], seconds: float = 10.0) -> bool:
+    for _ in range(int(seconds / 0.02)):
+        if cond():
+            return True
         await asyncio.sleep(0.02)
-    child = int(pidfile.read_text())
-    assert _alive(child)
+    return cond()
+
+
+async def _cancel_once_started(task: asyncio.Task[CommandResult], pidfile: Path) -> int:
+    assert await _wait_for(lambda: pidfile.exists() and pidfile.read_text().strip() != "")
+    pid = int(pidfile.read_text())
+    assert _alive(pid)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    for _ in range(250):
-        if not _alive(child):
-            break
-        await asyncio.sleep(0.02)
-    assert not _alive(child)
-    await asyncio.sleep(0.2)
-    assert not after.exists()  # sh did not go on to its next step
+    return pid
+
+
+async def test_a_cancelled_run_runs_on_to_its_end_and_is_reaped(tmp_path: Path) -> None:
+    """esc on a control action, or the app quitting, cancels its ``run``: the script (fed on
+    stdin, as control's are) runs on to its end, since a control script killed at any line
+    could leave a lock, a run directory or a Slurm submission half made. sh gets its EOF and
+    is reaped: nothing is left waiting on the pipe or as a zombie."""
+    pidfile, after = tmp_path / "pid", tmp_path / "after"
+    script = f"echo $$ > {pidfile}\nsleep 0.5\ntouch {after}\n".encode()
+    task = asyncio.create_task(LocalTransport().run("sh -s", stdin=script, timeout=60.0))
+    sh = await _cancel_once_started(task, pidfile)
+    assert not after.exists()
+    assert await _wait_for(after.exists)
+    assert await _wait_for(lambda: not Path(f"/proc/{sh}").exists())  # exited and reaped
+
+
+async def test_a_cancelled_run_is_still_held_to_its_timeout(tmp_path: Path) -> None:
+    """What runs on after its caller left still ends at its own timeout, its whole session
+    killed (sh and the children under it)."""
+    pidfile, after = tmp_path / "pid", tmp_path / "after"
+    cmd = f"echo $$ > {pidfile}; sh -c 'sleep 30'; touch {after}"
+    task = asyncio.create_task(LocalTransport().run(cmd, timeout=1.5))
+    group = await _cancel_once_started(task, pidfile)
+    assert live_group(group)  # runs on past the cancel
+    assert await _wait_for(lambda: not live_group(group))
+    assert not after.exists()
 
 
 async def test_run_passes_stdin_and_rc() -> None:

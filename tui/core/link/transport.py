@@ -14,6 +14,7 @@ import contextlib
 import os
 import shlex
 import sys
+import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -176,16 +177,14 @@ class LocalTransport(Transport):
         self, cmd: str, stdin: bytes | None = None, timeout: float = 30.0
     ) -> CommandResult:
         proc = await self._spawn(cmd, stdin)
+        deadline = time.monotonic() + timeout
         try:
             (out, dropped), (err, _) = await asyncio.wait_for(self._output(proc, stdin), timeout)
         except asyncio.TimeoutError:
             await end_session(proc)
             raise TransportError(f"command timed out after {timeout:.0f}s") from None
         except asyncio.CancelledError:
-            # The caller gave up (esc on a control action, the app quitting): the command
-            # ends with it, so a cancelled action sends nothing more, and no process outlives
-            # the loop that could reap it.
-            await end_session(proc)
+            finish_later(proc, deadline)
             raise
         return CommandResult(
             proc.returncode or 0,
@@ -215,3 +214,33 @@ class LocalTransport(Transport):
         )
         await proc.wait()
         return out, err
+
+
+# Commands whose caller stopped waiting, run on to their end (see ``finish_later``): held here,
+# since the loop keeps only weak references to its tasks.
+_FINISHING: set[asyncio.Task[None]] = set()
+
+
+def finish_later(proc: asyncio.subprocess.Process, deadline: float) -> None:
+    """A command whose caller was cancelled (esc on a control action, the app leaving) runs
+    on to its end: the control scripts are written to leave the run directory, a lock or a
+    Slurm submission whole when they end, not to be killed at any line (a killed ``sbatch``
+    could have queued a job nobody records). What the caller does next is not sent, since
+    it was cancelled. The command is still held to its own timeout, then its session is
+    killed; once the loop closes, what is left runs on unwatched, as it would have."""
+    task = asyncio.get_running_loop().create_task(_finish(proc, deadline))
+    _FINISHING.add(task)
+    task.add_done_callback(_FINISHING.discard)
+
+
+async def _finish(proc: asyncio.subprocess.Process, deadline: float) -> None:
+    if proc.stdin is not None:
+        proc.stdin.close()  # EOF after what was written: sh ends its script there
+    readers = [s.read for s in (proc.stdout, proc.stderr) if s is not None]
+    try:
+        await asyncio.wait_for(
+            asyncio.gather(*(read_capped(r, 0) for r in readers), proc.wait()),
+            max(deadline - time.monotonic(), 0.0),
+        )
+    except asyncio.TimeoutError:
+        await end_session(proc)
