@@ -162,9 +162,9 @@ async def test_samples_in_time_wake_nothing_between_them(monkeypatch: pytest.Mon
         await tick(self, **kw)
 
     monkeypatch.setattr(Timer, "_tick", counted)
-    # The samples say a 2 s interval (overdue after 3 s) and come every 0.5 s: in time with
-    # 2.5 s to spare at each.
-    snaps = [replace(s, interval=2.0) for s in healthy()]
+    # The samples say a 5 s interval (overdue after 7.5 s) and come every 0.5 s: in time with
+    # 7 s to spare at each.
+    snaps = [replace(s, interval=5.0) for s in healthy()]
     source = ScriptedSource(snaps[:1])
     app = DflashApp(Config(hosts=(HostConfig(),)), source=source)
     async with app.run_test(size=SIZE) as pilot:
@@ -190,7 +190,7 @@ async def test_samples_in_time_wake_nothing_between_them(monkeypatch: pytest.Mon
         assert looks[0] == 0
         quiet = {"Screen._on_timer_update", "HistoryView._redraw"}  # drawing; every 5 s
         assert set(ticked) <= quiet, ticked
-        await until(pilot, lambda: "STALE" in findings_text(app), timeout=10)
+        await until(pilot, lambda: "STALE" in findings_text(app), timeout=20)
         assert_stale(app)
         first = age_in(titles(app)[0])
         await until(pilot, lambda: age_in(titles(app)[0]) >= first + 2, timeout=10)

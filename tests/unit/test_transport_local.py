@@ -68,26 +68,40 @@ async def _cancel_once_started(task: asyncio.Task[CommandResult], pidfile: Path)
 async def test_a_cancelled_run_runs_on_to_its_end_and_is_reaped(tmp_path: Path) -> None:
     """esc on a control action, or the app quitting, cancels its ``run``: the script (fed on
     stdin, as control's are) runs on to its end, since a control script killed at any line
-    could leave a lock, a run directory or a Slurm submission half made. sh gets its EOF and
-    is reaped: nothing is left waiting on the pipe or as a zombie."""
-    pidfile, after = tmp_path / "pid", tmp_path / "after"
-    script = f"echo $$ > {pidfile}\nsleep 0.5\ntouch {after}\n".encode()
-    task = asyncio.create_task(LocalTransport().run("sh -s", stdin=script, timeout=60.0))
+    could leave a lock, a run directory or a Slurm submission half made. sh is reaped."""
+    pidfile, gate, after = tmp_path / "pid", tmp_path / "gate", tmp_path / "after"
+    script = f"echo $$ > {pidfile}\nwhile [ ! -e {gate} ]; do sleep 0.02; done\ntouch {after}\n"
+    task = asyncio.create_task(LocalTransport().run("sh -s", stdin=script.encode(), timeout=60))
     sh = await _cancel_once_started(task, pidfile)
-    assert not after.exists()
+    gate.touch()
     assert await _wait_for(after.exists)
     assert await _wait_for(lambda: not Path(f"/proc/{sh}").exists())  # exited and reaped
+
+
+async def test_a_script_still_being_sent_at_the_cancel_arrives_whole(tmp_path: Path) -> None:
+    """A cancel while the script is still being written to sh's stdin (it is over the
+    pipe's 64 KiB, and sh reads on only once the gate is there): the rest is sent, then EOF,
+    so sh runs the whole script, not a cut one, and ends."""
+    pidfile, gate, after = tmp_path / "pid", tmp_path / "gate", tmp_path / "after"
+    head = f"echo $$ > {pidfile}\nwhile [ ! -e {gate} ]; do sleep 0.02; done\n"
+    pad = "".join(f": {'x' * 70}\n" for _ in range(3000))  # about 220 KiB of no-ops
+    script = (head + pad + f"touch {after}\n").encode()
+    task = asyncio.create_task(LocalTransport().run("sh -s", stdin=script, timeout=60))
+    sh = await _cancel_once_started(task, pidfile)
+    gate.touch()
+    assert await _wait_for(after.exists, 20)
+    assert await _wait_for(lambda: not Path(f"/proc/{sh}").exists())
 
 
 async def test_a_cancelled_run_is_still_held_to_its_timeout(tmp_path: Path) -> None:
     """What runs on after its caller left still ends at its own timeout, its whole session
     killed (sh and the children under it)."""
     pidfile, after = tmp_path / "pid", tmp_path / "after"
-    cmd = f"echo $$ > {pidfile}; sh -c 'sleep 30'; touch {after}"
-    task = asyncio.create_task(LocalTransport().run(cmd, timeout=1.5))
+    cmd = f"echo $$ > {pidfile}; sh -c 'sleep 60'; touch {after}"
+    task = asyncio.create_task(LocalTransport().run(cmd, timeout=5.0))
     group = await _cancel_once_started(task, pidfile)
     assert live_group(group)  # runs on past the cancel
-    assert await _wait_for(lambda: not live_group(group))
+    assert await _wait_for(lambda: not live_group(group), 30)
     assert not after.exists()
 
 

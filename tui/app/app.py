@@ -38,7 +38,9 @@ from dflash_tui.core.base.config_types import Config
 from dflash_tui.core.base.invocation import quit_commands
 from dflash_tui.core.base.rundir import ALIVE_STATES
 from dflash_tui.core.base.text import safe_label, terminal_safe
+from dflash_tui.core.link.transport import finish_pending
 
+QUIT_FINISH_S = 10.0  # how long quitting waits for control commands still running
 QUIT_NOTE = "q quits the app only: the run keeps running, and dflash-tui re-attaches to it."
 
 
@@ -70,6 +72,7 @@ class DflashApp(ViewKeys, App[None]):
         self.alerts = AppAlerts(self, cfg.alerts)  # tui/app/host/alerts.py
         self.auto_restarts = AutoRestarts(self, self.alerts.decision)
         self.control = ControlActions(self, self.auto_restarts)  # the run keys, per host
+        self.unfinished: list[int] = []  # control commands still running when the app left
         self.user_keys = dict(cfg.keys)  # [keys]: binding id -> keys (tui/app/keys/keymap.py)
         self.set_keymap(self.user_keys)
         self.app_themes = AppThemes(self, cfg.theme)  # t cycles them (tui/app/host/view_keys.py)
@@ -109,7 +112,11 @@ class DflashApp(ViewKeys, App[None]):
 
     async def on_unmount(self) -> None:
         heap.restore_collector()
-        await self.auto_restarts.stop()  # first: they use the transports the feeds close
+        # First: they use the transports the feeds close. A control command cut off by the
+        # quit runs on to its end; its output comes here, so the app waits for it.
+        await self.control.stop()
+        await self.auto_restarts.stop()
+        self.unfinished = await finish_pending(QUIT_FINISH_S)
         await self.feeds.stop()
         await self.alerts.stop()
 
@@ -270,7 +277,11 @@ class DflashApp(ViewKeys, App[None]):
 
     def quit_note(self) -> str:
         """What keeps running after q: one line per host with a live run."""
-        notes = []
+        notes = [
+            f"dflash-tui: quit while a control command (PID {pid}) still ran on this machine;"
+            " it may not have finished: check the host with `dflash-tui status`."
+            for pid in self.unfinished
+        ]
         for state in self.host_states:
             diag = state.diagnosis
             run = diag.run if diag else None

@@ -229,6 +229,15 @@ class ControlActions:
             if w.group == control_group(state) and w.is_running:
                 w.cancel()
 
+    async def stop(self) -> None:
+        """At quit: the actions in flight are cancelled (their next steps are not sent) and
+        their workers awaited; a command of theirs still running on this machine runs on to
+        its end (tui/core/link/transport.py ``finish_later``), waited for by the app."""
+        workers = [w for w in self.app.workers if w.group.startswith(CONTROL_GROUP)]
+        for w in workers:
+            w.cancel()
+        await asyncio.gather(*(w.wait() for w in workers), return_exceptions=True)
+
     def busy(self, state: HostState) -> bool:
         """One control action at a time on a host."""
         return state.key in self.running

@@ -216,31 +216,43 @@ class LocalTransport(Transport):
         return out, err
 
 
-# Commands whose caller stopped waiting, run on to their end (see ``finish_later``): held here,
-# since the loop keeps only weak references to its tasks.
-_FINISHING: set[asyncio.Task[None]] = set()
+# Commands whose caller stopped waiting, run on to their end (see ``finish_later``), by the
+# PID of their ``sh``: held here, since the loop keeps only weak references to its tasks.
+_FINISHING: dict[asyncio.Task[None], int] = {}
 
 
 def finish_later(proc: asyncio.subprocess.Process, deadline: float) -> None:
-    """A command whose caller was cancelled (esc on a control action, the app leaving) runs
+    """A command whose caller was cancelled (esc on a control action, the app quitting) runs
     on to its end: the control scripts are written to leave the run directory, a lock or a
     Slurm submission whole when they end, not to be killed at any line (a killed ``sbatch``
-    could have queued a job nobody records). What the caller does next is not sent, since
-    it was cancelled. The command is still held to its own timeout, then its session is
-    killed; once the loop closes, what is left runs on unwatched, as it would have."""
+    could have queued a job nobody records). What the caller does next is not sent, since it
+    was cancelled. The command is still held to its own deadline, then its session is
+    killed. Its output comes to this process: one still running when the process leaves
+    ends at its next write (SIGPIPE), so the app waits for these first (``finish_pending``)."""
     task = asyncio.get_running_loop().create_task(_finish(proc, deadline))
-    _FINISHING.add(task)
-    task.add_done_callback(_FINISHING.discard)
+    _FINISHING[task] = proc.pid
+    task.add_done_callback(lambda t: _FINISHING.pop(t, None))
 
 
 async def _finish(proc: asyncio.subprocess.Process, deadline: float) -> None:
     if proc.stdin is not None:
         proc.stdin.close()  # EOF after what was written: sh ends its script there
-    readers = [s.read for s in (proc.stdout, proc.stderr) if s is not None]
+    streams = [s for s in (proc.stdout, proc.stderr) if s is not None]
+
+    async def to_end() -> None:
+        # A coroutine, not the gather itself: a cancelled wait_for would leave a bare
+        # gather's result unread ("exception was never retrieved" at the loop's close).
+        await asyncio.gather(*(read_capped(s.read, 0) for s in streams), proc.wait())
+
     try:
-        await asyncio.wait_for(
-            asyncio.gather(*(read_capped(r, 0) for r in readers), proc.wait()),
-            max(deadline - time.monotonic(), 0.0),
-        )
-    except asyncio.TimeoutError:
+        await asyncio.wait_for(to_end(), max(deadline - time.monotonic(), 0.0))
+    except Exception:  # past its deadline (TimeoutError), or its output could not be read
         await end_session(proc)
+
+
+async def finish_pending(limit: float) -> list[int]:
+    """Wait up to ``limit`` seconds for the commands ``finish_later`` holds; the PIDs of those
+    still running then."""
+    if _FINISHING:
+        await asyncio.wait(list(_FINISHING), timeout=limit)
+    return sorted(pid for task, pid in _FINISHING.items() if not task.done())
