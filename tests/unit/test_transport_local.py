@@ -4,13 +4,20 @@ its whole session; a cancelled run runs on to its end, held to its timeout."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from support import live_group
 
-from dflash_tui.core.link.transport import CommandResult, LocalTransport, TransportError
+from dflash_tui.core.link.transport import (
+    CommandResult,
+    LocalTransport,
+    TransportError,
+    finish_pending,
+    finishing,
+)
 
 
 def _alive(pid: int) -> bool:
@@ -65,27 +72,50 @@ async def _cancel_once_started(task: asyncio.Task[CommandResult], pidfile: Path)
     return pid
 
 
-async def test_a_cancelled_run_runs_on_to_its_end_and_is_reaped(tmp_path: Path) -> None:
+def gated(pidfile: Path, gate: Path) -> str:
+    """A script's head: its sh's PID, then a wait for the gate file (30 s at most, so a test
+    that fails before opening it leaves nothing polling)."""
+    return (
+        f"echo $$ > {pidfile}\ni=0\n"
+        f"while [ ! -e {gate} ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done\n"
+    )
+
+
+@pytest.fixture
+def gate(tmp_path: Path) -> Iterator[Path]:
+    """The gate file, opened whatever the test's outcome."""
+    path = tmp_path / "gate"
+    yield path
+    path.touch()
+
+
+async def test_a_cancelled_run_runs_on_to_its_end_and_is_reaped(tmp_path: Path, gate: Path) -> None:
     """esc on a control action, or the app quitting, cancels its ``run``: the script (fed on
     stdin, as control's are) runs on to its end, since a control script killed at any line
-    could leave a lock, a run directory or a Slurm submission half made. sh is reaped."""
-    pidfile, gate, after = tmp_path / "pid", tmp_path / "gate", tmp_path / "after"
-    script = f"echo $$ > {pidfile}\nwhile [ ! -e {gate} ]; do sleep 0.02; done\ntouch {after}\n"
+    could leave a lock, a run directory or a Slurm submission half made. sh is reaped, and
+    the wait for such commands says it ended by itself."""
+    pidfile, after = tmp_path / "pid", tmp_path / "after"
+    script = gated(pidfile, gate) + f"touch {after}\n"
     task = asyncio.create_task(LocalTransport().run("sh -s", stdin=script.encode(), timeout=60))
     sh = await _cancel_once_started(task, pidfile)
+    command = os.getpgid(sh)
+    assert finishing() == [command]
     gate.touch()
-    assert await _wait_for(after.exists)
+    assert await finish_pending(20) == []
+    assert after.exists()
     assert await _wait_for(lambda: not Path(f"/proc/{sh}").exists())  # exited and reaped
+    assert finishing() == []
 
 
-async def test_a_script_still_being_sent_at_the_cancel_arrives_whole(tmp_path: Path) -> None:
+async def test_a_script_still_being_sent_at_the_cancel_arrives_whole(
+    tmp_path: Path, gate: Path
+) -> None:
     """A cancel while the script is still being written to sh's stdin (it is over the
     pipe's 64 KiB, and sh reads on only once the gate is there): the rest is sent, then EOF,
     so sh runs the whole script, not a cut one, and ends."""
-    pidfile, gate, after = tmp_path / "pid", tmp_path / "gate", tmp_path / "after"
-    head = f"echo $$ > {pidfile}\nwhile [ ! -e {gate} ]; do sleep 0.02; done\n"
+    pidfile, after = tmp_path / "pid", tmp_path / "after"
     pad = "".join(f": {'x' * 70}\n" for _ in range(3000))  # about 220 KiB of no-ops
-    script = (head + pad + f"touch {after}\n").encode()
+    script = (gated(pidfile, gate) + pad + f"touch {after}\n").encode()
     task = asyncio.create_task(LocalTransport().run("sh -s", stdin=script, timeout=60))
     sh = await _cancel_once_started(task, pidfile)
     gate.touch()
@@ -95,12 +125,14 @@ async def test_a_script_still_being_sent_at_the_cancel_arrives_whole(tmp_path: P
 
 async def test_a_cancelled_run_is_still_held_to_its_timeout(tmp_path: Path) -> None:
     """What runs on after its caller left still ends at its own timeout, its whole session
-    killed (sh and the children under it)."""
+    killed (sh and the children under it); the wait for such commands names it as one that
+    did not end by itself."""
     pidfile, after = tmp_path / "pid", tmp_path / "after"
     cmd = f"echo $$ > {pidfile}; sh -c 'sleep 60'; touch {after}"
     task = asyncio.create_task(LocalTransport().run(cmd, timeout=5.0))
     group = await _cancel_once_started(task, pidfile)
     assert live_group(group)  # runs on past the cancel
+    assert await finish_pending(30) == [group]  # killed at its deadline, within the wait
     assert await _wait_for(lambda: not live_group(group), 30)
     assert not after.exists()
 

@@ -6,6 +6,7 @@ tui/app/control/) and switches screens. With several hosts an overview lists the
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 
@@ -38,7 +39,7 @@ from dflash_tui.core.base.config_types import Config
 from dflash_tui.core.base.invocation import quit_commands
 from dflash_tui.core.base.rundir import ALIVE_STATES
 from dflash_tui.core.base.text import safe_label, terminal_safe
-from dflash_tui.core.link.transport import finish_pending
+from dflash_tui.core.link.transport import finish_pending, finishing
 
 QUIT_FINISH_S = 10.0  # how long quitting waits for control commands still running
 QUIT_NOTE = "q quits the app only: the run keeps running, and dflash-tui re-attaches to it."
@@ -112,13 +113,28 @@ class DflashApp(ViewKeys, App[None]):
 
     async def on_unmount(self) -> None:
         heap.restore_collector()
-        # First: they use the transports the feeds close. A control command cut off by the
-        # quit runs on to its end; its output comes here, so the app waits for it.
+        # First: they use the transports the feeds close. A command cut off by the quit runs
+        # on to its end; its output comes here, so the app waits for it.
         await self.control.stop()
         await self.auto_restarts.stop()
-        self.unfinished = await finish_pending(QUIT_FINISH_S)
+        await self._finish_commands()
         await self.feeds.stop()
         await self.alerts.stop()
+
+    async def _finish_commands(self) -> None:
+        """Wait for the commands the quit cut off (the terminal is the shell's again by now:
+        say so there). Named before the wait, so an impatient Ctrl-C still leaves them in
+        the quit note."""
+        self.unfinished = finishing()
+        if not self.unfinished:
+            return
+        pids = ", ".join(map(str, self.unfinished))
+        print(
+            f"dflash-tui: waiting up to {QUIT_FINISH_S:g} s for the commands it started on"
+            f" this machine to end (PID {pids}) …",
+            file=sys.stderr,
+        )
+        self.unfinished = await finish_pending(QUIT_FINISH_S)
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's pick, announcing the driver it builds (``write_terminal`` writes
@@ -278,8 +294,9 @@ class DflashApp(ViewKeys, App[None]):
     def quit_note(self) -> str:
         """What keeps running after q: one line per host with a live run."""
         notes = [
-            f"dflash-tui: quit while a control command (PID {pid}) still ran on this machine;"
-            " it may not have finished: check the host with `dflash-tui status`."
+            f"dflash-tui: a command it started on this machine (session {pid}) did not end by"
+            f" itself before the app left: it may not have done all its work (`ps -s {pid}`"
+            " shows whether it still runs)."
             for pid in self.unfinished
         ]
         for state in self.host_states:

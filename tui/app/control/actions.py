@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from rich.text import Text
 from textual.screen import ModalScreen
 
-from dflash_tui.app.control.autorestart import AutoRestarts
+from dflash_tui.app.control.autorestart import STOP_WAIT, AutoRestarts
 from dflash_tui.app.control.bridge import ControlError, Job
 from dflash_tui.app.control.confirm import ConfirmScreen
 from dflash_tui.app.control.requests import (
@@ -233,10 +233,20 @@ class ControlActions:
         """At quit: the actions in flight are cancelled (their next steps are not sent) and
         their workers awaited; a command of theirs still running on this machine runs on to
         its end (tui/core/link/transport.py ``finish_later``), waited for by the app."""
-        workers = [w for w in self.app.workers if w.group.startswith(CONTROL_GROUP)]
+        workers = [
+            w
+            for w in self.app.workers
+            if w.group.startswith(CONTROL_GROUP) and w.is_running and not w.is_cancelled
+        ]
         for w in workers:
             w.cancel()
-        await asyncio.gather(*(w.wait() for w in workers), return_exceptions=True)
+        waits = [asyncio.ensure_future(w.wait()) for w in workers]
+        if waits:  # bounded: a worker's cleanup (a lock given back) may itself take a while
+            await asyncio.wait(waits, timeout=STOP_WAIT)
+        for t in waits:
+            t.cancel()
+        # Each wait's WorkerCancelled collected: asyncio logs no "never retrieved" on the way out.
+        await asyncio.gather(*waits, return_exceptions=True)
 
     def busy(self, state: HostState) -> bool:
         """One control action at a time on a host."""

@@ -218,7 +218,7 @@ class LocalTransport(Transport):
 
 # Commands whose caller stopped waiting, run on to their end (see ``finish_later``), by the
 # PID of their ``sh``: held here, since the loop keeps only weak references to its tasks.
-_FINISHING: dict[asyncio.Task[None], int] = {}
+_FINISHING: dict[asyncio.Task[bool], int] = {}
 
 
 def finish_later(proc: asyncio.subprocess.Process, deadline: float) -> None:
@@ -226,15 +226,17 @@ def finish_later(proc: asyncio.subprocess.Process, deadline: float) -> None:
     on to its end: the control scripts are written to leave the run directory, a lock or a
     Slurm submission whole when they end, not to be killed at any line (a killed ``sbatch``
     could have queued a job nobody records). What the caller does next is not sent, since it
-    was cancelled. The command is still held to its own deadline, then its session is
-    killed. Its output comes to this process: one still running when the process leaves
-    ends at its next write (SIGPIPE), so the app waits for these first (``finish_pending``)."""
+    was cancelled. While the loop runs the command is held to its own deadline, then its
+    session is killed. Its output comes to this process: one still running when the process
+    leaves ends at its next write (SIGPIPE), so the app waits for these first
+    (``finish_pending``)."""
     task = asyncio.get_running_loop().create_task(_finish(proc, deadline))
     _FINISHING[task] = proc.pid
     task.add_done_callback(lambda t: _FINISHING.pop(t, None))
 
 
-async def _finish(proc: asyncio.subprocess.Process, deadline: float) -> None:
+async def _finish(proc: asyncio.subprocess.Process, deadline: float) -> bool:
+    """True when the command ended by itself, False when its session was killed."""
     if proc.stdin is not None:
         proc.stdin.close()  # EOF after what was written: sh ends its script there
     streams = [s for s in (proc.stdout, proc.stderr) if s is not None]
@@ -248,11 +250,26 @@ async def _finish(proc: asyncio.subprocess.Process, deadline: float) -> None:
         await asyncio.wait_for(to_end(), max(deadline - time.monotonic(), 0.0))
     except Exception:  # past its deadline (TimeoutError), or its output could not be read
         await end_session(proc)
+        return False
+    return True
+
+
+def _held() -> dict[asyncio.Task[bool], int]:
+    loop = asyncio.get_running_loop()
+    return {t: pid for t, pid in _FINISHING.items() if t.get_loop() is loop and not t.done()}
+
+
+def finishing() -> list[int]:
+    """The PIDs of the commands ``finish_later`` holds on this loop now."""
+    return sorted(_held().values())
 
 
 async def finish_pending(limit: float) -> list[int]:
-    """Wait up to ``limit`` seconds for the commands ``finish_later`` holds; the PIDs of those
-    still running then."""
-    if _FINISHING:
-        await asyncio.wait(list(_FINISHING), timeout=limit)
-    return sorted(pid for task, pid in _FINISHING.items() if not task.done())
+    """Wait up to ``limit`` seconds for the commands ``finish_later`` holds on this loop; the
+    PIDs of those that did not end by themselves: still running then, or killed meanwhile at
+    their deadline."""
+    held = _held()
+    if held:
+        await asyncio.wait(list(held), timeout=limit)
+    ended = [t for t in held if t.done() and not t.cancelled() and t.result()]
+    return sorted(pid for t, pid in held.items() if t not in ended)
