@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from support import until
+from textual.pilot import Pilot
 
 from dflash_tui.app import app as app_module
 from dflash_tui.app.app import DflashApp
@@ -39,7 +40,8 @@ class Command:
         )
         self.seen: list[str] = []
 
-    def start(self, app: DflashApp) -> None:
+    async def start(self, app: DflashApp, pilot: Pilot[None]) -> int:
+        """Started, and its session once its script runs."""
         script = (
             f"echo $$ > {self.pidfile}\ni=0\n"
             f"while [ ! -e {self.gate} ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done\n"
@@ -51,6 +53,8 @@ class Command:
             self.seen.append(res.stdout)  # a next step: never reached once cancelled
 
         app.run_worker(job(), group=control_group(app.host_states[0]), exit_on_error=False)
+        await until(pilot, self.started)
+        return self.session()
 
     def started(self) -> bool:
         return self.pidfile.exists() and self.pidfile.read_text().strip() != ""
@@ -79,9 +83,7 @@ async def test_quitting_waits_for_a_control_command_to_end(
     app = DflashApp(Config(hosts=(HostConfig(),)), source=ScriptedSource([]))
     with ended(command):
         async with app.run_test(size=SIZE) as pilot:
-            command.start(app)
-            await until(pilot, command.started)
-            session = command.session()
+            session = await command.start(app, pilot)
             asyncio.get_running_loop().call_later(1.0, command.gate.touch)  # after the quit
             t0 = time.monotonic()
             await pilot.press("q")
@@ -104,9 +106,7 @@ async def test_a_command_that_outlasts_the_wait_is_named_at_quit(
     app = DflashApp(Config(hosts=(HostConfig(),)), source=ScriptedSource([]))
     with ended(command):
         async with app.run_test(size=SIZE) as pilot:
-            command.start(app)
-            await until(pilot, command.started)
-            session = command.session()
+            session = await command.start(app, pilot)
         assert app.unfinished == [session]
         note = app.quit_note()
         assert f"(session {session}) did not end by itself" in note, note
