@@ -23,22 +23,23 @@ from dflash_tui.app.app import DflashApp
 from dflash_tui.app.control.actions import control_group
 from dflash_tui.app.host.source import ScriptedSource
 from dflash_tui.core.base.config_types import Config, HostConfig
-from dflash_tui.core.link.transport import LocalTransport
+from dflash_tui.core.link.transport import LocalTransport, finish_pending
 
 SIZE = (120, 40)
 
 
 class Command:
     """A control worker on the host running a script that waits for a gate file (30 s at
-    most) and then says it ended; what the worker saw after the command is kept."""
+    most) and then says it ended; what the worker saw after the command is kept. With
+    ``cleanup``, the worker's ``finally`` runs one more command (as a launch gives its lock
+    back) that takes that long and then says so."""
 
-    def __init__(self, tmp_path: Path) -> None:
-        self.pidfile, self.gate, self.after = (
-            tmp_path / "pid",
-            tmp_path / "gate",
-            tmp_path / "after",
-        )
+    def __init__(self, tmp_path: Path, cleanup: float | None = None) -> None:
+        self.pidfile, self.gate = tmp_path / "pid", tmp_path / "gate"
+        self.after, self.given = tmp_path / "after", tmp_path / "given"
+        self.cleanup = cleanup
         self.seen: list[str] = []
+        self.sid: int | None = None
 
     async def start(self, app: DflashApp, pilot: Pilot[None]) -> int:
         """Started, and its session once its script runs."""
@@ -49,31 +50,34 @@ class Command:
         )
 
         async def job() -> None:
-            res = await LocalTransport().run("sh -s", stdin=script.encode(), timeout=60)
-            self.seen.append(res.stdout)  # a next step: never reached once cancelled
+            try:
+                res = await LocalTransport().run("sh -s", stdin=script.encode(), timeout=60)
+                self.seen.append(res.stdout)  # a next step: never reached once cancelled
+            finally:
+                if self.cleanup is not None:
+                    await LocalTransport().run(f"sleep {self.cleanup}; touch {self.given}")
 
         app.run_worker(job(), group=control_group(app.host_states[0]), exit_on_error=False)
         await until(pilot, self.started)
-        return self.session()
+        # The command's own sh, the session's leader (it runs the script's sh -s).
+        self.sid = os.getpgid(int(self.pidfile.read_text()))
+        return self.sid
 
     def started(self) -> bool:
         return self.pidfile.exists() and self.pidfile.read_text().strip() != ""
 
-    def session(self) -> int:
-        """The command's own sh, the session's leader (it runs the script's sh -s)."""
-        return os.getpgid(int(self.pidfile.read_text()))
-
 
 @contextlib.contextmanager
 def ended(command: Command) -> Iterator[None]:
-    """Whatever the test's outcome, the script is let go and its session killed."""
+    """Whatever the test's outcome, the script is let go and its session killed (unless it
+    ended: its PID may be another's by then)."""
     try:
         yield
     finally:
         command.gate.touch()
-        if command.started():
+        if command.sid is not None and not command.after.exists():
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(command.session(), signal.SIGKILL)
+                os.killpg(command.sid, signal.SIGKILL)
 
 
 async def test_quitting_waits_for_a_control_command_to_end(
@@ -112,6 +116,23 @@ async def test_a_command_that_outlasts_the_wait_is_named_at_quit(
         assert f"(session {session}) did not end by itself" in note, note
         assert f"`ps -s {session}`" in note
         assert not command.after.exists() and command.seen == []
+    await finish_pending(10)  # killed above: its finishing task sees it end on this loop
+
+
+async def test_quitting_waits_for_a_cancelled_actions_cleanup(tmp_path: Path) -> None:
+    """Textual cancels the workers before the app's unmount: an action cancelled so may still
+    be cleaning up (a command in its ``finally``), and the quit waits for that too."""
+    command = Command(tmp_path, cleanup=1.0)
+    app = DflashApp(Config(hosts=(HostConfig(),)), source=ScriptedSource([]))
+    with ended(command):
+        async with app.run_test(size=SIZE) as pilot:
+            await command.start(app, pilot)
+            asyncio.get_running_loop().call_later(0.3, command.gate.touch)
+            await pilot.press("q")
+        assert command.given.exists()  # the cleanup's command ended before the app did
+        assert command.after.exists() and command.seen == []
+        assert app.unfinished == []
+    await finish_pending(10)
 
 
 async def test_a_quit_with_no_command_running_does_not_wait(

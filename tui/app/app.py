@@ -122,18 +122,22 @@ class DflashApp(ViewKeys, App[None]):
         await self.alerts.stop()
 
     async def _finish_commands(self) -> None:
-        """Wait for the commands the quit cut off (the terminal is the shell's again by now:
-        say so there). Named before the wait, so an impatient Ctrl-C still leaves them in
-        the quit note."""
+        """Wait for the commands the quit cut off, saying so on the terminal. Named before
+        the wait, so an impatient Ctrl-C still leaves them in the quit note."""
         self.unfinished = finishing()
         if not self.unfinished:
             return
         pids = ", ".join(map(str, self.unfinished))
-        print(
-            f"dflash-tui: waiting up to {QUIT_FINISH_S:g} s for the commands it started on"
-            f" this machine to end (PID {pids}) …",
-            file=sys.stderr,
-        )
+        if self.terminal_driver is not None and not self.is_headless and not self.is_web:
+            # The driver has left the alternate screen, but its writer thread may still hold
+            # the bytes that do so: closed (joined) first, the line lands on the shell's screen.
+            self.terminal_driver.close()
+        if not self.is_web:  # a browser's tab is gone by now: nowhere to say it
+            print(
+                f"dflash-tui: waiting up to {QUIT_FINISH_S:g} s for the commands it started on"
+                f" this machine to end (PID {pids}) …",
+                file=sys.stderr,
+            )
         self.unfinished = await finish_pending(QUIT_FINISH_S)
 
     def get_driver_class(self) -> type[Driver]:

@@ -230,18 +230,25 @@ class ControlActions:
                 w.cancel()
 
     async def stop(self) -> None:
-        """At quit: the actions in flight are cancelled (their next steps are not sent) and
-        their workers awaited; a command of theirs still running on this machine runs on to
-        its end (tui/core/link/transport.py ``finish_later``), waited for by the app."""
+        """At quit: the actions in flight are cancelled (their next steps are not sent; Textual
+        has usually cancelled their workers already) and awaited up to ``STOP_WAIT``, since a
+        cancelled action may still be cleaning up (a lock given back); one still at it then
+        is cancelled again. A command of theirs cut off runs on to its end (``finish_later``
+        in tui/core/link/transport.py), and the app waits for it."""
         workers = [
-            w
-            for w in self.app.workers
-            if w.group.startswith(CONTROL_GROUP) and w.is_running and not w.is_cancelled
+            w for w in self.app.workers if w.group.startswith(CONTROL_GROUP) and w.is_running
         ]
+        if not workers:
+            return
         for w in workers:
-            w.cancel()
+            if not w.is_cancelled:
+                w.cancel()
         waits = [asyncio.ensure_future(w.wait()) for w in workers]
-        if waits:  # bounded: a worker's cleanup (a lock given back) may itself take a while
+        await asyncio.wait(waits, timeout=STOP_WAIT)
+        late = [w for w in workers if w.is_running]
+        for w in late:
+            w.cancel()  # again: the command of its cleanup goes to finish_later
+        if late:
             await asyncio.wait(waits, timeout=STOP_WAIT)
         for t in waits:
             t.cancel()

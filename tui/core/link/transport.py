@@ -271,5 +271,7 @@ async def finish_pending(limit: float) -> list[int]:
     held = _held()
     if held:
         await asyncio.wait(list(held), timeout=limit)
-    ended = [t for t in held if t.done() and not t.cancelled() and t.result()]
+    ended = [
+        t for t in held if t.done() and not t.cancelled() and t.exception() is None and t.result()
+    ]
     return sorted(pid for t, pid in held.items() if t not in ended)
