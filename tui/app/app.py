@@ -131,7 +131,9 @@ class DflashApp(ViewKeys, App[None]):
         if self.terminal_driver is not None and not self.is_headless and not self.is_web:
             # The driver has left the alternate screen, but its writer thread may still hold
             # the bytes that do so: closed (joined) first, the line lands on the shell's screen.
+            # Nothing is written through it after that (its queue has no reader left).
             self.terminal_driver.close()
+            self.terminal_driver = None
         if not self.is_web:  # a browser's tab is gone by now: nowhere to say it
             print(
                 f"dflash-tui: waiting up to {QUIT_FINISH_S:g} s for the commands it started on"
