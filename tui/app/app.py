@@ -41,7 +41,7 @@ from dflash_tui.core.base.rundir import ALIVE_STATES
 from dflash_tui.core.base.text import safe_label, terminal_safe
 from dflash_tui.core.link.transport import finish_pending, finishing
 
-QUIT_FINISH_S = 10.0  # how long quitting waits for control commands still running
+QUIT_FINISH_S = 10.0  # how long quitting waits for the commands it cut off
 QUIT_NOTE = "q quits the app only: the run keeps running, and dflash-tui re-attaches to it."
 
 
@@ -73,7 +73,7 @@ class DflashApp(ViewKeys, App[None]):
         self.alerts = AppAlerts(self, cfg.alerts)  # tui/app/host/alerts.py
         self.auto_restarts = AutoRestarts(self, self.alerts.decision)
         self.control = ControlActions(self, self.auto_restarts)  # the run keys, per host
-        self.unfinished: list[int] = []  # control commands still running when the app left
+        self.unfinished: list[int] = []  # commands cut off that had not ended when it left
         self.user_keys = dict(cfg.keys)  # [keys]: binding id -> keys (tui/app/keys/keymap.py)
         self.set_keymap(self.user_keys)
         self.app_themes = AppThemes(self, cfg.theme)  # t cycles them (tui/app/host/view_keys.py)

@@ -17,9 +17,10 @@ from typing import Any, Protocol
 from rich.text import Text
 from textual.screen import ModalScreen
 
-from dflash_tui.app.control.autorestart import STOP_WAIT, AutoRestarts
+from dflash_tui.app.control.autorestart import AutoRestarts
 from dflash_tui.app.control.bridge import ControlError, Job
 from dflash_tui.app.control.confirm import ConfirmScreen
+from dflash_tui.app.control.quit import end_workers
 from dflash_tui.app.control.requests import (
     ControlRequest,
     JobKillRequest,
@@ -231,29 +232,16 @@ class ControlActions:
 
     async def stop(self) -> None:
         """At quit: the actions in flight are cancelled (their next steps are not sent; Textual
-        has usually cancelled their workers already) and awaited up to ``STOP_WAIT``, since a
-        cancelled action may still be cleaning up (a lock given back); one still at it then
-        is cancelled again. A command of theirs cut off runs on to its end (``finish_later``
-        in tui/core/link/transport.py), and the app waits for it."""
+        has usually cancelled their workers already) and ended as tui/app/control/quit.py
+        says. A command of theirs cut off runs on to its end (``finish_later`` in
+        tui/core/link/transport.py), and the app waits for it."""
         workers = [
             w for w in self.app.workers if w.group.startswith(CONTROL_GROUP) and w.is_running
         ]
-        if not workers:
-            return
         for w in workers:
             if not w.is_cancelled:
                 w.cancel()
-        waits = [asyncio.ensure_future(w.wait()) for w in workers]
-        await asyncio.wait(waits, timeout=STOP_WAIT)
-        late = [w for w in workers if w.is_running]
-        for w in late:
-            w.cancel()  # again: the command of its cleanup goes to finish_later
-        if late:
-            await asyncio.wait(waits, timeout=STOP_WAIT)
-        for t in waits:
-            t.cancel()
-        # Each wait's WorkerCancelled collected: asyncio logs no "never retrieved" on the way out.
-        await asyncio.gather(*waits, return_exceptions=True)
+        await end_workers(workers)
 
     def busy(self, state: HostState) -> bool:
         """One control action at a time on a host."""

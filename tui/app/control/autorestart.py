@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
+from dflash_tui.app.control.quit import end_workers
 from dflash_tui.app.control.supervised import defer_toggle
 from dflash_tui.app.host.pane import post_events
 from dflash_tui.app.host.state import HostState
@@ -24,7 +25,6 @@ from dflash_tui.core.control.policy import Decision
 from dflash_tui.core.diagnosis.timeline import Event
 
 AUTO_GROUP = "autorestart:"
-STOP_WAIT = 2.0  # seconds quit waits for a supervisor to notice its stop event
 
 
 def auto_group(state: HostState) -> str:
@@ -121,14 +121,7 @@ class AutoRestarts:
         for state in self.app.host_states:
             if state.auto_stop is not None:
                 state.auto_stop.set()
-        waits = [asyncio.create_task(w.wait()) for w in workers]
-        if waits:
-            await asyncio.wait(waits, timeout=STOP_WAIT)
-        for w in workers:
-            w.cancel()
-        # A worker cancelled here ends its wait with WorkerCancelled: collected, so asyncio
-        # never logs "Task exception was never retrieved" on the way out.
-        await asyncio.gather(*waits, return_exceptions=True)
+        await end_workers(workers)
 
     # -- what the supervisor reports (called on the app's loop: the worker is async) --
 

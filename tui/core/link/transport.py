@@ -271,7 +271,8 @@ async def finish_pending(limit: float) -> list[int]:
     held = _held()
     if held:
         await asyncio.wait(list(held), timeout=limit)
-    ended = [
-        t for t in held if t.done() and not t.cancelled() and t.exception() is None and t.result()
-    ]
-    return sorted(pid for t, pid in held.items() if t not in ended)
+    return sorted(pid for t, pid in held.items() if not _ended_by_itself(t))
+
+
+def _ended_by_itself(task: asyncio.Task[bool]) -> bool:
+    return task.done() and not task.cancelled() and task.exception() is None and task.result()
