@@ -12,7 +12,7 @@ trees run one after the other, and wall figures only through monitor_cost.py's i
 repeats.
 
     .venv/bin/python bench/profile_app.py [--tree DIR] [--seconds 60] [--interval 0.5]
-        [--steady] [--raw OUT.txt] [--py-spy PATH]
+        [--steady] [--gpus N] [--raw OUT.txt] [--py-spy PATH]
 
 ``--raw`` keeps py-spy's raw stacks (one ``frame;frame;... count`` line each) for a closer
 look; each part below is the first rule a stack matches.
@@ -68,7 +68,7 @@ def parts(raw: Path) -> tuple[Counter[str], int]:
 def record(args: argparse.Namespace, raw: Path) -> int:
     """Run the app, record it; the CPU ticks of its process tree over the recording."""
     home = Path(tempfile.mkdtemp(prefix="profile-", dir=mc.WORK))
-    stand_in = mc.StandIn(home, steady=args.steady, nvml=True)
+    stand_in = mc.StandIn(home, gpus=args.gpus, steady=args.steady, nvml=True)
     try:
         env = dict(os.environ, **stand_in.env)
         mon = mc.dflash_monitor("app", args.tree, home / "a", env)
@@ -91,6 +91,9 @@ def main() -> None:
     ap.add_argument("--interval", type=float, default=0.5)
     ap.add_argument("--rate", type=int, default=500, help="py-spy samples a second")
     ap.add_argument("--steady", action="store_true", help="readings that do not move")
+    ap.add_argument(
+        "--gpus", type=int, default=8, help="stand-in GPUs (1: the GPU host's one card)"
+    )
     ap.add_argument("--raw", type=Path, help="keep py-spy's raw stacks here")
     beside = Path(sys.executable).with_name("py-spy")  # the venv's, from the test extra
     ap.add_argument("--py-spy", default=str(beside) if beside.exists() else shutil.which("py-spy"))
