@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Where the app's CPU per sample goes: dflash-tui of a tree (this checkout by default) in a
-120x40 pty with the fake pynvml's 8 moving GPUs (bench/monitor_cost.py's StandIn and
-``running``), sampled by py-spy for --seconds after --warmup, then shared out by part.
+120x40 pty with the fake pynvml's moving GPUs, 8 unless ``--gpus`` (bench/monitor_cost.py's
+StandIn and ``running``), sampled by py-spy for --seconds after --warmup, then shared out by
+part.
 
 Only stacks that hold the GIL are kept (``py-spy record --gil``): a thread waiting for the
 GIL (after a socket write that woke the event loop, a queue put that woke the NVML thread)
