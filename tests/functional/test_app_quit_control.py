@@ -7,14 +7,11 @@ is named in the quit note."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from gated import Gated, let_go
 from support import until
 from textual.pilot import Pilot
 
@@ -28,30 +25,25 @@ from dflash_tui.core.link.transport import LocalTransport, finish_pending
 SIZE = (120, 40)
 
 
-class Command:
-    """A control worker on the host running a script that waits for a gate file (30 s at
-    most) and then says it ended; what the worker saw after the command is kept. With
-    ``cleanup``, the worker's ``finally`` runs one more command (as a launch gives its lock
-    back) that takes that long and then says so."""
+class Command(Gated):
+    """A control worker on the host running the gated script, which then says it ended; what
+    the worker saw after the command is kept. With ``cleanup``, the worker's ``finally`` runs
+    one more command (as a launch gives its lock back) that takes that long and then says so."""
 
     def __init__(self, tmp_path: Path, cleanup: float | None = None) -> None:
-        self.pidfile, self.gate = tmp_path / "pid", tmp_path / "gate"
-        self.after, self.given = tmp_path / "after", tmp_path / "given"
+        super().__init__(tmp_path)
+        self.given = tmp_path / "given"
         self.cleanup = cleanup
         self.seen: list[str] = []
-        self.sid: int | None = None
 
     async def start(self, app: DflashApp, pilot: Pilot[None]) -> int:
         """Started, and its session once its script runs."""
-        script = (
-            f"echo $$ > {self.pidfile}\ni=0\n"
-            f"while [ ! -e {self.gate} ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done\n"
-            f"echo done\ntouch {self.after}\n"
-        )
 
         async def job() -> None:
             try:
-                res = await LocalTransport().run("sh -s", stdin=script.encode(), timeout=60)
+                res = await LocalTransport().run(
+                    "sh -s", stdin=self.script("echo done"), timeout=60
+                )
                 self.seen.append(res.stdout)  # a next step: never reached once cancelled
             finally:
                 if self.cleanup is not None:
@@ -59,25 +51,7 @@ class Command:
 
         app.run_worker(job(), group=control_group(app.host_states[0]), exit_on_error=False)
         await until(pilot, self.started)
-        # The command's own sh, the session's leader (it runs the script's sh -s).
-        self.sid = os.getpgid(int(self.pidfile.read_text()))
-        return self.sid
-
-    def started(self) -> bool:
-        return self.pidfile.exists() and self.pidfile.read_text().strip() != ""
-
-
-@contextlib.contextmanager
-def ended(command: Command) -> Iterator[None]:
-    """Whatever the test's outcome, the script is let go and its session killed (unless it
-    ended: its PID may be another's by then)."""
-    try:
-        yield
-    finally:
-        command.gate.touch()
-        if command.sid is not None and not command.after.exists():
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(command.sid, signal.SIGKILL)
+        return self.session()
 
 
 async def test_quitting_waits_for_a_control_command_to_end(
@@ -85,7 +59,7 @@ async def test_quitting_waits_for_a_control_command_to_end(
 ) -> None:
     command = Command(tmp_path)
     app = DflashApp(Config(hosts=(HostConfig(),)), source=ScriptedSource([]))
-    with ended(command):
+    with let_go(command):
         async with app.run_test(size=SIZE) as pilot:
             session = await command.start(app, pilot)
             asyncio.get_running_loop().call_later(1.0, command.gate.touch)  # after the quit
@@ -108,7 +82,7 @@ async def test_a_command_that_outlasts_the_wait_is_named_at_quit(
     monkeypatch.setattr(app_module, "QUIT_FINISH_S", 0.5)
     command = Command(tmp_path)
     app = DflashApp(Config(hosts=(HostConfig(),)), source=ScriptedSource([]))
-    with ended(command):
+    with let_go(command):
         async with app.run_test(size=SIZE) as pilot:
             session = await command.start(app, pilot)
         assert app.unfinished == [session]
@@ -124,7 +98,7 @@ async def test_quitting_waits_for_a_cancelled_actions_cleanup(tmp_path: Path) ->
     be cleaning up (a command in its ``finally``), and the quit waits for that too."""
     command = Command(tmp_path, cleanup=1.0)
     app = DflashApp(Config(hosts=(HostConfig(),)), source=ScriptedSource([]))
-    with ended(command):
+    with let_go(command):
         async with app.run_test(size=SIZE) as pilot:
             await command.start(app, pilot)
             asyncio.get_running_loop().call_later(0.3, command.gate.touch)

@@ -42,6 +42,7 @@ from dflash_tui.app.widgets.waits import WaitBar
 from dflash_tui.core.base.snapshot import Proc
 from dflash_tui.core.base.text import safe_label
 from dflash_tui.core.diagnosis.views import Diagnosis
+from dflash_tui.core.link.transport import finishing, when_finished
 
 
 class ControlApp(AppPort, Protocol):
@@ -76,6 +77,10 @@ class ControlActions:
         self.running: dict[str, str] = {}  # host key -> the action running there
         self.signals = ProcessSignals(self)  # K: the process menu (tui/app/control/signals.py)
         self.slurm = SlurmKeys(self)  # l, k, r on a Slurm host (tui/app/control/slurm.py)
+        # Sessions of commands on this machine that a cancel cut off and that run on to their
+        # end (finish_later), each said once when its end is known; none said after the quit.
+        self.cut_off: set[int] = set()
+        self.stopping = False
 
     def key(self, name: str) -> None:
         """A run key (``KEYS``) pressed on the host shown."""
@@ -234,7 +239,9 @@ class ControlActions:
         """At quit: the actions in flight are cancelled (their next steps are not sent; Textual
         has usually cancelled their workers already) and ended as tui/app/control/quit.py
         says. A command of theirs cut off runs on to its end (``finish_later`` in
-        tui/core/link/transport.py), and the app waits for it."""
+        tui/core/link/transport.py), and the app waits for it (the quit note names one that
+        did not end by itself)."""
+        self.stopping = True
         workers = [
             w for w in self.app.workers if w.group.startswith(CONTROL_GROUP) and w.is_running
         ]
@@ -285,12 +292,37 @@ class ControlActions:
             self.done(host, name, False, str(exc))
             return
         except asyncio.CancelledError:
-            self.done(host, name, False, f"{name} cancelled; nothing more is sent")
+            cut = self._cut_off()
+            self.done(host, name, False, cancelled_text(name, cut))
+            for sid in cut:
+                when_finished(sid, functools.partial(self._cut_off_ended, host, name, sid))
             raise
         except Exception as exc:  # a bug, not a ControlError: say so, keep going
             self.done(host, name, False, f"{name} failed: {exc!r}")
             return
         self.done(host, name, True, text)
+
+    def _cut_off(self) -> list[int]:
+        """The sessions of the commands on this machine the cancel just now cut off: held to
+        their end by ``finish_later`` (in the cancelled action's transport call, before the
+        cancel reached here) and not already another cancelled action's."""
+        new = [sid for sid in finishing() if sid not in self.cut_off]
+        self.cut_off.update(new)
+        return new
+
+    def _cut_off_ended(self, host: str, action: str, sid: int, by_itself: bool) -> None:
+        """A command cut off by a cancel is over: said only when its deadline ended it, which
+        may have been part-way through its script (the run's state on screen says the rest)."""
+        self.cut_off.discard(sid)
+        if by_itself or self.stopping:
+            return
+        self.app.notify(
+            f"the command {action} left running when it was cancelled (session {sid}) ran "
+            "past its deadline and was killed, maybe part-way through",
+            title=self.app.host_title(self.app.state_of(host), action),
+            severity="error",
+            timeout=20,
+        )
 
     def _said(self, host: str, text: str) -> str:
         return f"{host}: {text}" if len(self.app.host_states) > 1 else text
@@ -325,6 +357,20 @@ class ControlActions:
         bar = self.app.wait_bar()
         if bar is not None:
             draw(bar)
+
+
+def cancelled_text(action: str, cut: list[int]) -> str:
+    """What a cancelled action says: with the sessions of its commands still running on this
+    machine (they end whole, or at their deadline)."""
+    text = f"{action} cancelled; nothing more is sent"
+    if cut:
+        sessions = ", ".join(str(sid) for sid in cut)
+        plural = "s" if len(cut) > 1 else ""
+        text += (
+            f"; the command it had running on this machine (session{plural} {sessions}) "
+            "runs on to its end, held to its deadline"
+        )
+    return text
 
 
 def busy_gpus_text(diag: Diagnosis | None) -> Text | None:

@@ -264,6 +264,17 @@ def finishing() -> list[int]:
     return sorted(_held().values())
 
 
+def when_finished(pid: int, said: Callable[[bool], None]) -> bool:
+    """Call ``said`` once the command of ``pid`` that ``finish_later`` holds on this loop is
+    over: True when it ended by itself, False when its session was killed at its deadline.
+    False (and ``said`` never called) when no such command is held."""
+    for task, held in _held().items():
+        if held == pid:
+            task.add_done_callback(lambda t: said(_ended_by_itself(t)))
+            return True
+    return False
+
+
 async def finish_pending(limit: float) -> list[int]:
     """Wait up to ``limit`` seconds for the commands ``finish_later`` holds on this loop; the
     PIDs of those that did not end by themselves: still running then, or killed meanwhile at
