@@ -9,12 +9,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from gated import gated_head
 from support import live_group
 
 from dflash_tui.core.link.transport import (
     CommandResult,
     LocalTransport,
     TransportError,
+    cut_off_here,
     finish_pending,
     finishing,
 )
@@ -72,15 +74,6 @@ async def _cancel_once_started(task: asyncio.Task[CommandResult], pidfile: Path)
     return pid
 
 
-def gated(pidfile: Path, gate: Path) -> str:
-    """A script's head: its sh's PID, then a wait for the gate file (30 s at most, so a test
-    that fails before opening it leaves nothing polling)."""
-    return (
-        f"echo $$ > {pidfile}\ni=0\n"
-        f"while [ ! -e {gate} ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done\n"
-    )
-
-
 @pytest.fixture
 def gate(tmp_path: Path) -> Iterator[Path]:
     """The gate file, opened whatever the test's outcome."""
@@ -95,7 +88,7 @@ async def test_a_cancelled_run_runs_on_to_its_end_and_is_reaped(tmp_path: Path, 
     could leave a lock, a run directory or a Slurm submission half made. sh is reaped, and
     the wait for such commands says it ended by itself."""
     pidfile, after = tmp_path / "pid", tmp_path / "after"
-    script = gated(pidfile, gate) + f"touch {after}\n"
+    script = gated_head(pidfile, gate) + f"touch {after}\n"
     task = asyncio.create_task(LocalTransport().run("sh -s", stdin=script.encode(), timeout=60))
     sh = await _cancel_once_started(task, pidfile)
     command = os.getpgid(sh)
@@ -115,7 +108,7 @@ async def test_a_script_still_being_sent_at_the_cancel_arrives_whole(
     so sh runs the whole script, not a cut one, and ends."""
     pidfile, after = tmp_path / "pid", tmp_path / "after"
     pad = "".join(f": {'x' * 70}\n" for _ in range(3000))  # about 220 KiB of no-ops
-    script = (gated(pidfile, gate) + pad + f"touch {after}\n").encode()
+    script = (gated_head(pidfile, gate) + pad + f"touch {after}\n").encode()
     task = asyncio.create_task(LocalTransport().run("sh -s", stdin=script, timeout=60))
     sh = await _cancel_once_started(task, pidfile)
     gate.touch()
@@ -135,6 +128,31 @@ async def test_a_cancelled_run_is_still_held_to_its_timeout(tmp_path: Path) -> N
     assert await finish_pending(30) == [group]  # killed at its deadline, within the wait
     assert await _wait_for(lambda: not live_group(group), 30)
     assert not after.exists()
+
+
+async def test_the_commands_cut_off_in_a_block_are_its_own(tmp_path: Path, gate: Path) -> None:
+    """``cut_off_here`` finds a command cut off in its block, also one run in a task started
+    there (it inherits the block's context), and not one cut off outside the block; each says
+    when it is over, and why it was killed."""
+    mine, other = tmp_path / "mine", tmp_path / "other"
+    outside = asyncio.create_task(
+        LocalTransport().run("sh -s", stdin=gated_head(other, gate).encode(), timeout=60)
+    )
+    with cut_off_here() as cut:
+        inner = asyncio.create_task(LocalTransport().run(f"echo $$ > {mine}; sleep 60", timeout=3))
+        sh = await _cancel_once_started(inner, mine)
+    await _cancel_once_started(outside, other)
+    assert len(finishing()) == 2
+    assert [c.session for c in cut] == [os.getpgid(sh)]
+    (command,) = cut
+    assert command.running and command.killed is None and not command.wrapped
+    over: list[object] = []
+    command.when_over(over.append)
+    gate.touch()  # the other one ends by itself
+    assert await finish_pending(30) == [command.session]  # killed at its deadline
+    await asyncio.sleep(0)  # the done-callbacks run
+    assert over == [command]
+    assert not command.running and command.killed == "it ran past its deadline"
 
 
 async def test_run_passes_stdin_and_rc() -> None:

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from rich.text import Text
 from textual.screen import ModalScreen
+from textual.worker import Worker
 
 from dflash_tui.app.control.autorestart import AutoRestarts
 from dflash_tui.app.control.bridge import ControlError, Job
@@ -42,7 +43,7 @@ from dflash_tui.app.widgets.waits import WaitBar
 from dflash_tui.core.base.snapshot import Proc
 from dflash_tui.core.base.text import safe_label
 from dflash_tui.core.diagnosis.views import Diagnosis
-from dflash_tui.core.link.transport import finishing, when_finished
+from dflash_tui.core.link.transport import CutOff, cut_off_here
 
 
 class ControlApp(AppPort, Protocol):
@@ -77,10 +78,6 @@ class ControlActions:
         self.running: dict[str, str] = {}  # host key -> the action running there
         self.signals = ProcessSignals(self)  # K: the process menu (tui/app/control/signals.py)
         self.slurm = SlurmKeys(self)  # l, k, r on a Slurm host (tui/app/control/slurm.py)
-        # Sessions of commands on this machine that a cancel cut off and that run on to their
-        # end (finish_later), each said once when its end is known; none said after the quit.
-        self.cut_off: set[int] = set()
-        self.stopping = False
 
     def key(self, name: str) -> None:
         """A run key (``KEYS``) pressed on the host shown."""
@@ -224,15 +221,18 @@ class ControlActions:
             if len(self.running) != 1:
                 return
             state = self.app.state_of(next(iter(self.running)))
+        # The action running now, not one the host may start before the timer fires.
+        workers = [w for w in self.app.workers if w.group == control_group(state) and w.is_running]
         cancel = getattr(state.bridge, "request_cancel", None)
         if cancel is not None:
             cancel()
             self._wait_bar(lambda bar: bar.step(self._said(state.key, "cancelling …")))
-        self.app.set_timer(5.0 if cancel else 0.0, lambda: self._force_cancel(state))
+        self.app.set_timer(5.0 if cancel else 0.0, lambda: self._force_cancel(workers))
 
-    def _force_cancel(self, state: HostState) -> None:
-        for w in self.app.workers:
-            if w.group == control_group(state) and w.is_running:
+    @staticmethod
+    def _force_cancel(workers: list[Worker[Any]]) -> None:
+        for w in workers:
+            if w.is_running:
                 w.cancel()
 
     async def stop(self) -> None:
@@ -241,7 +241,6 @@ class ControlActions:
         says. A command of theirs cut off runs on to its end (``finish_later`` in
         tui/core/link/transport.py), and the app waits for it (the quit note names one that
         did not end by itself)."""
-        self.stopping = True
         workers = [
             w for w in self.app.workers if w.group.startswith(CONTROL_GROUP) and w.is_running
         ]
@@ -286,39 +285,37 @@ class ControlActions:
         def step(text: str, done: float | None = None, total: float | None = None) -> None:
             self.step(host, text, done, total)
 
-        try:
-            text = await job(step)
-        except ControlError as exc:
-            self.done(host, name, False, str(exc))
-            return
-        except asyncio.CancelledError:
-            cut = self._cut_off()
-            self.done(host, name, False, cancelled_text(name, cut))
-            for sid in cut:
-                when_finished(sid, functools.partial(self._cut_off_ended, host, name, sid))
-            raise
-        except Exception as exc:  # a bug, not a ControlError: say so, keep going
-            self.done(host, name, False, f"{name} failed: {exc!r}")
-            return
+        with cut_off_here() as cut:  # the commands of this action that a cancel cuts off
+            try:
+                text = await job(step)
+            except ControlError as exc:
+                self.done(host, name, False, str(exc))
+                return
+            except asyncio.CancelledError:
+                self.done(host, name, False, cancelled_text(name, cut))
+                for command in cut:
+                    command.when_over(functools.partial(self._cut_off_ended, host, name))
+                raise
+            except Exception as exc:  # a bug, not a ControlError: say so, keep going
+                self.done(host, name, False, f"{name} failed: {exc!r}")
+                return
         self.done(host, name, True, text)
 
-    def _cut_off(self) -> list[int]:
-        """The sessions of the commands on this machine the cancel just now cut off: held to
-        their end by ``finish_later`` (in the cancelled action's transport call, before the
-        cancel reached here) and not already another cancelled action's."""
-        new = [sid for sid in finishing() if sid not in self.cut_off]
-        self.cut_off.update(new)
-        return new
-
-    def _cut_off_ended(self, host: str, action: str, sid: int, by_itself: bool) -> None:
-        """A command cut off by a cancel is over: said only when its deadline ended it, which
-        may have been part-way through its script (the run's state on screen says the rest)."""
-        self.cut_off.discard(sid)
-        if by_itself or self.stopping:
+    def _cut_off_ended(self, host: str, action: str, command: CutOff) -> None:
+        """A command a cancel cut off is over: said only when it was killed, which may have
+        been part-way through its script (the run's state on screen says the rest). After the
+        quit the app takes no notice (its messages are dropped): the quit note names it."""
+        why = command.killed
+        if why is None:
             return
+        what = (
+            "its client here was killed; the script may still run where the client ran it"
+            if command.wrapped
+            else "its session was killed, maybe part-way through its script"
+        )
         self.app.notify(
-            f"the command {action} left running when it was cancelled (session {sid}) ran "
-            "past its deadline and was killed, maybe part-way through",
+            f"the command {action} left running when it was cancelled (session "
+            f"{command.session}): {why}; {what}",
             title=self.app.host_title(self.app.state_of(host), action),
             severity="error",
             timeout=20,
@@ -359,16 +356,21 @@ class ControlActions:
             draw(bar)
 
 
-def cancelled_text(action: str, cut: list[int]) -> str:
-    """What a cancelled action says: with the sessions of its commands still running on this
-    machine (they end whole, or at their deadline)."""
-    text = f"{action} cancelled; nothing more is sent"
-    if cut:
-        sessions = ", ".join(str(sid) for sid in cut)
-        plural = "s" if len(cut) > 1 else ""
+def cancelled_text(action: str, cut: list[CutOff]) -> str:
+    """What a cancelled action says, with the sessions of its commands on this machine that
+    run on (each ends whole, or is killed at its deadline and said then)."""
+    text = f"{action} cancelled: its next steps are not sent"
+    running = [c.session for c in cut if c.running]
+    if len(running) == 1:
         text += (
-            f"; the command it had running on this machine (session{plural} {sessions}) "
-            "runs on to its end, held to its deadline"
+            f"; the command it had running on this machine (session {running[0]}) runs on "
+            "to its end, held to its deadline while the app runs"
+        )
+    elif running:
+        sessions = ", ".join(str(sid) for sid in running)
+        text += (
+            f"; the commands it had running on this machine (sessions {sessions}) run on to "
+            "their ends, each held to its deadline while the app runs"
         )
     return text
 

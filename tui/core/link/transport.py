@@ -16,7 +16,8 @@ import shlex
 import sys
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from dflash_tui.core.base.lines import LineSplitter
@@ -184,7 +185,7 @@ class LocalTransport(Transport):
             await end_session(proc)
             raise TransportError(f"command timed out after {timeout:.0f}s") from None
         except asyncio.CancelledError:
-            finish_later(proc, deadline)
+            finish_later(proc, deadline, wrapped=self.wrap is not _identity)
             raise
         return CommandResult(
             proc.returncode or 0,
@@ -217,11 +218,55 @@ class LocalTransport(Transport):
 
 
 # Commands whose caller stopped waiting, run on to their end (see ``finish_later``), by the
-# PID of their ``sh``: held here, since the loop keeps only weak references to its tasks.
-_FINISHING: dict[asyncio.Task[bool], int] = {}
+# PID of their ``sh``: held here, since the loop keeps only weak references to its tasks. A
+# task's result is None when its command ended by itself, else why its session was killed.
+_FINISHING: dict[asyncio.Task[str | None], int] = {}
 
 
-def finish_later(proc: asyncio.subprocess.Process, deadline: float) -> None:
+@dataclass(frozen=True)
+class CutOff:
+    """A command cut off in a ``cut_off_here`` block, which ``finish_later`` runs on."""
+
+    session: int  # its ``sh``'s PID, which leads its session
+    # Run through a client on this machine (a container's exec, Slurm's srun): the kill
+    # reaches the client's session, not the script where the client runs it.
+    wrapped: bool
+    task: asyncio.Task[str | None]
+
+    @property
+    def running(self) -> bool:
+        return not self.task.done()
+
+    @property
+    def killed(self) -> str | None:
+        """Why its session was killed, once it was; None while it runs or once it ended by
+        itself."""
+        return None if self.running or _ended_by_itself(self.task) else _why(self.task)
+
+    def when_over(self, said: Callable[[CutOff], None]) -> None:
+        """Call ``said`` with this command once it is over (soon, when it already is)."""
+        self.task.add_done_callback(lambda _task: said(self))
+
+
+# The commands a caller has cut off (a control action): it sets a list here around its work,
+# and ``finish_later`` adds to it the commands run in that task or in tasks started from it,
+# which inherit the context. So each caller is told of its own commands only.
+_CUT_OFF: ContextVar[list[CutOff] | None] = ContextVar("cut_off", default=None)
+
+
+@contextlib.contextmanager
+def cut_off_here() -> Iterator[list[CutOff]]:
+    """The commands on this machine cut off within the block, as ``finish_later`` takes
+    them on (in the block's task, or in tasks started in it)."""
+    found: list[CutOff] = []
+    token = _CUT_OFF.set(found)
+    try:
+        yield found
+    finally:
+        _CUT_OFF.reset(token)
+
+
+def finish_later(proc: asyncio.subprocess.Process, deadline: float, wrapped: bool = False) -> None:
     """A command whose caller was cancelled (esc on a control action, the app quitting) runs
     on to its end: the control scripts are written to leave the run directory, a lock or a
     Slurm submission whole when they end, not to be killed at any line (a killed ``sbatch``
@@ -229,14 +274,18 @@ def finish_later(proc: asyncio.subprocess.Process, deadline: float) -> None:
     was cancelled. While the loop runs the command is held to its own deadline, then its
     session is killed. Its output comes to this process: one still running when the process
     leaves ends at its next write (SIGPIPE), so the app waits for these first
-    (``finish_pending``)."""
+    (``finish_pending``). ``wrapped``: run through a client (a container's exec, Slurm's
+    srun), whose session is all that the kill reaches."""
     task = asyncio.get_running_loop().create_task(_finish(proc, deadline))
     _FINISHING[task] = proc.pid
     task.add_done_callback(lambda t: _FINISHING.pop(t, None))
+    found = _CUT_OFF.get()
+    if found is not None:
+        found.append(CutOff(proc.pid, wrapped, task))
 
 
-async def _finish(proc: asyncio.subprocess.Process, deadline: float) -> bool:
-    """True when the command ended by itself, False when its session was killed."""
+async def _finish(proc: asyncio.subprocess.Process, deadline: float) -> str | None:
+    """None when the command ended by itself, else why its session was killed."""
     if proc.stdin is not None:
         proc.stdin.close()  # EOF after what was written: sh ends its script there
     streams = [s for s in (proc.stdout, proc.stderr) if s is not None]
@@ -248,13 +297,16 @@ async def _finish(proc: asyncio.subprocess.Process, deadline: float) -> bool:
 
     try:
         await asyncio.wait_for(to_end(), max(deadline - time.monotonic(), 0.0))
-    except Exception:  # past its deadline (TimeoutError), or its output could not be read
+    except TimeoutError:
         await end_session(proc)
-        return False
-    return True
+        return "it ran past its deadline"
+    except Exception as exc:  # its output could not be read: nothing would see it end
+        await end_session(proc)
+        return f"its output could not be read ({type(exc).__name__})"
+    return None
 
 
-def _held() -> dict[asyncio.Task[bool], int]:
+def _held() -> dict[asyncio.Task[str | None], int]:
     loop = asyncio.get_running_loop()
     return {t: pid for t, pid in _FINISHING.items() if t.get_loop() is loop and not t.done()}
 
@@ -262,17 +314,6 @@ def _held() -> dict[asyncio.Task[bool], int]:
 def finishing() -> list[int]:
     """The PIDs of the commands ``finish_later`` holds on this loop now."""
     return sorted(_held().values())
-
-
-def when_finished(pid: int, said: Callable[[bool], None]) -> bool:
-    """Call ``said`` once the command of ``pid`` that ``finish_later`` holds on this loop is
-    over: True when it ended by itself, False when its session was killed at its deadline.
-    False (and ``said`` never called) when no such command is held."""
-    for task, held in _held().items():
-        if held == pid:
-            task.add_done_callback(lambda t: said(_ended_by_itself(t)))
-            return True
-    return False
 
 
 async def finish_pending(limit: float) -> list[int]:
@@ -285,5 +326,13 @@ async def finish_pending(limit: float) -> list[int]:
     return sorted(pid for t, pid in held.items() if not _ended_by_itself(t))
 
 
-def _ended_by_itself(task: asyncio.Task[bool]) -> bool:
-    return task.done() and not task.cancelled() and task.exception() is None and task.result()
+def _ended_by_itself(task: asyncio.Task[str | None]) -> bool:
+    return task.done() and not task.cancelled() and task.exception() is None and not task.result()
+
+
+def _why(task: asyncio.Task[str | None]) -> str:
+    """Why a finished task's command did not end by itself."""
+    if task.cancelled():
+        return "its wait was cancelled"
+    exc = task.exception()
+    return f"its wait failed ({type(exc).__name__})" if exc else task.result() or "unknown"
