@@ -108,7 +108,7 @@ async def test_esc_names_the_cut_off_command_and_its_kill_at_the_deadline(tmp_pa
 
 
 async def test_a_cut_off_command_that_ends_by_itself_says_nothing_more(tmp_path: Path) -> None:
-    command = Launch(tmp_path, DEADLINE)
+    command = Launch(tmp_path, ESC_DEADLINE)
     app = app_of_one_host()
     with let_go(command):
         async with app.run_test(size=SIZE, notifications=True) as pilot:
@@ -161,6 +161,7 @@ async def test_another_workers_cut_off_command_is_not_named(tmp_path: Path) -> N
             await until(pilot, begun.is_set)
             await cancel_now(app, pilot)
             assert cancelled(app) == "launch cancelled: its next steps are not sent"
+            other.gate.touch()  # it ends by itself: the quit does not wait for it
     await finish_pending(10)
 
 

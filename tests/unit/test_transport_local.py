@@ -139,7 +139,9 @@ async def test_the_commands_cut_off_in_a_block_are_its_own(tmp_path: Path, gate:
         LocalTransport().run("sh -s", stdin=gated_head(other, gate).encode(), timeout=60)
     )
     with cut_off_here() as cut:
-        inner = asyncio.create_task(LocalTransport().run(f"echo $$ > {mine}; sleep 60", timeout=3))
+        # Its own gate, never opened: killed at its deadline (and done polling within 30 s).
+        script = gated_head(mine, tmp_path / "never").encode()
+        inner = asyncio.create_task(LocalTransport().run("sh -s", stdin=script, timeout=3))
         sh = await _cancel_once_started(inner, mine)
     await _cancel_once_started(outside, other)
     assert len(finishing()) == 2
@@ -153,6 +155,20 @@ async def test_the_commands_cut_off_in_a_block_are_its_own(tmp_path: Path, gate:
     await asyncio.sleep(0)  # the done-callbacks run
     assert over == [command]
     assert not command.running and command.killed == "it ran past its deadline"
+
+
+async def test_a_command_run_through_a_client_is_cut_off_as_such(
+    tmp_path: Path, gate: Path
+) -> None:
+    """Through a container's exec or srun (a wrapped transport) the kill reaches the client's
+    session: the cut-off command says so."""
+    pidfile = tmp_path / "pid"
+    with cut_off_here() as cut:
+        run = LocalTransport(lambda cmd: cmd).run("sh -s", stdin=gated_head(pidfile, gate).encode())
+        await _cancel_once_started(asyncio.create_task(run), pidfile)
+    gate.touch()
+    assert [c.wrapped for c in cut] == [True]
+    assert await finish_pending(20) == [] and cut[0].killed is None
 
 
 async def test_run_passes_stdin_and_rc() -> None:

@@ -239,9 +239,12 @@ class CutOff:
 
     @property
     def killed(self) -> str | None:
-        """Why its session was killed, once it was; None while it runs or once it ended by
-        itself."""
-        return None if self.running or _ended_by_itself(self.task) else _why(self.task)
+        """Why its session was killed, once it was; None while it runs, once it ended by
+        itself, or when its end was not seen (the loop closed first)."""
+        task = self.task
+        if not task.done() or task.cancelled() or task.exception() is not None:
+            return None
+        return task.result()
 
     def when_over(self, said: Callable[[CutOff], None]) -> None:
         """Call ``said`` with this command once it is over (soon, when it already is)."""
@@ -297,7 +300,7 @@ async def _finish(proc: asyncio.subprocess.Process, deadline: float) -> str | No
 
     try:
         await asyncio.wait_for(to_end(), max(deadline - time.monotonic(), 0.0))
-    except TimeoutError:
+    except asyncio.TimeoutError:  # not the builtin one before Python 3.11
         await end_session(proc)
         return "it ran past its deadline"
     except Exception as exc:  # its output could not be read: nothing would see it end
@@ -328,11 +331,3 @@ async def finish_pending(limit: float) -> list[int]:
 
 def _ended_by_itself(task: asyncio.Task[str | None]) -> bool:
     return task.done() and not task.cancelled() and task.exception() is None and not task.result()
-
-
-def _why(task: asyncio.Task[str | None]) -> str:
-    """Why a finished task's command did not end by itself."""
-    if task.cancelled():
-        return "its wait was cancelled"
-    exc = task.exception()
-    return f"its wait failed ({type(exc).__name__})" if exc else task.result() or "unknown"
