@@ -8,6 +8,8 @@ action's, and after the quit the quit note names what was killed, not a notice."
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -87,37 +89,43 @@ def app_of_one_host() -> DflashApp:
     return DflashApp(Config(hosts=(HostConfig(),)), source=ScriptedSource([]))
 
 
-async def test_esc_names_the_cut_off_command_and_its_kill_at_the_deadline(tmp_path: Path) -> None:
-    command = Launch(tmp_path, ESC_DEADLINE)
+@contextlib.asynccontextmanager
+async def watching(command: Gated) -> AsyncIterator[tuple[DflashApp, Pilot[None]]]:
+    """The app of this machine, running with notices kept; ``command`` let go at the end
+    (tests/gated.py ``let_go``), after the app has quit."""
     app = app_of_one_host()
     with let_go(command):
         async with app.run_test(size=SIZE, notifications=True) as pilot:
-            sid = await start(app, pilot, command)
-            await pilot.press("escape")
-            await until(pilot, lambda: not app.control.waits_active(), timeout=10)
-            assert cancelled(app) == (
-                "launch cancelled: its next steps are not sent; the command it had running on "
-                f"this machine (session {sid}) runs on to its end, held to its deadline while "
-                "the app runs"
-            )
-            assert sid in finishing()
-            killed = f"(session {sid}): it {KILLED}"
-            await until(pilot, lambda: any(killed in t for t in said(app)), timeout=20)
-            assert sid not in finishing()
-            assert not command.after.exists() and not command.next_step
+            yield app, pilot
+
+
+async def test_esc_names_the_cut_off_command_and_its_kill_at_the_deadline(tmp_path: Path) -> None:
+    command = Launch(tmp_path, ESC_DEADLINE)
+    async with watching(command) as (app, pilot):
+        sid = await start(app, pilot, command)
+        await pilot.press("escape")
+        await until(pilot, lambda: not app.control.waits_active(), timeout=10)
+        assert cancelled(app) == (
+            "launch cancelled: its next steps are not sent; the command it had running on "
+            f"this machine (session {sid}) runs on to its end, held to its deadline while "
+            "the app runs"
+        )
+        assert sid in finishing()
+        killed = f"(session {sid}): it {KILLED}"
+        await until(pilot, lambda: any(killed in t for t in said(app)), timeout=20)
+        assert sid not in finishing()
+        assert not command.after.exists() and not command.next_step
 
 
 async def test_a_cut_off_command_that_ends_by_itself_says_nothing_more(tmp_path: Path) -> None:
     command = Launch(tmp_path, ESC_DEADLINE)
-    app = app_of_one_host()
-    with let_go(command):
-        async with app.run_test(size=SIZE, notifications=True) as pilot:
-            sid = await cut_off(app, pilot, command)
-            command.gate.touch()
-            await until(pilot, lambda: sid not in finishing(), timeout=10)
-            await pilot.pause(0.2)
-            assert command.after.exists() and not command.next_step  # it ended whole
-            assert not any(KILLED in t for t in said(app))
+    async with watching(command) as (app, pilot):
+        sid = await cut_off(app, pilot, command)
+        command.gate.touch()
+        await until(pilot, lambda: sid not in finishing(), timeout=10)
+        await pilot.pause(0.2)
+        assert command.after.exists() and not command.next_step  # it ended whole
+        assert not any(KILLED in t for t in said(app))
 
 
 async def test_a_command_killed_while_the_actions_cleanup_ran_is_said(tmp_path: Path) -> None:
@@ -125,43 +133,39 @@ async def test_a_command_killed_while_the_actions_cleanup_ran_is_said(tmp_path: 
     running a command): the cancelled notice does not say it runs on, the next one says it was
     killed."""
     command = Launch(tmp_path, DEADLINE, cleanup=DEADLINE + 1)
-    app = app_of_one_host()
-    with let_go(command):
-        async with app.run_test(size=SIZE, notifications=True) as pilot:
-            sid = await start(app, pilot, command)
-            await cancel_now(app, pilot)
-            assert cancelled(app) == "launch cancelled: its next steps are not sent"
-            await until(pilot, lambda: any(f"(session {sid}): it {KILLED}" in t for t in said(app)))
-            assert not command.after.exists()
+    async with watching(command) as (app, pilot):
+        sid = await start(app, pilot, command)
+        await cancel_now(app, pilot)
+        assert cancelled(app) == "launch cancelled: its next steps are not sent"
+        await until(pilot, lambda: any(f"(session {sid}): it {KILLED}" in t for t in said(app)))
+        assert not command.after.exists()
 
 
 async def test_another_workers_cut_off_command_is_not_named(tmp_path: Path) -> None:
     other = Gated(tmp_path / "other")
     other.pidfile.parent.mkdir()
-    app = app_of_one_host()
-    with let_go(other):
-        async with app.run_test(size=SIZE, notifications=True) as pilot:
+    async with watching(other) as (app, pilot):
 
-            async def elsewhere() -> None:  # not an action: a refresh, an ask
-                await LocalTransport().run("sh -s", stdin=other.script(), timeout=20)
+        async def elsewhere() -> None:  # not an action: a refresh, an ask
+            await LocalTransport().run("sh -s", stdin=other.script(), timeout=20)
 
-            worker = app.run_worker(elsewhere(), exit_on_error=False)
-            await until(pilot, other.started)
-            worker.cancel()
-            await until(pilot, lambda: other.session() in finishing())
+        worker = app.run_worker(elsewhere(), exit_on_error=False)
+        await until(pilot, other.started)
+        worker.cancel()
+        await until(pilot, lambda: other.session() in finishing())
 
-            begun = asyncio.Event()
+        begun = asyncio.Event()
 
-            async def waits(_step: object) -> str:  # as an action over SSH waits
-                begun.set()
-                await asyncio.sleep(30)
-                return "done"
+        async def waits(_step: object) -> str:  # as an action over SSH waits
+            begun.set()
+            await asyncio.sleep(30)
+            return "done"
 
-            app.control._start(app.host_states[0], "launch", waits, "launching …")
-            await until(pilot, begun.is_set)
-            await cancel_now(app, pilot)
-            assert cancelled(app) == "launch cancelled: its next steps are not sent"
-            other.gate.touch()  # it ends by itself: the quit does not wait for it
+        app.control._start(app.host_states[0], "launch", waits, "launching …")
+        await until(pilot, begun.is_set)
+        await cancel_now(app, pilot)
+        assert cancelled(app) == "launch cancelled: its next steps are not sent"
+        other.gate.touch()  # it ends by itself: the quit does not wait for it
     await finish_pending(10)
 
 
@@ -170,14 +174,12 @@ async def test_after_the_quit_a_cut_off_command_killed_is_in_the_note_only(
 ) -> None:
     monkeypatch.setattr(app_module, "QUIT_FINISH_S", DEADLINE + 10)
     command = Launch(tmp_path, DEADLINE)
-    app = app_of_one_host()
-    with let_go(command):
-        async with app.run_test(size=SIZE, notifications=True) as pilot:
-            sid = await cut_off(app, pilot, command)
-            await pilot.press("q")  # the quit waits for it: killed at its deadline meanwhile
-        assert app.unfinished == [sid]
-        assert f"(session {sid}) did not end by itself" in app.quit_note()
-        assert not any(KILLED in t for t in said(app))
+    async with watching(command) as (app, pilot):
+        sid = await cut_off(app, pilot, command)
+        await pilot.press("q")  # the quit waits for it: killed at its deadline meanwhile
+    assert app.unfinished == [sid]
+    assert f"(session {sid}) did not end by itself" in app.quit_note()
+    assert not any(KILLED in t for t in said(app))
 
 
 async def test_a_client_killed_says_the_script_may_still_run_where_it_ran() -> None:

@@ -217,15 +217,10 @@ class LocalTransport(Transport):
         return out, err
 
 
-# Commands whose caller stopped waiting, run on to their end (see ``finish_later``), by the
-# PID of their ``sh``: held here, since the loop keeps only weak references to its tasks. A
-# task's result is None when its command ended by itself, else why its session was killed.
-_FINISHING: dict[asyncio.Task[str | None], int] = {}
-
-
 @dataclass(frozen=True)
 class CutOff:
-    """A command cut off in a ``cut_off_here`` block, which ``finish_later`` runs on."""
+    """A command whose caller stopped waiting, which ``finish_later`` runs on to its end. Its
+    task's result is None when the command ended by itself, else why its session was killed."""
 
     session: int  # its ``sh``'s PID, which leads its session
     # Run through a client on this machine (a container's exec, Slurm's srun): the kill
@@ -238,18 +233,29 @@ class CutOff:
         return not self.task.done()
 
     @property
+    def _seen_over(self) -> bool:
+        """Over, and its end seen (not cut short by the loop closing, nor failed itself)."""
+        task = self.task
+        return task.done() and not task.cancelled() and task.exception() is None
+
+    @property
     def killed(self) -> str | None:
         """Why its session was killed, once it was; None while it runs, once it ended by
         itself, or when its end was not seen (the loop closed first)."""
-        task = self.task
-        if not task.done() or task.cancelled() or task.exception() is not None:
-            return None
-        return task.result()
+        return self.task.result() if self._seen_over else None
+
+    @property
+    def ended_by_itself(self) -> bool:
+        return self._seen_over and self.task.result() is None
 
     def when_over(self, said: Callable[[CutOff], None]) -> None:
         """Call ``said`` with this command once it is over (soon, when it already is)."""
         self.task.add_done_callback(lambda _task: said(self))
 
+
+# The commands ``finish_later`` runs on, by their task: held here, since the loop keeps only
+# weak references to its tasks.
+_FINISHING: dict[asyncio.Task[str | None], CutOff] = {}
 
 # The commands a caller has cut off (a control action): it sets a list here around its work,
 # and ``finish_later`` adds to it the commands run in that task or in tasks started from it,
@@ -280,11 +286,12 @@ def finish_later(proc: asyncio.subprocess.Process, deadline: float, wrapped: boo
     (``finish_pending``). ``wrapped``: run through a client (a container's exec, Slurm's
     srun), whose session is all that the kill reaches."""
     task = asyncio.get_running_loop().create_task(_finish(proc, deadline))
-    _FINISHING[task] = proc.pid
+    command = CutOff(proc.pid, wrapped, task)
+    _FINISHING[task] = command
     task.add_done_callback(lambda t: _FINISHING.pop(t, None))
     found = _CUT_OFF.get()
     if found is not None:
-        found.append(CutOff(proc.pid, wrapped, task))
+        found.append(command)
 
 
 async def _finish(proc: asyncio.subprocess.Process, deadline: float) -> str | None:
@@ -309,14 +316,14 @@ async def _finish(proc: asyncio.subprocess.Process, deadline: float) -> str | No
     return None
 
 
-def _held() -> dict[asyncio.Task[str | None], int]:
+def _held() -> list[CutOff]:
     loop = asyncio.get_running_loop()
-    return {t: pid for t, pid in _FINISHING.items() if t.get_loop() is loop and not t.done()}
+    return [c for t, c in _FINISHING.items() if t.get_loop() is loop and not t.done()]
 
 
 def finishing() -> list[int]:
     """The PIDs of the commands ``finish_later`` holds on this loop now."""
-    return sorted(_held().values())
+    return sorted(c.session for c in _held())
 
 
 async def finish_pending(limit: float) -> list[int]:
@@ -325,9 +332,5 @@ async def finish_pending(limit: float) -> list[int]:
     their deadline."""
     held = _held()
     if held:
-        await asyncio.wait(list(held), timeout=limit)
-    return sorted(pid for t, pid in held.items() if not _ended_by_itself(t))
-
-
-def _ended_by_itself(task: asyncio.Task[str | None]) -> bool:
-    return task.done() and not task.cancelled() and task.exception() is None and not task.result()
+        await asyncio.wait([c.task for c in held], timeout=limit)
+    return sorted(c.session for c in held if not c.ended_by_itself)
