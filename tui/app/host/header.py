@@ -54,24 +54,26 @@ def fit(parts: list[Part], width: int) -> Text:
     """Join ``parts`` in order, shortening the lowest-ranked ones until the line fits
     ``width`` cells (0: unknown, nothing is shortened)."""
     chosen = [0] * len(parts)
-
-    def total() -> int:
-        return sum(p.forms[c].cell_len for p, c in zip(parts, chosen, strict=True))
-
-    while width > 0 and total() > width:
-        left = [i for i, p in enumerate(parts) if chosen[i] < len(p.forms) - 1]
-        if not left:
-            break
-        # The lowest rank first; of equal ranks, the rightmost first.
-        i = min(left, key=lambda i: (parts[i].rank, -i))
-        chosen[i] += 1
-    # Shortening a later part may have made room for an earlier one: give back what fits.
-    for i in sorted(range(len(parts)), key=lambda i: (-parts[i].rank, i)):
-        while chosen[i] > 0:
-            chosen[i] -= 1
-            if total() > width:
-                chosen[i] += 1
+    # Every form's width measured once: the header is fitted again at every sample.
+    lens = [[f.cell_len for f in p.forms] for p in parts]
+    total = sum(n[0] for n in lens)
+    if width > 0 and total > width:
+        while total > width:
+            left = [i for i, n in enumerate(lens) if chosen[i] < len(n) - 1]
+            if not left:
                 break
+            # The lowest rank first; of equal ranks, the rightmost first.
+            i = min(left, key=lambda i: (parts[i].rank, -i))
+            total += lens[i][chosen[i] + 1] - lens[i][chosen[i]]
+            chosen[i] += 1
+        # Shortening a later part may have made room for an earlier one: give back what fits.
+        for i in sorted(range(len(parts)), key=lambda i: (-parts[i].rank, i)):
+            while chosen[i] > 0:
+                longer = total + lens[i][chosen[i] - 1] - lens[i][chosen[i]]
+                if longer > width:
+                    break
+                chosen[i] -= 1
+                total = longer
     out = Text(no_wrap=True, overflow="ellipsis", end="")
     for p, c in zip(parts, chosen, strict=True):
         out.append_text(p.forms[c])
@@ -170,15 +172,18 @@ class RunHeader(Static, Themed):
         if d is None or not viewport.area:
             return None  # not drawn yet, or this host's pane is hidden: nothing to say
         active = d.run_state in ACTIVE
-        out = []
+        problems = []
         for view in d.gpus:
             bad = tuple(c for c in view.codes if label_severity(c, active) in ("warning", "error"))
-            region = grid.region_of(view.index)  # its panel, or its line when compact
-            if not bad or region is None:
+            if bad:
+                problems.append((view.index, bad))
+        regions = grid.regions_of(i for i, _ in problems)  # panels, or lines when compact
+        out = []
+        for index, bad in problems:
+            region = regions.get(index)
+            if region is None or not region.area or viewport.contains_region(region):
                 continue
-            if not region.area or viewport.contains_region(region):
-                continue
-            out.append((view.index, bad, "↓" if region.y >= viewport.y else "↑"))
+            out.append((index, bad, "↓" if region.y >= viewport.y else "↑"))
         return tuple(out)
 
     # -- drawing --

@@ -4,6 +4,8 @@ made and repainted, and of those only the columns of the panels that changed).""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from rich.text import Text
 from textual.geometry import Region
 
@@ -41,11 +43,19 @@ class GpuBoard(RowStatic, Themed):
 
     def box(self, index: int) -> Region | None:
         """Where GPU ``index``'s panel is, in the board's own cells; None if it has none."""
-        if index not in self.panels:
-            return None
-        at = sorted(self.panels).index(index)
-        row, col = divmod(at, self.columns)
-        return Region(col * self.column_width, row * PANEL_H, self.column_width, PANEL_H)
+        return self.boxes((index,)).get(index)
+
+    def boxes(self, indices: Iterable[int]) -> dict[int, Region]:
+        """Where each of these GPUs' panels is, in the board's own cells (those with one)."""
+        place = {i: at for at, i in enumerate(sorted(self.panels))}
+        out = {}
+        for index in indices:
+            if index in place:
+                row, col = divmod(place[index], self.columns)
+                out[index] = Region(
+                    col * self.column_width, row * PANEL_H, self.column_width, PANEL_H
+                )
+        return out
 
     def redraw(self) -> None:  # the theme changed: every panel's colours
         self.draw()

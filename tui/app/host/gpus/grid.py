@@ -4,6 +4,8 @@ eight panels do not fit (tui/app/host/gpus/fit.py); ``c`` switches between the t
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from textual.app import ComposeResult
 from textual.containers import ScrollableContainer
 from textual.events import Resize
@@ -109,13 +111,18 @@ class GpuGrid(ScrollableContainer, can_focus=True):
     def region_of(self, index: int) -> Region | None:
         """Where GPU ``index`` is drawn now (its line or its panel's box, on the screen,
         scrolled out of sight or not); None if it is not."""
+        return self.regions_of((index,)).get(index)
+
+    def regions_of(self, indices: Iterable[int]) -> dict[int, Region]:
+        """``region_of`` for each of these GPUs that is drawn (the board's place looked up
+        once: the header asks after every sample)."""
         if self.fit.compact:
-            line = self.lines.get(index)
-            return line.region if line is not None else None
-        box = self.board.box(index)
-        if box is None or not self.board.region:  # not laid out yet: nowhere
-            return None
-        return box.translate(self.board.region.offset)
+            lines = [(i, self.lines.get(i)) for i in indices]
+            return {i: line.region for i, line in lines if line is not None}
+        board = self.board.region
+        if not board:  # not laid out yet: nowhere
+            return {}
+        return {i: box.translate(board.offset) for i, box in self.board.boxes(indices).items()}
 
     def sync(self, diag: Diagnosis | None) -> None:
         """Draw the panels as the store keeps them (``diag``: the latest sample, for what
