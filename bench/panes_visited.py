@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What a user who looks at every host leaves behind: the app's widgets and RSS after every
-one of N scripted hosts was shown once (``]`` from the first to the last), against the same
-before any host was shown beside the first.
+one of N scripted hosts was shown once (``]`` from the first to the last; ``--passes``: that
+many times round), against the same before any host was shown beside the first.
 
 Each measurement is a fresh process (a headless app driven by Textual's Pilot, 120x40): the
 hosts are ScriptedSources playing the healthy run of tui/app/scenes.py (8 GPUs, its log with
@@ -10,7 +10,8 @@ hosts are ScriptedSources playing the healthy run of tui/app/scenes.py (8 GPUs, 
 each repeat runs that tree too, right after this one (imported through a folder of links,
 as bench/monitor_cost.py does).
 
-    .venv/bin/python bench/panes_visited.py [--hosts 32] [--repeats 5] [--baseline-dir DIR]
+    .venv/bin/python bench/panes_visited.py [--hosts 32] [--passes 1] [--repeats 5]
+        [--baseline-dir DIR]
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def rss_kib() -> int:
     return 0
 
 
-async def child(hosts: int, samples: int, lines: int) -> dict[str, float]:
+async def child(hosts: int, samples: int, lines: int, passes: int = 1) -> dict[str, float]:
     from dflash_tui.app import scenes
     from dflash_tui.app.app import DflashApp
     from dflash_tui.app.host.pane import HostPane
@@ -62,7 +63,7 @@ async def child(hosts: int, samples: int, lines: int) -> dict[str, float]:
         await pilot.pause(0.3)
         gc.collect()
         start = (len(app.screen.query("*")), rss_kib())
-        for _ in range(hosts - 1):
+        for _ in range(passes * hosts - 1):
             await pilot.press("right_square_bracket")
             await pilot.pause(0.05)  # the tails drawn, as a user's look at the host
         await pilot.pause(0.5)
@@ -83,6 +84,7 @@ def run_one(args: argparse.Namespace, pythonpath: str | None) -> dict[str, float
         env["PYTHONPATH"] = pythonpath
     argv = [sys.executable, str(Path(__file__).resolve()), "--child"]
     argv += ["--hosts", str(args.hosts), "--samples", str(args.samples), "--lines", str(args.lines)]
+    argv += ["--passes", str(args.passes)]
     # Not from the checkout's folder: the baseline's links must win over the installed tree.
     out = subprocess.run(argv, env=env, capture_output=True, text=True, check=True, cwd="/")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -92,13 +94,14 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--hosts", type=int, default=32)
     ap.add_argument("--samples", type=int, default=12)
+    ap.add_argument("--passes", type=int, default=1, help="times through every host")
     ap.add_argument("--lines", type=int, default=200, help="more log lines a sample")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--baseline-dir", type=Path)
     ap.add_argument("--child", action="store_true")
     args = ap.parse_args()
     if args.child:
-        print(json.dumps(asyncio.run(child(args.hosts, args.samples, args.lines))))
+        print(json.dumps(asyncio.run(child(args.hosts, args.samples, args.lines, args.passes))))
         return
     trees: list[tuple[str, str | None]] = [("this tree", None)]
     if args.baseline_dir:

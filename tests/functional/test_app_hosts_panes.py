@@ -17,6 +17,7 @@ from dataclasses import replace
 import pytest
 from support import until
 from textual.pilot import Pilot
+from textual.strip import Strip
 from textual.widget import Widget
 
 from dflash_tui.app import scenes
@@ -124,6 +125,36 @@ async def test_visiting_every_host_keeps_the_widgets_of_the_last_few_shown() -> 
         assert len(widgets) > 30
         alive = [w for r in widgets.values() if (w := r()) is not None]
         assert alive == [], [type(w).__name__ for w in alive]
+
+
+def strips_alive() -> int:
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if type(o) is Strip)
+
+
+async def test_the_lines_the_removed_widgets_drew_go_with_them() -> None:
+    """Going on through the hosts, the lines the emptied panes' widgets drew do not stay:
+    Textual keeps the line caches of up to 1024 removed widgets alive (an ``lru_cache`` on one
+    of their methods), so without the caches emptied before the removal
+    (tui/app/widgets/removal.py) every pane emptied added its drawn lines to the app's memory:
+    about 5,700 more lines (Strips) in the second half of this visit, where now a few hundred."""
+    hosts = 2 * (main.PANES_KEPT + 3)
+    app, _ = many_hosts([scenes.healthy_run(samples=3) for _ in range(hosts)])
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: all(s.samples >= 3 for s in app.host_states))
+        await pilot.pause(0.2)
+        counts = [strips_alive()]
+        for _half in range(2):
+            for _ in range(hosts // 2):
+                await pilot.press("right_square_bracket")
+                await pilot.pause(0.05)  # drawn, as a user's look at the host
+            await pilot.pause(0.3)
+            counts.append(strips_alive())
+        # The first half fills the panes kept and empties the first few; the second empties
+        # as many more, which must leave no more lines behind than a fraction of one pane's.
+        first, second = counts[1] - counts[0], counts[2] - counts[1]
+        assert first > 1000, counts  # panes were drawn: lines to leave behind
+        assert second < first / 4, counts
 
 
 async def session(kept: int, monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:

@@ -11,6 +11,7 @@ references after a collection, not by RSS.
 from __future__ import annotations
 
 import gc
+import itertools
 import weakref
 
 from rich.color import ColorSystem
@@ -67,12 +68,14 @@ def held_tails(refs: Refs, app: DflashApp) -> list[str]:
     return [t.data.path for t in removed_alive(refs, app) if isinstance(t, LogTail)]
 
 
-async def play_runs(pilot: Pilot, app: DflashApp, source: ScriptedSource) -> tuple[Refs, Refs]:
+async def play_runs(
+    pilot: Pilot, app: DflashApp, source: ScriptedSource, runs: range = range(RUNS)
+) -> tuple[Refs, Refs]:
     """Every log tail and footer key shown along the runs, by weak reference."""
     tails: Refs = {}
     keys: Refs = {}
-    n = 0
-    for run in range(RUNS):
+    n = app.samples
+    for run in runs:
         for k in range(SAMPLES_A_RUN + 1):  # the run's samples, then one after it ended
             source.push(sample(n, run, alive=k < SAMPLES_A_RUN))
             n += 1
@@ -108,6 +111,30 @@ async def test_finished_runs_log_tails_and_old_footer_keys_are_freed() -> None:
             10,
             lambda: len(removed_alive(keys, app)),
         )
+
+
+def strips_alive() -> int:
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if type(o) is Strip)
+
+
+async def test_the_lines_a_finished_runs_tail_drew_go_with_it() -> None:
+    """Textual keeps the line caches of up to 1024 removed widgets alive (an ``lru_cache`` on
+    one of their methods): without each finished run's tail emptied of them before its removal
+    (tui/app/widgets/removal.py), every run left the rows its log tail and its scroll bar drew
+    in memory: about 660 lines (Strips) more over four runs, where now none."""
+    source = ScriptedSource()
+    app = DflashApp(Config(), source=source)
+    async with app.run_test(size=SIZE) as pilot:
+        source.push(sample(0, 0, alive=False))
+        await until(pilot, lambda: app.samples >= 1)
+        counts = [strips_alive()]
+        for first in (1, 5, 9):
+            await play_runs(pilot, app, source, range(first, first + 4))
+            await pilot.pause(0.2)
+            counts.append(strips_alive())
+        grown = [b - a for a, b in itertools.pairwise(counts)]
+        assert grown[2] < grown[0] / 4, counts
 
 
 def offset_styles(n: int) -> list[Style]:

@@ -46,6 +46,7 @@ from dflash_tui.app.host.state import HostState
 from dflash_tui.app.host.store import PaneStore
 from dflash_tui.app.host.strip import HostStrip
 from dflash_tui.app.host.zoom import Zoom
+from dflash_tui.app.widgets.removal import let_go_of_lines
 from dflash_tui.app.widgets.themed import draw_guarded
 from dflash_tui.core.diagnosis.finding import Finding, duration
 from dflash_tui.core.diagnosis.history import View
@@ -266,6 +267,8 @@ class HostPane(Vertical):
         self.stale_s = None
         self._zoom_again = None
         body, self.body = self.body, None
+        if body is not None:
+            let_go_of_lines(body)
         self._dropping = removal = body.remove() if body is not None else None
         try:
             if removal is not None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 from textual.events import Resize
 from textual.widgets import Footer
 
+from dflash_tui.app.widgets.removal import let_go_of_lines
+
 KEY = "FooterKey"  # Textual's key widget, by its CSS type name (its module is private)
 PALETTE = "-command-palette"  # the palette's key, docked at the right
 
@@ -14,6 +16,7 @@ PALETTE = "-command-palette"  # the palette's key, docked at the right
 class KeyFooter(Footer):
     async def recompose(self) -> None:
         """The keys are made again whenever the bindings change: fit them once laid out."""
+        let_go_of_lines(self)  # the keys about to be removed (tui/app/widgets/removal.py)
         await super().recompose()
         # Textual binds each new key's ``compact`` to the footer's (``data_bind``), a watcher
         # kept on the footer until ``compact`` next changes, which it never does here: every

@@ -23,6 +23,7 @@ from dflash_tui.app.host.logs.tail import LogTail
 from dflash_tui.app.host.store import PaneStore, TailData
 from dflash_tui.app.keys.keymap import key_text
 from dflash_tui.app.widgets.boxes import open_box
+from dflash_tui.app.widgets.removal import let_go_of_lines
 
 FLUSH_INTERVAL = 0.05  # seconds: ~20 redraws a second at most, per tail
 IDLE_TICKS = 10  # ticks with nothing to draw before the flush timer pauses (half a second)
@@ -165,7 +166,9 @@ class LogArea(Vertical):
         # Gone, or started again while hidden (a replay's jump): its tail goes.
         kept = self.kept.logs
         for path in [p for p, t in self.tails.items() if kept.get(p) is not t.data]:
-            self.tails.pop(path).remove()
+            gone = self.tails.pop(path)
+            let_go_of_lines(gone)  # its drawn lines (tui/app/widgets/removal.py)
+            gone.remove()
         for data in self.kept.ordered_logs():
             tail = self.tails.get(data.path)
             if tail is None:

@@ -1,0 +1,29 @@
+"""Widgets removed without the lines they drew.
+
+Textual keeps, after a widget is gone, the cache of the lines it drew: its ``StylesCache``
+(one a widget) stays a key of an ``lru_cache`` of up to 1024 entries on one of its methods
+(``get_inner_outer``; https://github.com/Textualize/textual/issues/6665, open in the pinned
+release), with every line in it and those lines' own caches. A host's pane has its widgets
+removed once other hosts were shown and made again when it is shown, so a user going through
+the hosts left tens of MiB of lines no widget would draw again (bench/panes_visited.py).
+``Widget.refresh()`` empties a widget's line cache (so that it draws anew): done just before
+the removal, what stays behind is the empty cache alone.
+"""
+
+from __future__ import annotations
+
+from textual.widget import Widget
+
+
+def let_go_of_lines(root: Widget) -> None:
+    """Empty the drawn-line caches of ``root`` and everything in it, before it is removed."""
+    for widget in root.walk_children(with_self=True):
+        if isinstance(widget, Widget):
+            widget.refresh()
+            # Its scroll bars are widgets of their own, outside its children.
+            if widget.show_vertical_scrollbar:
+                widget.vertical_scrollbar.refresh()
+            if widget.show_horizontal_scrollbar:
+                widget.horizontal_scrollbar.refresh()
+            if widget.show_vertical_scrollbar and widget.show_horizontal_scrollbar:
+                widget.scrollbar_corner.refresh()
