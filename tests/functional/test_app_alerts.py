@@ -43,6 +43,11 @@ def timeline(app: DflashApp) -> str:
     return "\n".join(e.text for e in app.current.timeline.events if e.kind == "alert")
 
 
+def every_event(app: DflashApp) -> str:
+    """The whole timeline: why a relaunch failed, when one did."""
+    return "\n".join(f"{e.kind}: {e.text}" for e in app.current.timeline.events)
+
+
 async def test_the_app_alerts_when_nobody_supervises(root: Path, tmp_path: Path) -> None:
     """A crash loop under the app's own auto-restart (1 retry): run-exited, restart, then
     FATAL; each once (the second crash is not sent on its own: rate limit, or after FATAL), by
@@ -62,7 +67,8 @@ async def test_the_app_alerts_when_nobody_supervises(root: Path, tmp_path: Path)
             await until(pilot, lambda: "fatal" in rx.codes(), 120, lambda: timeline(app))
             await until(pilot, lambda: len(hook_alerts(out)) >= 3, 100, lambda: timeline(app))
             await pilot.pause(2.0)  # nothing more may follow FATAL
-        assert len(run_dirs(root)) == 2  # retries + 1
+            events = every_event(app)
+        assert len(run_dirs(root)) == 2, events  # retries + 1
         assert sorted(rx.codes()) == ["fatal", "restart", "run-exited"], rx.codes()
         assert sorted(a["code"] for a in hook_alerts(out)) == ["fatal", "restart", "run-exited"]
         exited = next(b for b in rx.bodies if b["alert"]["code"] == "run-exited")
