@@ -137,7 +137,7 @@ async def test_the_lines_the_removed_widgets_drew_go_with_them() -> None:
     Textual keeps the line caches of up to 1024 removed widgets alive (an ``lru_cache`` on one
     of their methods), so without the caches emptied before the removal
     (tui/app/widgets/removal.py) every pane emptied added its drawn lines to the app's memory:
-    about 5,700 more lines (Strips) in the second half of this visit, where now a few hundred."""
+    about 5,700 more lines (Strips) in the second half of this visit, where now a few dozen."""
     hosts = 2 * (main.PANES_KEPT + 3)
     app, _ = many_hosts([scenes.healthy_run(samples=3) for _ in range(hosts)])
     async with app.run_test(size=SIZE) as pilot:
