@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import shutil
@@ -9,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,6 +18,7 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
+from textual.widget import Widget
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -194,3 +197,43 @@ def served(argv: list[str], url_regex: str, timeout: float = 20.0) -> Iterator[s
             os.killpg(proc.pid, signal.SIGTERM)
         code = proc.wait(timeout)
     assert code == 0, proc.stderr.read()
+
+
+class LineCaches:
+    """The caches of the lines widgets drew, by weak reference, to see what removed widgets
+    leave behind. Textual keeps one a widget (``_styles_cache``, a private attribute: the tests
+    only look at it) and keeps up to 1024 of them alive after their widgets are gone (an
+    ``lru_cache`` on one of their methods, Textualize/textual#6665): the app empties them
+    before a removal (tui/app/widgets/removal.py). The check is of the caches themselves, not of
+    a count of lines alive, which other tests' widgets leaving that ``lru_cache`` would move."""
+
+    def __init__(self) -> None:
+        self.taken: dict[int, tuple[str, weakref.ref[Widget], weakref.ref[Any]]] = {}
+
+    def take(self, root: Widget) -> None:
+        """Every widget under ``root`` (itself too) and its scroll bars, once each."""
+        for widget in root.walk_children(Widget, with_self=True):
+            bars = [widget.vertical_scrollbar] if widget.show_vertical_scrollbar else []
+            bars += [widget.horizontal_scrollbar] if widget.show_horizontal_scrollbar else []
+            for w in [widget, *bars]:
+                if id(w) not in self.taken:
+                    cache = w._styles_cache
+                    self.taken[id(w)] = (type(w).__name__, weakref.ref(w), weakref.ref(cache))
+
+    def with_lines(self) -> int:
+        """How many of the caches taken hold lines now (those of widgets alive and drawn)."""
+        return sum(1 for _, _, c in self.taken.values() if (x := c()) is not None and x._cache)
+
+    def removed(self) -> int:
+        """How many of the widgets taken are gone (freed)."""
+        gc.collect()
+        return sum(1 for _, w, _ in self.taken.values() if w() is None)
+
+    def left_with_lines(self) -> list[str]:
+        """The widgets gone whose caches are still alive with lines in them."""
+        gc.collect()
+        return [
+            name
+            for name, w, c in self.taken.values()
+            if w() is None and (x := c()) is not None and x._cache
+        ]

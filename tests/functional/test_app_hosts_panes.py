@@ -15,9 +15,8 @@ import weakref
 from dataclasses import replace
 
 import pytest
-from support import until
+from support import LineCaches, until
 from textual.pilot import Pilot
-from textual.strip import Strip
 from textual.widget import Widget
 
 from dflash_tui.app import scenes
@@ -127,34 +126,25 @@ async def test_visiting_every_host_keeps_the_widgets_of_the_last_few_shown() -> 
         assert alive == [], [type(w).__name__ for w in alive]
 
 
-def strips_alive() -> int:
-    gc.collect()
-    return sum(1 for o in gc.get_objects() if type(o) is Strip)
-
-
 async def test_the_lines_the_removed_widgets_drew_go_with_them() -> None:
-    """Going on through the hosts, the lines the emptied panes' widgets drew do not stay:
-    Textual keeps the line caches of up to 1024 removed widgets alive (an ``lru_cache`` on one
-    of their methods), so without the caches emptied before the removal
-    (tui/app/widgets/removal.py) every pane emptied added its drawn lines to the app's memory:
-    about 5,700 more lines (Strips) in the second half of this visit, where now a few dozen."""
-    hosts = 2 * (main.PANES_KEPT + 3)
-    app, _ = many_hosts([scenes.healthy_run(samples=3) for _ in range(hosts)])
+    """A pane emptied leaves no drawn lines behind: Textual keeps the line caches of up to
+    1024 removed widgets alive, and without them emptied before the removal
+    (tui/app/widgets/removal.py) each held every line its widget drew."""
+    app, _ = many_hosts([scenes.healthy_run(samples=3) for _ in range(N)])
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: all(s.samples >= 3 for s in app.host_states))
-        await pilot.pause(0.2)
-        counts = [strips_alive()]
-        for _half in range(2):
-            for _ in range(hosts // 2):
-                await pilot.press("right_square_bracket")
-                await pilot.pause(0.05)  # drawn, as a user's look at the host
-            await pilot.pause(0.3)
-            counts.append(strips_alive())
-        # The first half fills the panes kept and empties the first few; the second empties
-        # as many more, which must leave no more lines behind than a fraction of one pane's.
-        first, second = counts[1] - counts[0], counts[2] - counts[1]
-        assert first > 1000, counts  # panes were drawn: lines to leave behind
-        assert second < first / 4, counts
+        await pilot.pause(0.2)  # drawn
+        first = app.screen.query_one("#host-0", HostPane)
+        caches = LineCaches()
+        caches.take(first)
+        assert caches.with_lines() > 20  # what it drew
+        for _ in range(1, N):
+            await pilot.press("right_square_bracket")
+            await pilot.pause(0.05)
+        await pilot.pause(0.3)
+        assert not first.built
+        assert caches.removed() > 30
+        assert caches.left_with_lines() == []
 
 
 async def session(kept: int, monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:

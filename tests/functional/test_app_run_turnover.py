@@ -11,12 +11,12 @@ references after a collection, not by RSS.
 from __future__ import annotations
 
 import gc
-import itertools
 import weakref
+from collections.abc import Callable
 
 from rich.color import ColorSystem
 from rich.style import Style
-from support import until
+from support import LineCaches, until
 from textual.pilot import Pilot
 from textual.strip import Strip
 from textual.widget import Widget
@@ -69,18 +69,20 @@ def held_tails(refs: Refs, app: DflashApp) -> list[str]:
 
 
 async def play_runs(
-    pilot: Pilot, app: DflashApp, source: ScriptedSource, runs: range = range(RUNS)
+    pilot: Pilot, app: DflashApp, source: ScriptedSource, look: Callable[[], None] = lambda: None
 ) -> tuple[Refs, Refs]:
-    """Every log tail and footer key shown along the runs, by weak reference."""
+    """Every log tail and footer key shown along the runs, by weak reference; ``look`` is
+    called after each sample is drawn."""
     tails: Refs = {}
     keys: Refs = {}
-    n = app.samples
-    for run in runs:
+    n = 0
+    for run in range(RUNS):
         for k in range(SAMPLES_A_RUN + 1):  # the run's samples, then one after it ended
             source.push(sample(n, run, alive=k < SAMPLES_A_RUN))
             n += 1
             await until(pilot, lambda n=n: app.samples >= n)
             await pilot.pause()
+            look()
             tails |= {id(t): weakref.ref(t) for t in app.screen.query(LogTail)}
             keys |= {id(f): weakref.ref(f) for f in app.screen.query("FooterKey")}
         # As when a run's keys come and go (what the footer shows changes): made again.
@@ -113,28 +115,23 @@ async def test_finished_runs_log_tails_and_old_footer_keys_are_freed() -> None:
         )
 
 
-def strips_alive() -> int:
-    gc.collect()
-    return sum(1 for o in gc.get_objects() if type(o) is Strip)
-
-
-async def test_the_lines_a_finished_runs_tail_drew_go_with_it() -> None:
-    """Textual keeps the line caches of up to 1024 removed widgets alive (an ``lru_cache`` on
-    one of their methods): without each finished run's tail emptied of them before its removal
-    (tui/app/widgets/removal.py), every run left the rows its log tail and its scroll bar drew
-    in memory: about 660 lines (Strips) more over four runs, where now none."""
+async def test_the_lines_a_finished_runs_tail_and_old_footer_keys_drew_go_with_them() -> None:
+    """A finished run's log tail and the footer's keys made again leave no drawn lines behind:
+    Textual keeps the line caches of up to 1024 removed widgets alive, and without them
+    emptied before the removal (tui/app/widgets/removal.py) each held every line its widget
+    drew (the tail's and its scroll bar's)."""
     source = ScriptedSource()
     app = DflashApp(Config(), source=source)
+    caches = LineCaches()
+
+    def look() -> None:
+        for widget in [*app.screen.query(LogTail), *app.screen.query("FooterKey")]:
+            caches.take(widget)
+
     async with app.run_test(size=SIZE) as pilot:
-        source.push(sample(0, 0, alive=False))
-        await until(pilot, lambda: app.samples >= 1)
-        counts = [strips_alive()]
-        for first in (1, 5, 9):
-            await play_runs(pilot, app, source, range(first, first + 4))
-            await pilot.pause(0.2)
-            counts.append(strips_alive())
-        grown = [b - a for a, b in itertools.pairwise(counts)]
-        assert grown[2] < grown[0] / 4, counts
+        await play_runs(pilot, app, source, look)
+        assert caches.with_lines() > 0 and caches.removed() > RUNS  # the tails and keys gone
+        assert caches.left_with_lines() == []
 
 
 def offset_styles(n: int) -> list[Style]:

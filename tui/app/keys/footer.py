@@ -16,7 +16,8 @@ PALETTE = "-command-palette"  # the palette's key, docked at the right
 class KeyFooter(Footer):
     async def recompose(self) -> None:
         """The keys are made again whenever the bindings change: fit them once laid out."""
-        let_go_of_lines(self)  # the keys about to be removed (tui/app/widgets/removal.py)
+        # The keys are removed and made again: their drawn lines go (tui/app/widgets/removal.py).
+        let_go_of_lines(self)
         await super().recompose()
         # Textual binds each new key's ``compact`` to the footer's (``data_bind``), a watcher
         # kept on the footer until ``compact`` next changes, which it never does here: every

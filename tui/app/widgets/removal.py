@@ -17,13 +17,11 @@ from textual.widget import Widget
 
 def let_go_of_lines(root: Widget) -> None:
     """Empty the drawn-line caches of ``root`` and everything in it, before it is removed."""
-    for widget in root.walk_children(with_self=True):
-        if isinstance(widget, Widget):
-            widget.refresh()
-            # Its scroll bars are widgets of their own, outside its children.
-            if widget.show_vertical_scrollbar:
-                widget.vertical_scrollbar.refresh()
-            if widget.show_horizontal_scrollbar:
-                widget.horizontal_scrollbar.refresh()
-            if widget.show_vertical_scrollbar and widget.show_horizontal_scrollbar:
-                widget.scrollbar_corner.refresh()
+    for widget in root.walk_children(Widget, with_self=True):
+        widget.refresh()
+        # Its scroll bars are widgets of their own, outside its children; each exists once
+        # shown (the corner between them, a cell or two, is left: asking for it makes one).
+        if widget.show_vertical_scrollbar:
+            widget.vertical_scrollbar.refresh()
+        if widget.show_horizontal_scrollbar:
+            widget.horizontal_scrollbar.refresh()
