@@ -212,6 +212,8 @@ class LineCaches:
 
     def take(self, root: Widget) -> None:
         """Every widget under ``root`` (itself too) and its scroll bars, once each."""
+        # Found here, not by the app's own walk (removal.py ``drawing_widgets``): a widget
+        # that walk missed must still be looked at.
         for widget in root.walk_children(Widget, with_self=True):
             bars = [widget.vertical_scrollbar] if widget.show_vertical_scrollbar else []
             bars += [widget.horizontal_scrollbar] if widget.show_horizontal_scrollbar else []

@@ -57,23 +57,22 @@ def fit(parts: list[Part], width: int) -> Text:
     # Every form's width measured once: the header is fitted again at every sample.
     lens = [[f.cell_len for f in p.forms] for p in parts]
     total = sum(n[0] for n in lens)
-    if width > 0 and total > width:
-        while total > width:
-            left = [i for i, n in enumerate(lens) if chosen[i] < len(n) - 1]
-            if not left:
+    while width > 0 and total > width:
+        left = [i for i, n in enumerate(lens) if chosen[i] < len(n) - 1]
+        if not left:
+            break
+        # The lowest rank first; of equal ranks, the rightmost first.
+        i = min(left, key=lambda i: (parts[i].rank, -i))
+        total += lens[i][chosen[i] + 1] - lens[i][chosen[i]]
+        chosen[i] += 1
+    # Shortening a later part may have made room for an earlier one: give back what fits.
+    for i in sorted(range(len(parts)), key=lambda i: (-parts[i].rank, i)):
+        while chosen[i] > 0:
+            longer = total + lens[i][chosen[i] - 1] - lens[i][chosen[i]]
+            if longer > width:
                 break
-            # The lowest rank first; of equal ranks, the rightmost first.
-            i = min(left, key=lambda i: (parts[i].rank, -i))
-            total += lens[i][chosen[i] + 1] - lens[i][chosen[i]]
-            chosen[i] += 1
-        # Shortening a later part may have made room for an earlier one: give back what fits.
-        for i in sorted(range(len(parts)), key=lambda i: (-parts[i].rank, i)):
-            while chosen[i] > 0:
-                longer = total + lens[i][chosen[i] - 1] - lens[i][chosen[i]]
-                if longer > width:
-                    break
-                chosen[i] -= 1
-                total = longer
+            chosen[i] -= 1
+            total = longer
     out = Text(no_wrap=True, overflow="ellipsis", end="")
     for p, c in zip(parts, chosen, strict=True):
         out.append_text(p.forms[c])
@@ -177,6 +176,8 @@ class RunHeader(Static, Themed):
             bad = tuple(c for c in view.codes if label_severity(c, active) in ("warning", "error"))
             if bad:
                 problems.append((view.index, bad))
+        if not problems:
+            return ()
         regions = grid.regions_of(i for i, _ in problems)  # panels, or lines when compact
         out = []
         for index, bad in problems:

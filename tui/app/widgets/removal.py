@@ -12,16 +12,24 @@ the removal, what stays behind is the empty cache alone.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from textual.widget import Widget
+
+
+def drawing_widgets(root: Widget) -> Iterator[Widget]:
+    """``root``, everything in it, and their scroll bars: the widgets that hold drawn lines.
+    A scroll bar is a widget of its own, outside its widget's children, and exists once
+    shown (the corner between two bars, a cell or two, is left: asking for it makes one)."""
+    for widget in root.walk_children(Widget, with_self=True):
+        yield widget
+        if widget.show_vertical_scrollbar:
+            yield widget.vertical_scrollbar
+        if widget.show_horizontal_scrollbar:
+            yield widget.horizontal_scrollbar
 
 
 def let_go_of_lines(root: Widget) -> None:
     """Empty the drawn-line caches of ``root`` and everything in it, before it is removed."""
-    for widget in root.walk_children(Widget, with_self=True):
+    for widget in drawing_widgets(root):
         widget.refresh()
-        # Its scroll bars are widgets of their own, outside its children; each exists once
-        # shown (the corner between them, a cell or two, is left: asking for it makes one).
-        if widget.show_vertical_scrollbar:
-            widget.vertical_scrollbar.refresh()
-        if widget.show_horizontal_scrollbar:
-            widget.horizontal_scrollbar.refresh()
