@@ -24,11 +24,14 @@ second at 1 Hz, not one per host). ``--job`` makes the hosts one job's members, 
 row moves with every sample of every host (the overview's worst case). Medians and ranges over
 --repeats; the host counts alternate within a repeat. CPU per host divides by N, and its ratio
 to the first N is the growth test (1.0: linear); RSS per host added is the slope from the first
-N. With --baseline-dir the same against that tree, interleaved.
+N. With --baseline-dir the same against that tree, interleaved. ``--visit N`` shows every
+host N times in turn (``]`` pressed into the pty) after the warm-up: the window then says what
+the app holds once a user has looked at every host, live over SSH (its RSS before the visit in
+a column of its own).
 
     .venv/bin/python bench/hosts_cost.py [--hosts 8,16,64] [--interval 1] [--seconds 20]
         [--warmup 12] [--warmup-per-host 0.3] [--repeats 3] [--gpu nvml|smi]
-        [--baseline-dir DIR]
+        [--baseline-dir DIR] [--visit N [--visit-pause 0.3] [--settle 3]]
         [--profile app.svg [--gil]]   # py-spy (pip install py-spy) on the app instead
 """
 
@@ -44,7 +47,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -209,6 +212,19 @@ def drawing(path: Path, since: float, until: float) -> dict[str, float]:
     }
 
 
+def visit(hosts: int, args: argparse.Namespace) -> Callable[[int], None]:
+    """The user's visit: ``]`` (the next host) pressed --visit times for every host, --visit-pause
+    apart, each host's pane drawn in its turn; then --settle seconds before the window."""
+
+    def press(master: int) -> None:
+        for _ in range(args.visit * hosts):
+            os.write(master, b"]")
+            time.sleep(args.visit_pause)
+        time.sleep(args.settle)
+
+    return press
+
+
 def window(mon: Monitor, args: argparse.Namespace, hosts: int, server: LoopbackSshd, home: Path):
     """One measured window of ``mon`` watching ``hosts`` hosts (every host's probe must run)."""
     assert server.proc is not None
@@ -217,7 +233,8 @@ def window(mon: Monitor, args: argparse.Namespace, hosts: int, server: LoopbackS
     warmup = args.warmup + args.warmup_per_host * hosts
     count = ProbeCount(server.proc.pid)
     t0 = time.time()
-    r = measure(mon, args.interval, args.seconds, warmup, {"sshd": server.proc.pid})
+    keys = visit(hosts, args) if args.visit else None
+    r = measure(mon, args.interval, args.seconds, warmup, {"sshd": server.proc.pid}, keys)
     if count.close() < hosts:
         raise SystemExit(f"{mon.label}: {count.most} of {hosts} hosts' probes ran")
     return r | drawing(timings, t0 + warmup, time.time()) | {"probes": float(count.most)}
@@ -265,8 +282,9 @@ def report(results: Results, args: argparse.Namespace, counts: list[int]) -> str
         "| tree | hosts | app CPU % of a core | app own process % | app CPU % per host "
         "| per host vs first | app RSS MiB | RSS MiB per host added | overview redraw ms (p90) "
         "| overview redraws/s | overview paint ms | paints/s | grid redraws/s "
-        "| hosts' side % (sshd + probes) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| hosts' side % (sshd + probes) |"
+        + (" app RSS MiB before the visit |" if args.visit else ""),
+        "| --- " * (15 if args.visit else 14) + "|",
     ]
     first: dict[str, tuple[int, float, float]] = {}  # tree: hosts, CPU % per host, RSS
     for (label, n), rows in results.items():
@@ -280,6 +298,7 @@ def report(results: Results, args: argparse.Namespace, counts: list[int]) -> str
             f"({med(rows, 'overview_p90_ms'):.2f}) | {med(rows, 'overview_per_s'):.1f} | "
             f"{med(rows, 'paint_ms'):.2f} | {med(rows, 'paint_per_s'):.1f} | "
             f"{med(rows, 'grid_per_s'):.1f} | {spread(rows, 'sshd_cpu_pct', '.1f')} |"
+            + (f" {spread(rows, 'rss_before_keys_mib', '.0f')} |" if args.visit else "")
         )
     lines.append("")
     lines.append(
@@ -288,6 +307,12 @@ def report(results: Results, args: argparse.Namespace, counts: list[int]) -> str
         f"{args.repeats} windows of {args.seconds:g} s after {args.warmup:g} s + "
         f"{args.warmup_per_host:g} s a host, {os.cpu_count()} CPU cores"
         + (", the hosts one job's members" if args.job else "")
+        + (
+            f"; before each window every host shown {args.visit} time(s) in turn (`]`, "
+            f"{args.visit_pause:g} s apart, then {args.settle:g} s): its RSS is after the visit"
+            if args.visit
+            else ""
+        )
     )
     return "\n".join(lines)
 
@@ -313,6 +338,15 @@ def main() -> int:
         type=Path,
         help="another tree measured the same way (`git archive REV tui dflash | tar -x`)",
     )
+    ap.add_argument(
+        "--visit",
+        type=int,
+        default=0,
+        help="before each window, show every host this many times in turn (the `]` key): "
+        "what a user who looked at every host leaves in memory",
+    )
+    ap.add_argument("--visit-pause", type=float, default=0.3, help="seconds between presses")
+    ap.add_argument("--settle", type=float, default=3.0, help="seconds after the visit")
     ap.add_argument(
         "--profile", type=Path, help="py-spy the app for one window instead (.svg, or .txt raw)"
     )

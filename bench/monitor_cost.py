@@ -265,6 +265,15 @@ def drain(fd: int, sink: list[int]) -> None:
 def running(mon: Monitor, interval: float) -> Iterator[tuple[subprocess.Popen[bytes], list[int]]]:
     """The monitor in a 120x40 pty (its master drained by a thread, the bytes it wrote counted
     in the list), killed with its group on the way out."""
+    with running_pty(mon, interval) as (p, written, _master):
+        yield p, written
+
+
+@contextlib.contextmanager
+def running_pty(
+    mon: Monitor, interval: float
+) -> Iterator[tuple[subprocess.Popen[bytes], list[int], int]]:
+    """``running``, and the pty's master: what is written there the monitor reads as keys."""
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
     env = dict(mon.env, TERM="xterm-256color", LANG="C.UTF-8", COLUMNS=str(COLS), LINES=str(ROWS))
@@ -284,7 +293,7 @@ def running(mon: Monitor, interval: float) -> Iterator[tuple[subprocess.Popen[by
     reader = threading.Thread(target=drain, args=(master, written), daemon=True)
     reader.start()
     try:
-        yield p, written
+        yield p, written, master
     finally:
         try:
             os.killpg(p.pid, signal.SIGKILL)
@@ -301,15 +310,22 @@ def measure(
     seconds: float,
     warmup: float,
     others: dict[str, int] | None = None,
+    keys: Callable[[int], None] | None = None,
 ) -> dict[str, float]:
     """One window: CPU % of a core and peak RSS MiB of the monitor's whole tree; ``others``
     (name: root PID, e.g. an sshd serving the monitor) get ``NAME_cpu_pct`` and
-    ``NAME_ms_per_sample`` of their trees over the same window."""
+    ``NAME_ms_per_sample`` of their trees over the same window. ``keys``, given the pty's
+    master, presses keys after the warm-up, before the window."""
     others = others or {}
-    with running(mon, interval) as (p, written):
+    with running_pty(mon, interval) as (p, written, master):
         time.sleep(warmup)
         if p.poll() is not None:
             raise SystemExit(f"{mon.label} exited with {p.returncode} during the warm-up")
+        before_keys = tree_rss(p.pid)
+        if keys is not None:
+            keys(master)
+            if p.poll() is not None:
+                raise SystemExit(f"{mon.label} exited with {p.returncode} at its keys")
         x0 = {name: tree_ticks(pid) for name, pid in others.items()}
         t0, c0, o0, peak = time.monotonic(), tree_ticks(p.pid), own_ticks(p.pid), 0
         while time.monotonic() - t0 < seconds:
@@ -331,6 +347,7 @@ def measure(
         "cpu_pct": 100.0 * cpu_s / (t1 - t0),
         "ms_per_sample": 1000.0 * cpu_s * interval / (t1 - t0),
         "rss_mib": peak / 2**20,
+        "rss_before_keys_mib": before_keys / 2**20,
         "bytes_out": float(written[0]),
     }
 

@@ -17,7 +17,10 @@ recording, ages, sees the hours a 1 Hz viewer would):
 - findings that come and go within each run, each for 60 samples: a GPU idle, a foreign
   process on a GPU, a GPU near its memory, a loss that is nan;
 - 3 logs at --lines-per-s each (the run log with step lines, two workers' logs), a step event
-  a sample for the History tab.
+  a sample for the History tab;
+- the host's health as the probe reads it (the ``machine`` key): memory that moves, the OOM
+  counter, the disks of the run root, and while a run runs its output folder (filling) and
+  compile cache, the kernel log, and NVML's health of each GPU.
 
 It keeps its place in --state (samples so far, and the first one's time): a probe started again
 by the feed (after a stall, or any reconnect) continues the same timeline. Stdlib only.
@@ -141,6 +144,33 @@ def logs(args: argparse.Namespace, i: int, r: int, running: bool, nan: bool) -> 
     return out
 
 
+def _disk(what: str, path: str, free_gib: float) -> dict[str, Any]:
+    return {"what": what, "path": path, "exists": True, "total_bytes": 7 << 40,
+            "free_bytes": int(free_gib * (1 << 30)), "total_inodes": 460_000_000,
+            "free_inodes": 450_000_000}  # fmt: skip
+
+
+def machine(args: argparse.Namespace, r: int, pos: int, running: bool, i: int) -> dict[str, Any]:
+    """The probe's ``machine`` key (tui/core/probe/machine.py, nvhealth.py): what a host
+    sends every sample besides its GPUs and processes."""
+    run_dir = str(Path(args.run_root) / f"soak-{r:05d}")
+    disks = [_disk("run_root", args.run_root, 5000.0)]
+    if running:  # a run's output folder fills as it checkpoints
+        disks += [_disk("out_dir", f"{run_dir}/out", 4000.0 - pos * 0.05),
+                  _disk("compile_cache", "/root/.cache/dflash/compile", 5000.0)]  # fmt: skip
+    health = [{"index": g, "uuid": f"GPU-soak-{g}", "lost": False, "error": None, "xids": [],
+               "retired_pages": {"single_bit": 0, "double_bit": 0, "pending": False},
+               "remapped_rows": {"correctable": 0, "uncorrectable": 0, "pending": False,
+                                 "failure": False},
+               "pcie_replay": 0} for g in range(GPUS)]  # fmt: skip
+    return {
+        "mem_total_kb": 2_113_464_000, "mem_available_kb": 1_900_000_000 - 1000 * (i % 500),
+        "swap_total_kb": 0, "swap_free_kb": 0, "oom_kill": 0, "disks": disks,
+        "checkpoint": None, "kernel_log": {"source": "kmsg", "xids": [], "ooms": []},
+        "nvml": {"gpus": health, "xid_watch": "nvml"},
+    }  # fmt: skip
+
+
 def sample(args: argparse.Namespace, tl: Timeline, base: list[dict], i: int, t: float, t0: float):
     r, pos, running = tl.at(i)
     start = t0 + r * tl.cycle * args.step
@@ -166,6 +196,7 @@ def sample(args: argparse.Namespace, tl: Timeline, base: list[dict], i: int, t: 
         "gpu_procs": gprocs, "procs": procs,
         "logs": logs(args, i, r, running, nan),
         "run": run_record(args, r, start, end),
+        "machine": machine(args, r, pos, running, i),
     }  # fmt: skip
     if running:
         events = str(Path(args.run_root) / f"soak-{r:05d}" / "events.jsonl")

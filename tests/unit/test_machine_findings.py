@@ -86,6 +86,45 @@ def test_disk_low_rate_and_next_checkpoint() -> None:
     assert "does NOT fit" in f.message and f.severity == "error"
 
 
+def test_readings_over_the_window_run_from_the_first_sample_that_says_to_the_last() -> None:
+    """The disk's shrinking rate and the OOM-kill counter's rise are read between the first
+    and the last sample that carry them: samples in between, or at either end, without the
+    reading (no machine key, another disk, no counter) are passed over, not read as zero."""
+
+    def disk(free_mib: int, what: str = "run_root") -> dict:
+        return {"what": what, "path": "/mnt/r", "exists": True,
+                **statvfs_dict(4096, 1 << 20, (free_mib << 20) // 4096, 100, 90)}  # fmt: skip
+
+    procs = [{"pid": 10, "ppid": 1, "pgid": 10, "sid": 10, "cmd": "sh run.sh"},
+             {"pid": 11, "ppid": 10, "pgid": 10, "sid": 10, "cmd": "python train.py"}]  # fmt: skip
+    window = [
+        _snap(990.0, {}, procs=procs),  # no reading at all
+        _snap(1000.0, {"disks": [disk(400)], "oom_kill": 3}, procs=procs),
+        _snap(1005.0, {"disks": [disk(10, "out_dir")]}, procs=procs),  # another disk only
+        _snap(1007.0, {"oom_kill": 5}, procs=procs[:1]),
+        _snap(1010.0, {"disks": [disk(300)]}, procs=procs[:1]),  # no counter
+    ]
+    codes = _codes(window)
+    # 100 MiB in 10 s (1000 -> 1010), not 400 MiB in 20 s (from an empty first reading).
+    assert "shrinking 10 MiB/s: full in about" in codes["disk-low"].message, codes
+    assert "3 -> 5" in codes["oom-killed"].message and "pid 11" in codes["oom-killed"].message
+    # One counter reading: no rise; free space that grew: no rate.
+    one = _codes([window[0], window[1], window[2], _snap(1010.0, {"disks": [disk(3000)]})])
+    assert "oom-killed" not in one and "disk-low" not in one, one
+
+
+def test_nvml_xids_are_counted_over_every_sample_of_the_window() -> None:
+    def nv(*codes: int) -> dict:
+        return {"nvml": {"gpus": [{"index": 0, "xids": [{"code": c, "time": 1.0} for c in codes]},
+                                  {"index": 1}]}}  # fmt: skip
+
+    window = [_snap(1000.0, nv(13)), _snap(1001.0, {}), _snap(1002.0, nv(13, 31))]
+    by = {f.message.split("Xid ")[1].split(" ")[0]: f for f in diagnose(window, TOPO).findings
+          if f.code == "gpu-xid"}  # fmt: skip
+    assert set(by) == {"13", "31"} and "NVML, 2x" in by["13"].message
+    assert by["13"].gpus == (0,) and "NVML, 1x" in by["31"].message
+
+
 def test_gpu_xid_and_lost_from_kernel_and_nvml() -> None:
     x = parse_kernel_line("NVRM: Xid (PCI:0000:18:00): 48, pid=11, name=python3, DBE", 999.0)
     lost = parse_kernel_line("NVRM: Xid (PCI:0000:2a:00): 79, GPU has fallen off the bus.", 999.0)

@@ -9,6 +9,7 @@ malformed row is skipped. docs/internals.md lists the keys.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from dflash_tui.core.base.fields import as_dicts, as_float, as_int, as_str, as_table
@@ -141,6 +142,13 @@ class Machine:
 
     def disk(self, what: str) -> Disk | None:
         return next((x for x in self.disks if x.what == what), None)
+
+    @cached_property
+    def nvml_xids(self) -> tuple[tuple[int, int], ...]:
+        """(GPU index, Xid code) of every NVML Xid event this sample brought, worked out once:
+        each diagnosis reads every sample of its window (the record is frozen; the cache is
+        no field, so equality and the copies made with ``replace`` do not see it)."""
+        return tuple((h.index, code) for h in self.gpu_health for _, code in h.xids)
 
 
 @dataclass(frozen=True)

@@ -85,18 +85,21 @@ def _groups(disks: Sequence[Disk]) -> list[list[Disk]]:
     return list(out.values())
 
 
+def _free(snap: Snapshot, what: str) -> tuple[float, int] | None:
+    """(time, free bytes) of disk ``what`` in one sample, when it says."""
+    d = snap.machine.disk(what) if snap.machine is not None else None
+    return None if d is None or d.free_bytes is None else (snap.time, d.free_bytes)
+
+
 def _rate(window: Sequence[Snapshot], what: str) -> float | None:
-    """Bytes a second the free space of ``what`` shrank over the window (None: not shrinking)."""
-    pts = [
-        (s.time, d.free_bytes)
-        for s in window
-        if s.machine is not None
-        and (d := s.machine.disk(what)) is not None
-        and d.free_bytes is not None
-    ]
-    if len(pts) < 2 or pts[-1][0] <= pts[0][0]:
+    """Bytes a second the free space of ``what`` shrank over the window (None: not shrinking):
+    from the first sample that says it to the last. Those two are looked for from either end,
+    not every sample read: each diagnosis of every host asks for each disk."""
+    first = next((p for s in window if (p := _free(s, what)) is not None), None)
+    last = next((p for s in reversed(window) if (p := _free(s, what)) is not None), None)
+    if first is None or last is None or last[0] <= first[0]:
         return None
-    rate = (pts[0][1] - pts[-1][1]) / (pts[-1][0] - pts[0][0])
+    rate = (first[1] - last[1]) / (last[0] - first[0])
     return rate if rate > 0 else None
 
 
@@ -175,13 +178,19 @@ def _run_pids(diag: Diagnosis, snap: Snapshot) -> dict[int, str]:
     return snap.member_cmds(run.pgid)
 
 
+def _oom_count(snap: Snapshot) -> int | None:
+    return snap.machine.oom_kill if snap.machine is not None else None
+
+
 def _oom(diag: Diagnosis, window: Sequence[Snapshot]) -> list[Finding]:
     """A process of the run killed by the kernel: the kernel log names it; else the OOM-kill
     counter rose while one of the run's processes vanished."""
     latest = window[-1]
     m = latest.machine
-    counts = [s.machine.oom_kill for s in window if s.machine and s.machine.oom_kill is not None]
-    rose = len(counts) >= 2 and counts[-1] > counts[0]
+    # The counter's first and last reading over the window (one sample's: it did not rise).
+    first = next((c for s in window if (c := _oom_count(s)) is not None), None)
+    last = next((c for s in reversed(window) if (c := _oom_count(s)) is not None), None)
+    rose = first is not None and last is not None and last > first
     if diag.run is None or not (rose or (m is not None and m.kernel_ooms)):
         return []  # nothing could be named: the run's processes over the window are not read
     seen: dict[int, str] = {}
@@ -197,7 +206,7 @@ def _oom(diag: Diagnosis, window: Sequence[Snapshot]) -> list[Finding]:
     if not named and rose:
         gone = [f"pid {pid} ({cmd[:80]})" for pid, cmd in seen.items() if pid not in now]
         named = [f"{x} (gone while the kernel's OOM-kill count rose "
-                 f"{counts[0]} -> {counts[-1]})" for x in gone]  # fmt: skip
+                 f"{first} -> {last})" for x in gone]  # fmt: skip
     if not named:
         return []
     return [
@@ -243,9 +252,8 @@ def _xid_events(
     and the kernel log's lines since the run started (or all it kept, with no run)."""
     out: dict[int, list[tuple[int | None, str]]] = {}
     for s in window:
-        for h in s.machine.gpu_health if s.machine else ():
-            for _, code in h.xids:
-                out.setdefault(code, []).append((h.index, "NVML"))
+        for index, code in s.machine.nvml_xids if s.machine is not None else ():
+            out.setdefault(code, []).append((index, "NVML"))
     m = window[-1].machine
     started = diag.run.started_at if diag.run is not None else None
     for line in m.kernel_xids if m is not None else ():
