@@ -31,7 +31,7 @@ a column of its own).
 
     .venv/bin/python bench/hosts_cost.py [--hosts 8,16,64] [--interval 1] [--seconds 20]
         [--warmup 12] [--warmup-per-host 0.3] [--repeats 3] [--gpu nvml|smi]
-        [--baseline-dir DIR] [--visit N [--visit-pause 0.3] [--settle 3]]
+        [--baseline-dir DIR] [--visit N [--visit-pause 0.3] [--settle 60]]
         [--profile app.svg [--gil]]   # py-spy (pip install py-spy) on the app instead
 """
 
@@ -212,17 +212,37 @@ def drawing(path: Path, since: float, until: float) -> dict[str, float]:
     }
 
 
-def visit(hosts: int, args: argparse.Namespace) -> Callable[[int], None]:
+def visit(
+    hosts: int, args: argparse.Namespace, timings: Path, took: dict[str, float]
+) -> Callable[[int], None]:
     """The user's visit: ``]`` (the next host) pressed --visit times for every host, --visit-pause
-    apart, each host's pane drawn in its turn; then --settle seconds before the window."""
+    apart; then a wait until the app has shown the last of them (``settled``), its seconds
+    after the last press in ``took``."""
 
     def press(master: int) -> None:
         for _ in range(args.visit * hosts):
             os.write(master, b"]")
             time.sleep(args.visit_pause)
-        time.sleep(args.settle)
+        last = time.time()
+        settled(timings, last, args.settle)
+        took["start"] = time.time()  # the window's drawing figures count from here
+        took["settle_s"] = took["start"] - last
 
     return press
+
+
+def settled(timings: Path, since: float, limit: float) -> None:
+    """Until three whole seconds after ``since`` in a row had at most one GPU grid redraw each
+    (the shown pane's sample; a key that shows a host draws its grid at once), or ``limit``
+    seconds: the keys pressed faster than the app shows panes wait in its queue, and a window
+    started while they do would measure the visit, not what it left."""
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        time.sleep(1.0)
+        lines = timings.read_text().splitlines() if timings.exists() else []
+        rows = [row for row in map(json.loads, lines[-4:]) if row["t"] > since + 1.0]
+        if len(rows) >= 3 and all(row.get("grid", 0) <= 1 for row in rows[-3:]):
+            return
 
 
 def window(mon: Monitor, args: argparse.Namespace, hosts: int, server: LoopbackSshd, home: Path):
@@ -233,11 +253,14 @@ def window(mon: Monitor, args: argparse.Namespace, hosts: int, server: LoopbackS
     warmup = args.warmup + args.warmup_per_host * hosts
     count = ProbeCount(server.proc.pid)
     t0 = time.time()
-    keys = visit(hosts, args) if args.visit else None
+    took: dict[str, float] = {}
+    keys = visit(hosts, args, timings, took) if args.visit else None
     r = measure(mon, args.interval, args.seconds, warmup, {"sshd": server.proc.pid}, keys)
+    since = took.pop("start", t0 + warmup)
+    r |= took
     if count.close() < hosts:
         raise SystemExit(f"{mon.label}: {count.most} of {hosts} hosts' probes ran")
-    return r | drawing(timings, t0 + warmup, time.time()) | {"probes": float(count.most)}
+    return r | drawing(timings, since, time.time()) | {"probes": float(count.most)}
 
 
 def run(args: argparse.Namespace, counts: list[int]) -> Results:
@@ -257,7 +280,10 @@ def run(args: argparse.Namespace, counts: list[int]) -> Results:
                         f"(own {r['own_pct']:.2f} %), {r['rss_mib']:.0f} MiB; overview "
                         f"{r.get('overview_ms', float('nan')):.2f} ms x "
                         f"{r.get('overview_per_s', 0):.1f}/s, grid {r.get('grid_per_s', 0):.1f}/s;"
-                        f" sshd side {r['sshd_cpu_pct']:.1f} % ({r['probes']:.0f} probes)",
+                        f" sshd side {r['sshd_cpu_pct']:.1f} % ({r['probes']:.0f} probes)"
+                        + (
+                            f"; settled {r['settle_s']:.0f} s after the visit" if args.visit else ""
+                        ),
                         flush=True,
                     )
     return results
@@ -309,7 +335,10 @@ def report(results: Results, args: argparse.Namespace, counts: list[int]) -> str
         + (", the hosts one job's members" if args.job else "")
         + (
             f"; before each window every host shown {args.visit} time(s) in turn (`]`, "
-            f"{args.visit_pause:g} s apart, then {args.settle:g} s): its RSS is after the visit"
+            f"{args.visit_pause:g} s apart; the app had shown the last host "
+            f"{spread([r for rows in results.values() for r in rows], 'settle_s', '.0f')} s "
+            "after the last press): "
+            "its RSS is after the visit"
             if args.visit
             else ""
         )
@@ -346,7 +375,12 @@ def main() -> int:
         "what a user who looked at every host leaves in memory",
     )
     ap.add_argument("--visit-pause", type=float, default=0.3, help="seconds between presses")
-    ap.add_argument("--settle", type=float, default=3.0, help="seconds after the visit")
+    ap.add_argument(
+        "--settle",
+        type=float,
+        default=60.0,
+        help="seconds at most to wait after the last press for the app to show that host",
+    )
     ap.add_argument(
         "--profile", type=Path, help="py-spy the app for one window instead (.svg, or .txt raw)"
     )
