@@ -7,10 +7,12 @@
   ``render_lines`` of the overview widget when the compositor asks for its lines (the text
   laid out into the lines on screen);
 - the GPU grid's redraws (``GpuGrid.redraw``): how many, which says whether hosts not on
-  screen draw (with one pane shown, about one a sample of that host).
+  screen draw (with one pane shown, about one a sample of that host);
+- the hosts shown (``HostPane.catch_up``, called once each time a host's pane is shown, after
+  its widgets are made): how many, which says when keys that show hosts have all been acted on.
 
 Once a second a daemon thread appends ``{"t": epoch, "overview_s": [...],
-"overview_paint_s": [...], "grid": N}`` to the
+"overview_paint_s": [...], "grid": N, "shown": N}`` to the
 file ``$DFLASH_BENCH_TIMINGS`` (the calls since the last line). A tree where a name is missing
 (an older or restructured app) runs untimed for that name, and the line says so in
 ``missing``. The timer's own cost is a clock read and a list append per call.
@@ -30,6 +32,7 @@ TIMED = (
     ("overview_s", "dflash_tui.app.app", "DflashApp", "refresh_overview", True),
     ("overview_paint_s", "dflash_tui.app.screens.overview", "HostOverview", "render_lines", True),
     ("grid", "dflash_tui.app.host.gpus.grid", "GpuGrid", "redraw", False),
+    ("shown", "dflash_tui.app.host.pane", "HostPane", "catch_up", False),
 )
 
 

@@ -4,15 +4,15 @@
 # loopback sshd is the carried one in .sshd/ (made here by bench/device_sshd_kit.sh), the
 # supervisor's dependencies the carried wheels in .whl/ (bench/device_env.sh installs them).
 # First one login (bench/sshd_check.py: what a session sees; the sshd's log if it fails).
-#   OUT=/tmp/out [WHAT="check hosts visit status"] [HOSTS=8,16,64] [SECONDS_EACH=10] [REPEATS=2]
-#   [WARMUP=12] [PER_HOST=0.5] [RUNS=3] [BASELINE=DIR] [VISIT=1] bash bench/device_scale.sh
-# visit (not in the default WHAT): hosts_cost at VISIT_HOSTS (default HOSTS) with every host
-# shown VISIT times in turn before each window (--visit), its table in hosts_visit.md.
+#   OUT=/tmp/out [WHAT="check hosts status"] [HOSTS=8,16,64] [SECONDS_EACH=10] [REPEATS=2]
+#   [WARMUP=12] [PER_HOST=0.5] [RUNS=3] [BASELINE=DIR] bash bench/device_scale.sh
+# WHAT may also name visit (not a default): hosts_cost at VISIT_HOSTS (default HOSTS) with
+# every host shown VISIT (default 1) times in turn before each window (--visit).
 # BASELINE: a checkout of another tree (e.g. `git archive REV | tar -x -C .before`, carried),
 # which hosts_cost runs interleaved with this one (--baseline-dir).
 # Defaults take about 5 minutes: hosts_cost 2 x (3 windows of 10 s after 12 s + 0.5 s a host),
 # status_hosts 1 warm-up + 3 runs of each count. Files back: device_scale.log (all output),
-# hosts_cost.md and status_hosts.md (the tables).
+# hosts_cost.md, hosts_visit.md and status_hosts.md (the tables).
 set -u
 OUT=${OUT:-/tmp/dflash-scale-out}
 HOSTS=${HOSTS:-8,16,64}
@@ -59,7 +59,8 @@ for what in ${WHAT:-check hosts status}; do
       echo "== hosts_cost.py --hosts ${VISIT_HOSTS:-$HOSTS} --visit ${VISIT:-1}" | tee -a "$LOG"
       timeout "${VISIT_LIMIT:-360}" python3 bench/hosts_cost.py --hosts "${VISIT_HOSTS:-$HOSTS}" \
         --seconds "${SECONDS_EACH:-10}" --repeats "${REPEATS:-2}" --warmup "${WARMUP:-12}" \
-        --warmup-per-host "${PER_HOST:-0.5}" --visit "${VISIT:-1}" 2>&1 \
+        --warmup-per-host "${PER_HOST:-0.5}" --visit "${VISIT:-1}" \
+        ${BASELINE:+--baseline-dir "$BASELINE"} 2>&1 \
         | tee -a "$LOG" | tee "$OUT/hosts_visit.raw"
       sed -n '/^| tree /,$p' "$OUT/hosts_visit.raw" >"$OUT/hosts_visit.md"
       rm -f "$OUT/hosts_visit.raw"

@@ -89,7 +89,8 @@ def test_disk_low_rate_and_next_checkpoint() -> None:
 def test_readings_over_the_window_run_from_the_first_sample_that_says_to_the_last() -> None:
     """The disk's shrinking rate and the OOM-kill counter's rise are read between the first
     and the last sample that carry them: samples in between, or at either end, without the
-    reading (no machine key, another disk, no counter) are passed over, not read as zero."""
+    reading (no machine key, one with no readings, another disk, no counter) are passed over,
+    not read as zero."""
 
     def disk(free_mib: int, what: str = "run_root") -> dict:
         return {"what": what, "path": "/mnt/r", "exists": True,
@@ -98,18 +99,19 @@ def test_readings_over_the_window_run_from_the_first_sample_that_says_to_the_las
     procs = [{"pid": 10, "ppid": 1, "pgid": 10, "sid": 10, "cmd": "sh run.sh"},
              {"pid": 11, "ppid": 10, "pgid": 10, "sid": 10, "cmd": "python train.py"}]  # fmt: skip
     window = [
-        _snap(990.0, {}, procs=procs),  # no reading at all
+        _snap(980.0, None, procs=procs),  # no machine key
+        _snap(990.0, {}, procs=procs),  # a machine key with no reading
         _snap(1000.0, {"disks": [disk(400)], "oom_kill": 3}, procs=procs),
         _snap(1005.0, {"disks": [disk(10, "out_dir")]}, procs=procs),  # another disk only
         _snap(1007.0, {"oom_kill": 5}, procs=procs[:1]),
         _snap(1010.0, {"disks": [disk(300)]}, procs=procs[:1]),  # no counter
     ]
     codes = _codes(window)
-    # 100 MiB in 10 s (1000 -> 1010), not 400 MiB in 20 s (from an empty first reading).
+    # 100 MiB in 10 s (1000 -> 1010): from the first sample that says, not the window's first.
     assert "shrinking 10 MiB/s: full in about" in codes["disk-low"].message, codes
     assert "3 -> 5" in codes["oom-killed"].message and "pid 11" in codes["oom-killed"].message
     # One counter reading: no rise; free space that grew: no rate.
-    one = _codes([window[0], window[1], window[2], _snap(1010.0, {"disks": [disk(3000)]})])
+    one = _codes([window[1], window[2], window[3], _snap(1010.0, {"disks": [disk(3000)]})])
     assert "oom-killed" not in one and "disk-low" not in one, one
 
 

@@ -146,8 +146,9 @@ class Machine:
     @cached_property
     def nvml_xids(self) -> tuple[tuple[int, int], ...]:
         """(GPU index, Xid code) of every NVML Xid event this sample brought, worked out once:
-        each diagnosis reads every sample of its window (the record is frozen; the cache is
-        no field, so equality and the copies made with ``replace`` do not see it)."""
+        each diagnosis reads every sample of its window. The record is frozen, so the value
+        never goes stale; it is no field, so equality, hashing and ``replace`` do not see it
+        (``copy`` and ``pickle`` carry it, equal to what it would be worked out again)."""
         return tuple((h.index, code) for h in self.gpu_health for _, code in h.xids)
 
 
