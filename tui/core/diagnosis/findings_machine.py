@@ -5,7 +5,8 @@ stopped while the others wait (the probe's ``machine`` and ``workers`` keys)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from dflash_tui.core.base.machine import Disk, Machine
 from dflash_tui.core.base.rundir import ALIVE_STATES as ACTIVE
@@ -18,6 +19,8 @@ from dflash_tui.core.diagnosis.severity import machine_severity as sev
 from dflash_tui.core.diagnosis.thresholds import Thresholds
 from dflash_tui.core.diagnosis.views import Diagnosis
 from dflash_tui.core.diagnosis.xid import describe_xid
+
+T = TypeVar("T")  # a reading of one sample (_ends)
 
 # nvidia-smi's words for a GPU it cannot reach (the bus id follows "GPU").
 _SMI_LOST = re.compile(
@@ -91,15 +94,25 @@ def _free(snap: Snapshot, what: str) -> tuple[float, int] | None:
     return None if d is None or d.free_bytes is None else (snap.time, d.free_bytes)
 
 
+def _ends(window: Sequence[Snapshot], read: Callable[[Snapshot], T | None]) -> tuple[T, T] | None:
+    """The first and the last reading ``read`` finds over the window (one sample's: that one
+    twice), None when no sample has one. They are looked for from either end, not every
+    sample read: each diagnosis of every host asks for each disk and the OOM counter."""
+    first = next((r for s in window if (r := read(s)) is not None), None)
+    if first is None:
+        return None
+    last = next(r for s in reversed(window) if (r := read(s)) is not None)
+    return first, last
+
+
 def _rate(window: Sequence[Snapshot], what: str) -> float | None:
     """Bytes a second the free space of ``what`` shrank over the window (None: not shrinking):
-    from the first sample that says it to the last. Those two are looked for from either end,
-    not every sample read: each diagnosis of every host asks for each disk."""
-    first = next((p for s in window if (p := _free(s, what)) is not None), None)
-    last = next((p for s in reversed(window) if (p := _free(s, what)) is not None), None)
-    if first is None or last is None or last[0] <= first[0]:
+    from the first sample that says it to the last."""
+    ends = _ends(window, lambda s: _free(s, what))
+    if ends is None or ends[1][0] <= ends[0][0]:
         return None
-    rate = (first[1] - last[1]) / (last[0] - first[0])
+    (t0, free0), (t1, free1) = ends
+    rate = (free0 - free1) / (t1 - t0)
     return rate if rate > 0 else None
 
 
@@ -187,10 +200,8 @@ def _oom(diag: Diagnosis, window: Sequence[Snapshot]) -> list[Finding]:
     counter rose while one of the run's processes vanished."""
     latest = window[-1]
     m = latest.machine
-    # The counter's first and last reading over the window (one sample's: it did not rise).
-    first = next((c for s in window if (c := _oom_count(s)) is not None), None)
-    last = next((c for s in reversed(window) if (c := _oom_count(s)) is not None), None)
-    rose = first is not None and last is not None and last > first
+    counts = _ends(window, _oom_count)  # the counter's first and last reading
+    rose = counts is not None and counts[1] > counts[0]
     if diag.run is None or not (rose or (m is not None and m.kernel_ooms)):
         return []  # nothing could be named: the run's processes over the window are not read
     seen: dict[int, str] = {}
@@ -203,10 +214,10 @@ def _oom(diag: Diagnosis, window: Sequence[Snapshot]) -> list[Finding]:
         recent = started is not None and line.time is not None and line.time >= started
         if line.pid in seen or recent:
             named.append(f"pid {line.pid} ({line.name}) [kernel: {line.text[:160]}]")
-    if not named and rose:
+    if not named and rose and counts is not None:
         gone = [f"pid {pid} ({cmd[:80]})" for pid, cmd in seen.items() if pid not in now]
         named = [f"{x} (gone while the kernel's OOM-kill count rose "
-                 f"{first} -> {last})" for x in gone]  # fmt: skip
+                 f"{counts[0]} -> {counts[1]})" for x in gone]  # fmt: skip
     if not named:
         return []
     return [
