@@ -7,7 +7,10 @@
 #   OUT=/tmp/out [WHAT="check hosts status"] [HOSTS=8,16,64] [SECONDS_EACH=10] [REPEATS=2]
 #   [WARMUP=12] [PER_HOST=0.5] [RUNS=3] [BASELINE=DIR] bash bench/device_scale.sh
 # WHAT may also name visit (not a default): hosts_cost at VISIT_HOSTS (default HOSTS) with
-# every host shown VISIT (default 1) times in turn before each window (--visit).
+# every host shown VISIT (default 1) times in turn before each window (--visit); and profile:
+# py-spy's raw stacks of the app at PROFILE_HOSTS (default 64) hosts for one window of
+# SECONDS_EACH, the busy threads (profile_app.txt) and then the thread holding the GIL
+# (profile_gil.txt), and the core path's cProfile at 16 hosts (host_sample_cost.prof).
 # BASELINE: a checkout of another tree (e.g. `git archive REV | tar -x -C .before`, carried),
 # which hosts_cost runs interleaved with this one (--baseline-dir).
 # Defaults take about 5 minutes: hosts_cost 2 x (3 windows of 10 s after 12 s + 0.5 s a host),
@@ -65,6 +68,19 @@ for what in ${WHAT:-check hosts status}; do
       sed -n '/^| tree /,$p' "$OUT/hosts_visit.raw" >"$OUT/hosts_visit.md"
       rm -f "$OUT/hosts_visit.raw"
       ;;
+    profile)
+      export PATH=$DEVICE_SITE/bin:$PATH  # py-spy, from the carried wheels
+      echo "== host_sample_cost.py --hosts 16 --profile" | tee -a "$LOG"
+      timeout 200 python3 bench/host_sample_cost.py --hosts 16 --repeats 1 \
+        --profile "$OUT/host_sample_cost.prof" 2>&1 | tee -a "$LOG"
+      for gil in "" --gil; do
+        echo "== hosts_cost.py --hosts ${PROFILE_HOSTS:-64} --profile $gil" | tee -a "$LOG"
+        timeout "${PROFILE_LIMIT:-200}" python3 bench/hosts_cost.py --hosts "${PROFILE_HOSTS:-64}" \
+          --seconds "${SECONDS_EACH:-10}" --warmup "${WARMUP:-12}" \
+          --warmup-per-host "${PER_HOST:-0.5}" --profile "$OUT/profile_$([ -n "$gil" ] && echo gil || echo app).txt" \
+          $gil 2>&1 | tee -a "$LOG"
+      done
+      ;;
     status)
       echo "== status_hosts.py --hosts $HOSTS" | tee -a "$LOG"
       timeout "${STATUS_LIMIT:-150}" python3 bench/status_hosts.py --hosts "$HOSTS" \
@@ -72,6 +88,6 @@ for what in ${WHAT:-check hosts status}; do
       sed -n '/^| hosts /,$p' "$OUT/status_hosts.raw" >"$OUT/status_hosts.md"
       rm -f "$OUT/status_hosts.raw"
       ;;
-    *) echo "unknown WHAT word: $what (check, hosts, visit, status)" | tee -a "$LOG" ;;
+    *) echo "unknown WHAT word: $what (check, hosts, visit, profile, status)" | tee -a "$LOG" ;;
   esac
 done

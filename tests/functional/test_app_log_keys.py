@@ -98,6 +98,26 @@ async def test_title_says_lines_are_cut_and_how_far_they_scroll() -> None:
         await until(pilot, lambda: "→ scrolled 40" in title(tail))
 
 
+async def test_a_tail_with_no_lines_never_says_cut_and_a_resize_says_again() -> None:
+    """Before its first layout a log view has no width (and Textual's scroll range is not
+    its own): a missing log's title drawn then must not say its lines are cut. A line cut
+    at one width is whole at a wider one: the title follows the resize."""
+    seed = scenes.seed_incident()  # its run log is missing: no lines at all
+    app = DflashApp(Config(), source=ScriptedSource(seed))
+    async with app.run_test(size=SIZE) as pilot:
+        tail = await settle(pilot, app, len(seed))
+        assert "MISSING" in title(tail) and tail.log_view.line_count == 0
+        assert "cut" not in title(tail), title(tail)
+    snaps = with_log(scenes.healthy_run(samples=2), "/w/out.log", ("step=1 " + "x" * 90,))
+    app = DflashApp(Config(), source=ScriptedSource(snaps))
+    async with app.run_test(size=SIZE) as pilot:
+        tail = await settle(pilot, app, len(snaps))
+        await until(pilot, lambda: "cut: ← →" in title(tail))
+        await pilot.resize_terminal(360, 40)
+        await until(pilot, lambda: tail.log_view.max_scroll_x == 0)
+        await until(pilot, lambda: "cut" not in title(tail))
+
+
 async def test_capital_s_saves_the_lines_shown_as_plain_text(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -58,8 +58,9 @@ class TerminalNotifier:
             self.write(seq)
 
 
-class _TimelineLog(logging.Handler):
-    """The alerter's log lines (sent, held back, failed) as the host's timeline events."""
+class TimelineLog(logging.Handler):
+    """A log's lines as the host's timeline events (``say(severity, text)``): the alerter's
+    (sent, held back, failed), the flight recorder's (tui/app/host/feeds.py)."""
 
     def __init__(self, say: Callable[[str, str], None]) -> None:
         super().__init__(logging.INFO)
@@ -124,7 +125,7 @@ class AppAlerts:
             return None
         if state.index not in self.hosts:
             log = logging.getLogger(f"dflash_tui.app.host.alerts.{id(self)}.{state.index}")
-            log.propagate, log.handlers = False, [_TimelineLog(self._timeline(state))]
+            log.propagate, log.handlers = False, [TimelineLog(self._timeline(state))]
             log.setLevel(logging.INFO)
             self.hosts[state.index] = HostAlerts(state, self.settings, log, self.app.write_terminal)
         return self.hosts[state.index]

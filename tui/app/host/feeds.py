@@ -2,13 +2,20 @@
 whose link is down, or whose SSH connect hangs, never holds up another) takes that host's feed
 events, keeps the host's state, hands each one to the host's pane (tui/app/host/pane.py: it
 keeps it in its store, and draws it only while shown), and keeps the overview's row of that host
-current. The refresh key (``R``) samples
-every host at once beside its stream; the sample goes through the same fold as the stream's,
-one at a time."""
+current. The refresh key (``R``) samples every host at once beside its stream; the sample goes
+through the same fold as the stream's.
+
+A sample is parsed and folded (tracker, timeline) on the event loop, where it is drawn: the
+fold costs less than the parse, and a hand-over to a thread and back for each sample of each
+host cost more than both at 64 hosts. The flight recorders write in one thread of their own
+(tui/core/record/thread.py): a disk that stalls never holds up a sample, and what goes wrong
+there is said on the host's timeline."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -16,15 +23,18 @@ from typing import Any, Protocol
 from textual.timer import Timer
 
 from dflash_tui.app import heap
-from dflash_tui.app.host.alerts import AppAlerts
+from dflash_tui.app.host.alerts import AppAlerts, TimelineLog
 from dflash_tui.app.host.no_job import NoJob
+from dflash_tui.app.host.pane import post_events
 from dflash_tui.app.host.sample import SampleReady
 from dflash_tui.app.host.source import Disconnected, Malformed
-from dflash_tui.app.host.state import HostState, summarize
+from dflash_tui.app.host.state import CLOSE_S, HostState, summarize
 from dflash_tui.app.ports import AppPort
 from dflash_tui.core.base.config_types import Config
 from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.diagnosis.timeline import Event
 from dflash_tui.core.link.transport import TransportError
+from dflash_tui.core.record.thread import RecordThread
 
 FEED_GROUP = "feed:"
 REFRESH_GROUP = "refresh:"
@@ -62,16 +72,18 @@ class HostFeeds:
 
     def __init__(self, app: FeedsApp) -> None:
         self.app = app
-        self._folding: dict[int, asyncio.Lock] = {}  # per host: one sample folded at a time
+        self.records = RecordThread()  # every host's flight recorder writes there
         self._countdown: Timer | None = None  # ticks while a host is down (its retry countdown)
         self._overview_at = 0.0  # monotonic time of the last overview drawn for a sample
         self._overview_due: Timer | None = None  # the one redraw waiting for OVERVIEW_EVERY
 
     def start(self) -> None:
         heap.tune_collector()  # the samples about to flow are most of what the app allocates
+        cfg = self.app.cfg
         for state in self.app.host_states:
             if state.source is None:
-                state.source = state.live_source(self.app.cfg.interval, self.app.cfg.record)
+                log = self._record_log(state)
+                state.source = state.live_source(cfg.interval, cfg.record, self.records, log)
             self._start_feed(state)
         # The retry countdown of hosts that are down; paused while none is: no idle wake-ups.
         self._countdown = self.app.set_interval(1.0, self.tick_links, pause=True)
@@ -96,13 +108,31 @@ class HostFeeds:
             self.link_down(state, err, RESTART_AFTER)
             self.app.set_timer(RESTART_AFTER, lambda: self._start_feed(state))
 
+    def _record_log(self, state: HostState) -> logging.Logger:
+        """The log of ``state``'s recorder: its lines (said in the record thread) become the
+        host's timeline events, on the loop."""
+        loop = asyncio.get_running_loop()
+
+        def say(severity: str, text: str) -> None:
+            ev = Event(time.time(), "record", severity, text)
+            post = lambda: post_events(self.app.pane_of(state), state, [ev])  # noqa: E731
+            with contextlib.suppress(RuntimeError):  # the loop has closed: nobody to tell
+                loop.call_soon_threadsafe(post)
+
+        log = logging.getLogger(f"dflash_tui.app.record.{id(self)}.{state.index}")
+        log.propagate, log.handlers = False, [TimelineLog(say)]
+        log.setLevel(logging.INFO)
+        return log
+
     async def _consume(self, state: HostState) -> None:
-        """Every feed event is drawn on the host's pane as it comes; diagnosis runs in a
-        thread (big samples)."""
+        """Every feed event is drawn on the host's pane as it comes."""
         assert state.source is not None
         async for ev in state.source.events():
             if isinstance(ev, Snapshot):
-                await self._fold(state, ev)
+                self._fold(state, ev)
+                # A stream's lines already read come without a wait: the keys get their
+                # turn between two samples all the same.
+                await asyncio.sleep(0)
             elif isinstance(ev, Disconnected):
                 self.link_down(state, ev.error, ev.retry_in)
             elif isinstance(ev, Malformed):
@@ -110,22 +140,19 @@ class HostFeeds:
             elif isinstance(ev, NoJob):
                 self.no_job(state)
 
-    async def _fold(self, state: HostState, snap: Snapshot, refresh: bool = False) -> None:
-        """Diagnose ``snap`` (in a thread: big samples) and have it drawn. One at a time per
-        host: the tracker and the timeline take samples in order; a refresh sample older than
-        the last one drawn (the stream's came first) is dropped."""
-        async with self._folding.setdefault(state.index, asyncio.Lock()):
-            last = state.snapshot
-            if refresh and last is not None and snap.time <= last.time:
-                return
-            try:
-                msg = await asyncio.to_thread(state.fold, snap)
-            except Exception as exc:  # a bug in diagnosis must not end the feed
-                self.sample_malformed(state, f"diagnosis failed: {exc!r}")
-                return
-            # Drawn here, before the next sample is taken: a flood never queues ahead of
-            # the user's keys.
-            self.sample_ready(state, msg)
+    def _fold(self, state: HostState, snap: Snapshot, refresh: bool = False) -> None:
+        """Diagnose ``snap`` and have it drawn, before the next sample is taken (a flood
+        never queues ahead of the user's keys); a refresh sample older than the last one
+        drawn (the stream's came first) is dropped."""
+        last = state.snapshot
+        if refresh and last is not None and snap.time <= last.time:
+            return
+        try:
+            msg = state.fold(snap)
+        except Exception as exc:  # a bug in diagnosis must not end the feed
+            self.sample_malformed(state, f"diagnosis failed: {exc!r}")
+            return
+        self.sample_ready(state, msg)
 
     def refresh_now(self) -> None:
         """Sample every host whose source can be asked (a live probe) at once, beside its
@@ -155,7 +182,7 @@ class HostFeeds:
             title = self.app.host_title(state, "refresh")
             self.app.notify(f"no sample now: {exc}", title=title, severity="warning", timeout=6)
             return
-        await self._fold(state, snap, refresh=True)
+        self._fold(state, snap, refresh=True)
 
     async def stop(self) -> None:
         """Stop every probe before the loop closes (the runs themselves are never touched)."""
@@ -164,6 +191,7 @@ class HostFeeds:
                 w.cancel()
         for state in self.app.host_states:
             await state.close()
+        await asyncio.to_thread(self.records.stop, CLOSE_S)
 
     # -- what the feed brings --
 

@@ -10,6 +10,8 @@ host whose link is down never holds up the others.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -31,9 +33,12 @@ from dflash_tui.core.diagnosis.tracker import Tracker
 from dflash_tui.core.diagnosis.views import Diagnosis
 from dflash_tui.core.link.transport import Transport
 from dflash_tui.core.record.recorder import Recorder
+from dflash_tui.core.record.thread import RecordThread
 
 if TYPE_CHECKING:  # the Slurm modules load with the first Slurm host (slurm_nodes)
     from dflash_tui.app.host.slurm import SlurmWatch
+
+CLOSE_S = 10.0  # seconds the exit waits for a host's record to be written and closed
 
 # Makes a host's run control from its transport, its config and its job (with the job's members).
 MakeBridge = Callable[
@@ -72,6 +77,7 @@ class HostState:
         self._bridge = bridge
         self._make_bridge = make_bridge
         self.recorder: Recorder | None = None  # the flight recorder, on a live feed only
+        self.records: RecordThread | None = None  # where it writes, off the loop (or here)
         # A job member (config `job = "..."`): the job and all its members' configs; the run
         # keys act on the whole job (tui/core/control/job.py).
         self.job: tuple[JobConfig, tuple[HostConfig, ...]] | None = None
@@ -105,15 +111,22 @@ class HostState:
             self._bridge = self._make_bridge(self.transport, self.cfg, self.job)
         return self._bridge
 
-    def live_source(self, interval: float, record: RecordSettings | None = None) -> EventSource:
+    def live_source(
+        self,
+        interval: float,
+        record: RecordSettings | None = None,
+        records: RecordThread | None = None,
+        log: logging.Logger | None = None,
+    ) -> EventSource:
         """The probe; with ``record``, the app records the host while no live headless
-        supervisor holds its run root (the supervisor records it then)."""
+        supervisor holds its run root (the supervisor records it then), through ``records``
+        (else in ``fold``), saying on ``log`` what goes wrong with it."""
         if self.slurm is not None and self.slurm[1] is not None:  # a node of a Slurm job
             from dflash_tui.app.host.slurm import NodeSource
 
             return NodeSource(self.slurm[0], self.cfg, self.slurm[1], interval)
         if record is not None and record.enabled:
-            self.recorder = Recorder(self.cfg, record, "app")
+            self.recorder, self.records = Recorder(self.cfg, record, "app", log), records
         source = LiveSource(self.transport, self.cfg, interval)
         if self.slurm is None:
             return source
@@ -147,7 +160,7 @@ class HostState:
         return self.last.snapshot, diag
 
     def fold(self, snap: Snapshot) -> SampleReady:
-        """Tracker + Timeline (runs in a thread: a big sample must not block drawing)."""
+        """Tracker + Timeline, and the sample handed to the recorder."""
         diag = self.tracker.add(snap)
         line = None
         if self.slurm is not None:  # Slurm's word on the run (read just before this sample)
@@ -159,7 +172,10 @@ class HostState:
         events = tuple(self.timeline.fold(snap, diag))
         sup = diag.supervisor
         if self.recorder is not None and not (sup is not None and sup.live(snap.time)):
-            self.recorder.add(snap, diag, events)
+            if self.records is not None:
+                self.records.add(self.recorder, snap, diag, events)
+            else:
+                self.recorder.add(snap, diag, events)
         metrics = tuple(self.tracker.metrics)[-200:]
         return SampleReady(self.key, snap, diag, self.tracker.progress, metrics, events, line)
 
@@ -199,9 +215,15 @@ class HostState:
             await self.source.close()
         if self._transport is not None:
             await self._transport.close()
-        if self.recorder is not None:
+        if self.recorder is None:
+            return
+        if self.records is None:
             self.recorder.close()
             self.recorder.release()
+            return
+        # After the samples still queued for it; a disk that hangs does not hold the exit.
+        with contextlib.suppress(asyncio.TimeoutError):  # TimeoutError itself from 3.11
+            await asyncio.wait_for(asyncio.wrap_future(self.records.close(self.recorder)), CLOSE_S)
 
 
 def shown_supervisor(state: HostState) -> SupervisorRecord | None:

@@ -97,6 +97,10 @@ class LogTail(Vertical):
         self.watch(self.log_view, "scroll_x", lambda _x: self._retitle(), init=False)
         self.watch(self.log_view, "virtual_size", lambda _s: self._retitle(), init=False)
 
+    def on_tail_log_resized(self, msg: TailLog.Resized) -> None:
+        msg.stop()
+        self._retitle()  # laid out, or wider or narrower: other lines are cut
+
     def on_unmount(self) -> None:
         unfollow_theme(self)
 
@@ -240,7 +244,11 @@ class LogTail(Vertical):
         found = self.search.label()
         if found:
             t.append(f"  {found} (n N)", pal.fg("info", bold=True))
-        cut = hscroll_label(self.log_view.scroll_x, self.log_view.max_scroll_x)
+        view = self.log_view
+        # Before its first layout a view has no width, and Textual's scroll range is not yet
+        # its own: nothing is cut until there are lines and a width to cut them at.
+        laid_out = view.line_count > 0 and view.size.width > 0
+        cut = hscroll_label(view.scroll_x, view.max_scroll_x) if laid_out else ""
         if cut:
             t.append(f"  {cut}", pal.fg("warning"))
         v = self.data.view

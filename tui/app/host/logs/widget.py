@@ -28,6 +28,7 @@ from rich.highlighter import Highlighter, ReprHighlighter
 from rich.style import Style
 from rich.text import Text
 from textual.geometry import Region, Size
+from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.selection import Selection
 from textual.strip import Strip
@@ -72,6 +73,13 @@ class TailLog(ScrollView, can_focus=True):
     """
 
     _draw_style: Style | None = None  # the style, found once for the draw under way
+
+    class Resized(Message):
+        """The view's own size changed, its first layout too: whether its lines are cut
+        (its owner's title says so) is known again."""
+
+    def on_resize(self) -> None:
+        self.post_message(self.Resized())
 
     def __init__(
         self,

@@ -1,0 +1,163 @@
+"""The record thread (tui/core/record/thread.py): every host's samples written in the order
+given, a recorder's close after its samples, a full queue leaving samples out and saying so
+(and how many once it takes them again), a recorder that raises said once while the others
+go on, and nothing queued or lost at the stop."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from dflash_tui.app import scenes
+from dflash_tui.core.base.config_record import RecordSettings
+from dflash_tui.core.base.config_types import HostConfig
+from dflash_tui.core.base.snapshot import Snapshot
+from dflash_tui.core.diagnosis.timeline import Event
+from dflash_tui.core.diagnosis.tracker import Tracker
+from dflash_tui.core.diagnosis.views import Diagnosis
+from dflash_tui.core.record.recorder import Recorder
+from dflash_tui.core.record.replay import load
+from dflash_tui.core.record.thread import RecordThread
+
+WAIT_S = 10.0
+
+
+def until(ok: Callable[[], bool]) -> bool:
+    end = time.monotonic() + WAIT_S
+    while not ok():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def _host(tmp_path: Path, name: str, samples: int) -> tuple[HostConfig, list[Snapshot], Path]:
+    run = tmp_path / name / "run"
+    run.mkdir(parents=True)
+    snaps = [
+        replace(s, run=replace(s.run, dir=str(run))) if s.run else s
+        for s in scenes.healthy_run(samples=samples)
+    ]
+    return HostConfig(run_root=str(tmp_path / name), name=name), snaps, run / "record"
+
+
+def _log(name: str) -> tuple[logging.Logger, list[str]]:
+    said: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            said.append(record.getMessage())
+
+    log = logging.getLogger(f"test.record_thread.{name}.{id(said)}")
+    log.propagate, log.handlers = False, [Keep()]
+    log.setLevel(logging.INFO)
+    return log, said
+
+
+class Gated(Recorder):
+    """A recorder whose writes wait for ``gate`` (a disk that stopped answering)."""
+
+    gate: threading.Event
+
+    def add(
+        self, snap: Snapshot, diag: Diagnosis | None, events: Sequence[Event] | None = None
+    ) -> None:
+        assert self.gate.wait(WAIT_S)
+        super().add(snap, diag, events)
+
+
+class Broken(Recorder):
+    def add(
+        self, snap: Snapshot, diag: Diagnosis | None, events: Sequence[Event] | None = None
+    ) -> None:
+        raise KeyError("a bug in recording")
+
+
+def test_two_hosts_samples_are_written_in_order_and_closed_after_them(tmp_path: Path) -> None:
+    thread = RecordThread(gather_s=0.01)
+    hosts = [_host(tmp_path, name, 12) for name in ("a", "b")]
+    recorders = [Recorder(cfg, RecordSettings(), "test") for cfg, _, _ in hosts]
+    trackers = [Tracker(cfg.topology) for cfg, _, _ in hosts]
+    for k in range(12):  # interleaved, as two hosts' samples come
+        for (_, snaps, _), rec, tracker in zip(hosts, recorders, trackers, strict=True):
+            assert thread.add(rec, snaps[k], tracker.add(snaps[k]), ())
+    closed = [thread.close(rec) for rec in recorders]
+    for done in closed:
+        done.result(WAIT_S)
+    assert thread.stop(WAIT_S) and thread.queued == 0
+    for (_, snaps, where), rec in zip(hosts, recorders, strict=True):
+        assert rec.samples == 12 and rec.seg is None  # every sample, then the close
+        assert [s.snap.time for s in load(where).samples] == [s.time for s in snaps]
+        assert not (where / ".writer").exists()  # released
+
+
+def test_a_full_queue_leaves_samples_out_and_says_how_many(tmp_path: Path) -> None:
+    cfg, snaps, where = _host(tmp_path, "slow", 20)
+    log, said = _log("slow")
+    rec = Gated(cfg, RecordSettings(), "test", log)
+    rec.gate = threading.Event()
+    thread = RecordThread(cap=4, gather_s=0.0)
+    taken = [thread.add(rec, s, None, ()) for s in snaps[:10]]
+    # Four wait (the one the thread took counts until written): the rest are left out.
+    assert taken == [True] * 4 + [False] * 6, taken
+    assert len(said) == 1 and "is behind" in said[0], said  # said once, not per sample
+    rec.gate.set()
+    assert until(lambda: thread.queued == 0)
+    assert thread.add(rec, snaps[10], None, ())
+    assert said[1:] == ["recording of slow caught up: 6 samples before this one were left out"]
+    thread.close(rec).result(WAIT_S)
+    assert thread.stop(WAIT_S)
+    kept = [s.snap.time for s in load(where).samples]
+    assert len(kept) == 5 == rec.samples
+    assert kept == sorted(kept) and kept[-1] == snaps[10].time
+
+
+def test_a_recorder_that_raises_is_said_once_and_the_others_go_on(tmp_path: Path) -> None:
+    log, said = _log("broken")
+    (bad_cfg, bad_snaps, _), (cfg, snaps, where) = (
+        _host(tmp_path, "bad", 5),
+        _host(tmp_path, "good", 5),
+    )
+    bad, good = Broken(bad_cfg, RecordSettings(), "test", log), Recorder(cfg, RecordSettings(), "t")
+    thread = RecordThread(gather_s=0.0)
+    for k in range(5):
+        assert thread.add(bad, bad_snaps[k], None, ()) and thread.add(good, snaps[k], None, ())
+    thread.close(good).result(WAIT_S)
+    assert thread.stop(WAIT_S)
+    assert said == ["recording of bad failed: KeyError('a bug in recording') (said once: its "
+                    "later failures are not)"]  # fmt: skip
+    assert len(load(where).samples) == good.samples == 5
+
+
+def test_the_stop_writes_what_is_queued_and_nothing_is_taken_after(tmp_path: Path) -> None:
+    cfg, snaps, where = _host(tmp_path, "h", 8)
+    rec = Recorder(cfg, RecordSettings(), "test")
+    before = threading.active_count()
+    thread = RecordThread(gather_s=0.5)  # the samples still wait for their gathering
+    assert threading.active_count() == before  # no thread before there is work
+    for s in snaps[:6]:
+        assert thread.add(rec, s, None, ())
+    assert threading.active_count() == before + 1  # one thread, started by the first sample
+    assert thread.stop(WAIT_S) and rec.samples == 6 and thread.queued == 0
+    assert not thread.add(rec, snaps[6], None, ())  # stopped: refused, not queued forever
+    done = thread.close(rec)  # nothing runs jobs now: closed at once, here
+    assert done.done() and rec.seg is None
+    assert len(load(where).samples) == 6
+
+
+@pytest.mark.parametrize("cap", [1, 3])
+def test_the_queue_never_holds_more_than_its_cap(tmp_path: Path, cap: int) -> None:
+    cfg, snaps, _ = _host(tmp_path, f"cap{cap}", 10)
+    rec = Gated(cfg, RecordSettings(), "test")
+    rec.gate = threading.Event()
+    thread = RecordThread(cap=cap, gather_s=1.0)  # nothing is written while this runs
+    taken = [thread.add(rec, s, None, ()) for s in snaps]
+    assert taken.count(True) == cap == thread.queued
+    rec.gate.set()
+    assert thread.stop(WAIT_S) and thread.queued == 0 and rec.samples == cap
