@@ -72,6 +72,20 @@ class Gated(Recorder):
         super().add(snap, diag, events)
 
 
+class SlowClose(Recorder):
+    """A recorder whose close takes a while, waiting on ``gate`` when it has one."""
+
+    gate: threading.Event | None = None
+    ended = False
+
+    def close(self) -> None:
+        if self.gate is not None:
+            assert self.gate.wait(WAIT_S)
+        time.sleep(0.1)
+        super().close()
+        self.ended = True
+
+
 class Broken(Recorder):
     def add(
         self, snap: Snapshot, diag: Diagnosis | None, events: Sequence[Event] | None = None
@@ -110,12 +124,13 @@ def test_a_full_queue_leaves_samples_out_and_says_how_many(tmp_path: Path) -> No
     rec.gate.set()
     assert until(lambda: thread.queued == 0)
     assert thread.add(rec, snaps[10], None, ())
-    assert said[1:] == ["recording of slow caught up: 6 samples before this one were left out"]
+    assert said[1:] == ["recording of slow caught up: 6 samples before this were left out"]
+    assert thread.add(rec, snaps[11], None, ()) and len(said) == 2  # said once, not again
     thread.close(rec).result(WAIT_S)
     assert thread.stop(WAIT_S)
     kept = [s.snap.time for s in load(where).samples]
-    assert len(kept) == 5 == rec.samples
-    assert kept == sorted(kept) and kept[-1] == snaps[10].time
+    assert len(kept) == 6 == rec.samples
+    assert kept == sorted(kept) and kept[-1] == snaps[11].time
 
 
 def test_a_recorder_that_raises_is_said_once_and_the_others_go_on(tmp_path: Path) -> None:
@@ -161,3 +176,78 @@ def test_the_queue_never_holds_more_than_its_cap(tmp_path: Path, cap: int) -> No
     assert taken.count(True) == cap == thread.queued
     rec.gate.set()
     assert thread.stop(WAIT_S) and thread.queued == 0 and rec.samples == cap
+
+
+def test_a_close_is_done_only_once_it_ran(tmp_path: Path) -> None:
+    cfg, snaps, where = _host(tmp_path, "h", 3)
+    rec = SlowClose(cfg, RecordSettings(), "test")
+    thread = RecordThread(gather_s=0.0)
+    for s in snaps:
+        assert thread.add(rec, s, None, ())
+    thread.close(rec).result(WAIT_S)
+    assert rec.ended and rec.seg is None  # the future says done after the close, not before
+    assert thread.stop(WAIT_S) and len(load(where).samples) == 3
+
+
+def test_a_waiter_that_gives_up_on_a_close_leaves_the_thread_running(tmp_path: Path) -> None:
+    """The exit waits a bounded time for a close (a disk that hangs); the close that ends
+    after its waiter gave up must not end the thread: the other hosts' jobs still run."""
+    (slow_cfg, slow_snaps, _), (cfg, snaps, where) = (
+        _host(tmp_path, "s", 2),
+        _host(tmp_path, "g", 4),
+    )
+    slow = SlowClose(slow_cfg, RecordSettings(), "test")
+    slow.gate = threading.Event()
+    good = Recorder(cfg, RecordSettings(), "test")
+    thread = RecordThread(gather_s=0.0)
+    assert thread.add(slow, slow_snaps[0], None, ())
+    waited = thread.close(slow)
+    for s in snaps:
+        assert thread.add(good, s, None, ())
+    closed = thread.close(good)
+    assert waited.cancel()  # the waiter's deadline passed while the close waits on the disk
+    slow.gate.set()
+    closed.result(WAIT_S)
+    assert slow.ended and good.seg is None and len(load(where).samples) == 4
+    assert thread.stop(WAIT_S)
+
+
+def test_the_samples_of_a_moment_are_written_together(tmp_path: Path) -> None:
+    cfg, snaps, _ = _host(tmp_path, "h", 5)
+    rec = Recorder(cfg, RecordSettings(), "test")
+    thread = RecordThread(gather_s=1.0)
+    for s in snaps:
+        assert thread.add(rec, s, None, ())
+    time.sleep(0.3)
+    assert rec.samples == 0  # the thread woke for the first and waits for the rest
+    assert until(lambda: rec.samples == 5)
+    assert thread.stop(WAIT_S)
+
+
+def test_log_lines_count_against_the_queue_and_what_was_left_out_is_said_at_the_close(
+    tmp_path: Path,
+) -> None:
+    """A sample's log lines are held until written: a queue of few samples with megabytes
+    of lines is full. Samples left out and never followed by one taken are said at the
+    close."""
+    cfg, snaps, _ = _host(tmp_path, "big", 6)
+    log, said = _log("big")
+    rec = Gated(cfg, RecordSettings(), "test", log)
+    rec.gate = threading.Event()
+    big = [
+        replace(s, logs=tuple(replace(lg, lines=("x" * 1000,) * 1000) for lg in s.logs))
+        for s in snaps
+    ]
+    assert sum(len(lg.lines) for lg in big[0].logs) > 0
+    thread = RecordThread(cap=100, cap_bytes=3 << 20, gather_s=0.0)
+    taken = [thread.add(rec, s, None, ()) for s in big]
+    assert taken[0] and taken.count(True) < len(big), taken  # far below 100 samples
+    thread.close(rec)
+    left = taken.count(False)
+    assert said == [
+        "recording of big is behind: the record queue is full, its samples are left out "
+        "until it is down to half",
+        f"recording of big closed: {left} samples before this were left out",
+    ]
+    rec.gate.set()
+    assert thread.stop(WAIT_S) and rec.samples == taken.count(True)

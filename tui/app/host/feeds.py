@@ -43,6 +43,7 @@ RESTART_AFTER = 2.0  # seconds before a crashed sample reader is started again
 # run on each of 64 hosts every sample changes its row, and a redraw per sample would build
 # 64 rows 64 times a second; the first change after a quiet spell is drawn at once.
 OVERVIEW_EVERY = 0.25
+STOP_S = 1.0  # then the record thread's end (its queue is empty unless its disk hangs)
 
 
 def feed_group(state: HostState) -> str:
@@ -109,8 +110,8 @@ class HostFeeds:
             self.app.set_timer(RESTART_AFTER, lambda: self._start_feed(state))
 
     def _record_log(self, state: HostState) -> logging.Logger:
-        """The log of ``state``'s recorder: its lines (said in the record thread) become the
-        host's timeline events, on the loop."""
+        """The log of ``state``'s recorder: its warnings (a write that failed, samples left
+        out; said in the record thread) become the host's timeline events, on the loop."""
         loop = asyncio.get_running_loop()
 
         def say(severity: str, text: str) -> None:
@@ -121,7 +122,7 @@ class HostFeeds:
 
         log = logging.getLogger(f"dflash_tui.app.record.{id(self)}.{state.index}")
         log.propagate, log.handlers = False, [TimelineLog(say)]
-        log.setLevel(logging.INFO)
+        log.setLevel(logging.WARNING)  # what went wrong; not each segment's thinning
         return log
 
     async def _consume(self, state: HostState) -> None:
@@ -191,7 +192,12 @@ class HostFeeds:
                 w.cancel()
         for state in self.app.host_states:
             await state.close()
-        await asyncio.to_thread(self.records.stop, CLOSE_S)
+        # Every host's record closed after its queued samples, all within one wait: a disk
+        # that hangs holds the exit CLOSE_S once, not once a host (the thread is a daemon).
+        closing = [f for state in self.app.host_states if (f := state.close_record()) is not None]
+        if closing:
+            await asyncio.wait([asyncio.wrap_future(f) for f in closing], timeout=CLOSE_S)
+        await asyncio.to_thread(self.records.stop, STOP_S)
 
     # -- what the feed brings --
 

@@ -10,11 +10,11 @@ host whose link is down never holds up the others.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +38,7 @@ from dflash_tui.core.record.thread import RecordThread
 if TYPE_CHECKING:  # the Slurm modules load with the first Slurm host (slurm_nodes)
     from dflash_tui.app.host.slurm import SlurmWatch
 
-CLOSE_S = 10.0  # seconds the exit waits for a host's record to be written and closed
+CLOSE_S = 10.0  # seconds the exit waits for every host's record to be written and closed
 
 # Makes a host's run control from its transport, its config and its job (with the job's members).
 MakeBridge = Callable[
@@ -210,20 +210,21 @@ class HostState:
         return f"{self.link_error} ({self.retry_text()})"
 
     async def close(self) -> None:
-        """Stop the probe and drop the connection (the run itself is never touched)."""
+        """Stop the probe and drop the connection (the run itself is never touched); the
+        recorder is closed here unless it writes through ``records`` (``close_record``)."""
         if self.source is not None:
             await self.source.close()
         if self._transport is not None:
             await self._transport.close()
-        if self.recorder is None:
-            return
-        if self.records is None:
+        if self.recorder is not None and self.records is None:
             self.recorder.close()
             self.recorder.release()
-            return
-        # After the samples still queued for it; a disk that hangs does not hold the exit.
-        with contextlib.suppress(asyncio.TimeoutError):  # TimeoutError itself from 3.11
-            await asyncio.wait_for(asyncio.wrap_future(self.records.close(self.recorder)), CLOSE_S)
+
+    def close_record(self) -> Future[None] | None:
+        """The recorder's close queued after its samples in ``records``; None without."""
+        if self.recorder is None or self.records is None:
+            return None
+        return self.records.close(self.recorder)
 
 
 def shown_supervisor(state: HostState) -> SupervisorRecord | None:

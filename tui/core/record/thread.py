@@ -8,19 +8,23 @@ for every host, woken once for the samples of the next ``GATHER_S`` seconds rath
 a sample (a hand-over per sample to a thread and back cost more than the fold at 64 hosts).
 Each recorder's samples are written in the order given, and its close comes after them.
 
-The queue holds at most ``QUEUE_MAX`` samples. Past that (a disk that stopped answering)
-samples are left out of the record, never queued without bound: the recorder's log says so
-when it starts, and how many once the queue takes its samples again. A recorder that raises
-is said on its log and the thread goes on with the others.
+The queue is capped twice: at ``QUEUE_MAX`` samples and at ``QUEUE_BYTES`` of their log lines
+(a sample's lines are up to megabytes, and the queue holds them until written). Once it is
+full (a disk that stopped answering) samples are left out of the record, never queued
+without bound, until the queue is down to half: the recorder's log says so once when it
+starts leaving a host's samples out, and how many once it takes them again (or at its close).
+A job that raises (a recorder's bug, a close that fails) is said on that recorder's log; the
+thread goes on with the others.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.diagnosis.timeline import Event
@@ -28,45 +32,58 @@ from dflash_tui.core.diagnosis.views import Diagnosis
 from dflash_tui.core.record.recorder import Recorder
 
 QUEUE_MAX = 1024  # samples waiting: 16 s of 64 hosts at 1 Hz
+QUEUE_BYTES = 64 << 20  # their log lines' characters, and SAMPLE_BYTES a sample for the rest
+SAMPLE_BYTES = 16 << 10  # about what a sample's records hold besides its log lines
 GATHER_S = 0.2  # after a wake-up, the samples of this long are written together
+
+
+def _weight(snap: Snapshot) -> int:
+    """What a queued sample holds, roughly: its log lines and a share for the rest."""
+    return SAMPLE_BYTES + sum(len(line) for log in snap.logs for line in log.lines)
 
 
 class RecordThread:
     """``add`` a host's sample for its recorder; ``close`` a recorder after its samples;
     ``stop`` once every host is closed. The thread starts with the first job."""
 
-    def __init__(self, cap: int = QUEUE_MAX, gather_s: float = GATHER_S) -> None:
-        self.cap, self.gather_s = cap, gather_s
+    def __init__(
+        self, cap: int = QUEUE_MAX, cap_bytes: int = QUEUE_BYTES, gather_s: float = GATHER_S
+    ) -> None:
+        self.cap, self.cap_bytes, self.gather_s = cap, cap_bytes, gather_s
         self._jobs: deque[Callable[[], None]] = deque()
-        self._samples = 0  # of the jobs, how many are samples (closes are never refused)
+        self._samples = 0  # samples queued or being written (closes are never refused)
+        self._bytes = 0  # their weight
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._stopping = False
-        self._missed: dict[Recorder, int] = {}  # samples left out since the queue was full
+        self._ended = False  # the thread has run its last job: nothing runs jobs any more
+        self._full = False  # leaving samples out until the queue is down to half
+        self._missed: dict[Recorder, int] = {}  # each host's samples left out, not yet said
         self._failed: set[Recorder] = set()  # recorders whose add raised (said once each)
 
     def add(
         self, recorder: Recorder, snap: Snapshot, diag: Diagnosis | None, events: Sequence[Event]
     ) -> bool:
         """Queue one sample; False when it is left out (the queue is full, or stopped)."""
+        weight = _weight(snap)
         with self._lock:
             if self._stopping:
                 return False
-            full = self._samples >= self.cap
-            if not full:
+            if self._full and 2 * self._samples <= self.cap and 2 * self._bytes <= self.cap_bytes:
+                self._full = False
+            over = self._samples >= self.cap or self._bytes + weight > self.cap_bytes
+            self._full = self._full or (over and self._samples > 0)
+            if not self._full:
                 self._samples += 1
-                self._jobs.append(lambda: self._record(recorder, snap, diag, events))
+                self._bytes += weight
+                self._jobs.append(lambda: self._record(recorder, snap, diag, events, weight))
                 first = len(self._jobs) == 1
+            full = self._full
         if full:
             self._miss(recorder)
             return False
-        missed = self._missed.pop(recorder, 0)
-        if missed:
-            recorder.log.warning(
-                "recording of %s caught up: %d samples before this one were left out",
-                recorder.host.label, missed,
-            )  # fmt: skip
+        self._say_missed(recorder, "caught up")
         if first:
             self._start()
             self._wake.set()
@@ -74,22 +91,28 @@ class RecordThread:
 
     def close(self, recorder: Recorder) -> Future[None]:
         """End ``recorder``'s segment and give its record dir up, after the samples queued
-        for it; the future is done then."""
+        for it; the future is done then (cancelled by a waiter that gave up: the close
+        still runs)."""
         done: Future[None] = Future()
+        self._say_missed(recorder, "closed")
 
         def job() -> None:
             try:
                 recorder.close()
                 recorder.release()
+            except Exception as exc:  # the other hosts' jobs run all the same
+                recorder.log.warning(
+                    "closing the record of %s failed: %r", recorder.host.label, exc
+                )
             finally:
-                done.set_result(None)
+                with contextlib.suppress(InvalidStateError):  # its waiter gave up
+                    done.set_result(None)
 
         with self._lock:
-            thread = self._thread
-            gone = self._stopping and (thread is None or not thread.is_alive())
-            if not gone:
+            ended = self._ended
+            if not ended:
                 self._jobs.append(job)
-        if gone:  # nothing runs jobs any more: close it here
+        if ended:  # nothing runs jobs any more: close it here
             job()
             return done
         self._start()
@@ -101,9 +124,10 @@ class RecordThread:
         ``timeout`` seconds (a disk that hangs: the thread is a daemon, it dies with us)."""
         with self._lock:
             self._stopping = True
-        thread = self._thread
-        if thread is None:
-            return True
+            thread = self._thread
+            if thread is None:
+                self._ended = True
+                return True
         self._wake.set()
         thread.join(timeout)
         return not thread.is_alive()
@@ -118,8 +142,16 @@ class RecordThread:
         self._missed[recorder] = n
         if n == 1:
             recorder.log.warning(
-                "recording of %s is behind (%d samples wait for the disk): samples are left "
-                "out until it catches up", recorder.host.label, self.cap,
+                "recording of %s is behind: the record queue is full, its samples are left "
+                "out until it is down to half", recorder.host.label,
+            )  # fmt: skip
+
+    def _say_missed(self, recorder: Recorder, now: str) -> None:
+        missed = self._missed.pop(recorder, 0)
+        if missed:
+            recorder.log.warning(
+                "recording of %s %s: %d samples before this were left out",
+                recorder.host.label, now, missed,
             )  # fmt: skip
 
     def _start(self) -> None:
@@ -137,17 +169,22 @@ class RecordThread:
             with self._lock:
                 jobs, self._jobs = self._jobs, deque()
                 self._wake.clear()
-                stopping = self._stopping
             for job in jobs:
-                job()
-            if stopping:
-                with self._lock:
-                    if not self._jobs:
-                        return
-                self._wake.set()
+                job()  # each catches what it raises: one host's never ends the others'
+            with self._lock:
+                if self._stopping and not self._jobs:
+                    self._ended = True
+                    return
+                if self._jobs:
+                    self._wake.set()
 
     def _record(
-        self, recorder: Recorder, snap: Snapshot, diag: Diagnosis | None, events: Sequence[Event]
+        self,
+        recorder: Recorder,
+        snap: Snapshot,
+        diag: Diagnosis | None,
+        events: Sequence[Event],
+        weight: int,
     ) -> None:
         try:
             recorder.add(snap, diag, events)
@@ -161,3 +198,4 @@ class RecordThread:
         finally:
             with self._lock:
                 self._samples -= 1
+                self._bytes -= weight
