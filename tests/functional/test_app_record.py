@@ -4,14 +4,18 @@ supervisor records)."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from supervise_util import cleanup, cli, record, run_dirs
 from support import until
 
 from dflash_tui.app.app import DflashApp
+from dflash_tui.app.host import feeds
 from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.record.replay import load
 from dflash_tui.core.record.segments import segment_files
@@ -67,3 +71,40 @@ async def test_beside_a_live_supervisor_the_app_leaves_recording_to_it(
     assert record(root)["pid"] and recorded(root) == 0
     assert not any(d.exists() for d in [root / ".record", *(d / "record" for d in run_dirs(root))])
     cli("supervise", "--stop", "--run-root", str(root))
+
+
+async def test_a_disk_that_hangs_holds_the_exit_once_and_what_was_left_out_is_in_the_quit_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three hosts' recorders write through the one record thread. Its disk stops answering
+    (a recorder's write that hangs): the queue fills and each host's samples are left out.
+    At the exit every record's close waits behind that write, and the exit waits for them
+    once (not once a host); what was left out, said after the screens are gone, is in the
+    quit note."""
+    monkeypatch.setattr(feeds, "CLOSE_S", 1.0)
+    monkeypatch.setattr(feeds, "STOP_S", 0.2)
+    hosts = tuple(HostConfig(run_root=str(tmp_path / n / "runs")) for n in "abc")
+    app = DflashApp(Config(hosts=hosts, interval=0.5))
+    hang = threading.Event()
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: all(s.samples >= 1 for s in app.host_states), timeout=60)
+        app.feeds.records.cap = 1
+        first = app.host_states[0].recorder
+        assert first is not None
+        add = first.add
+
+        def stuck(*args: Any) -> None:
+            hang.wait(8.0)  # the disk, for longer than the exit waits
+            add(*args)
+
+        first.add = stuck  # type: ignore[method-assign]
+        left = app.host_states[1]
+        await until(pilot, lambda: any(e.kind == "record" for e in left.timeline.events))
+        samples = app.samples
+        await until(pilot, lambda: app.samples >= samples + 6, timeout=30)
+        t0 = time.monotonic()
+    took = time.monotonic() - t0
+    hang.set()
+    assert took < 2.6, took  # one wait of 1 s for the three closes, not three
+    note = app.quit_note()
+    assert "samples before this were left out" in note, note

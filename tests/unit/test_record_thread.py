@@ -124,7 +124,9 @@ def test_a_full_queue_leaves_samples_out_and_says_how_many(tmp_path: Path) -> No
     rec.gate.set()
     assert until(lambda: thread.queued == 0)
     assert thread.add(rec, snaps[10], None, ())
-    assert said[1:] == ["recording of slow caught up: 6 samples before this were left out"]
+    assert said[1:] == [
+        "recording of slow takes samples again: 6 samples before this were left out"
+    ]
     assert thread.add(rec, snaps[11], None, ()) and len(said) == 2  # said once, not again
     thread.close(rec).result(WAIT_S)
     assert thread.stop(WAIT_S)
@@ -251,3 +253,33 @@ def test_log_lines_count_against_the_queue_and_what_was_left_out_is_said_at_the_
     ]
     rec.gate.set()
     assert thread.stop(WAIT_S) and rec.samples == taken.count(True)
+
+
+def test_a_queue_that_fills_again_soon_is_not_said_again_and_no_sample_after_a_close(
+    tmp_path: Path,
+) -> None:
+    """A disk a little slower than the samples fills the queue time after time: the second
+    time within SAY_EVERY_S is not said, its samples counted into the next word (here the
+    close's). A sample given after its recorder's close was queued is refused."""
+    cfg, snaps, _ = _host(tmp_path, "again", 12)
+    log, said = _log("again")
+    rec = Gated(cfg, RecordSettings(), "test", log)
+    thread = RecordThread(cap=2, gather_s=0.0)
+    for episode in range(2):
+        rec.gate = threading.Event()
+        base = episode * 6
+        taken = [thread.add(rec, s, None, ()) for s in snaps[base : base + 5]]
+        assert taken == [True, True, False, False, False], taken
+        rec.gate.set()
+        assert until(lambda: thread.queued == 0)
+        assert thread.add(rec, snaps[base + 5], None, ())
+        assert until(lambda: thread.queued == 0)
+    thread.close(rec).result(WAIT_S)
+    assert not thread.add(rec, snaps[-1], None, ())  # closed: refused, not a segment reopened
+    assert said == [
+        "recording of again is behind: the record queue is full, its samples are left out "
+        "until it is down to half",
+        "recording of again takes samples again: 3 samples before this were left out",
+        "recording of again closed: 3 samples before this were left out",
+    ]
+    assert thread.stop(WAIT_S)

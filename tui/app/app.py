@@ -298,13 +298,15 @@ class DflashApp(ViewKeys, App[None]):
             )
 
     def quit_note(self) -> str:
-        """What keeps running after q: one line per host with a live run."""
+        """What keeps running after q: one line per host with a live run; and what the flight
+        recorders said as the app stopped (samples left out, a close that failed)."""
         notes = [
             f"dflash-tui: a command it started on this machine (session {pid}) did not end by"
             f" itself before the app left: it may not have done all its work (`ps -s {pid}`"
             " shows whether it still runs)."
             for pid in self.unfinished
         ]
+        notes += [f"dflash-tui: {text}" for text in self.feeds.exit_notes]
         for state in self.host_states:
             diag = state.diagnosis
             run = diag.run if diag else None

@@ -124,7 +124,8 @@ class AppAlerts:
         if not (self.settings.enabled or self.settings.terminal != "off"):
             return None
         if state.index not in self.hosts:
-            log = logging.getLogger(f"dflash_tui.app.host.alerts.{id(self)}.{state.index}")
+            # Not registered with logging (which would keep it, and this app, for good).
+            log = logging.Logger(f"dflash_tui.app.host.alerts.{state.index}")
             log.propagate, log.handlers = False, [TimelineLog(self._timeline(state))]
             log.setLevel(logging.INFO)
             self.hosts[state.index] = HostAlerts(state, self.settings, log, self.app.write_terminal)

@@ -18,6 +18,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any, Protocol
 
 from textual.timer import Timer
@@ -44,6 +45,13 @@ RESTART_AFTER = 2.0  # seconds before a crashed sample reader is started again
 # 64 rows 64 times a second; the first change after a quiet spell is drawn at once.
 OVERVIEW_EVERY = 0.25
 STOP_S = 1.0  # then the record thread's end (its queue is empty unless its disk hangs)
+
+
+async def wait_closed(closing: list[Future[None]], timeout: float) -> None:
+    """Wait for every record's close, all within one ``timeout``: a disk that hangs holds the
+    exit that long once, not once a host (the record thread is a daemon)."""
+    if closing:
+        await asyncio.wait([asyncio.wrap_future(f) for f in closing], timeout=timeout)
 
 
 def feed_group(state: HostState) -> str:
@@ -74,6 +82,8 @@ class HostFeeds:
     def __init__(self, app: FeedsApp) -> None:
         self.app = app
         self.records = RecordThread()  # every host's flight recorder writes there
+        self.stopping = False
+        self.exit_notes: list[str] = []  # what the recorders said while the app stopped
         self._countdown: Timer | None = None  # ticks while a host is down (its retry countdown)
         self._overview_at = 0.0  # monotonic time of the last overview drawn for a sample
         self._overview_due: Timer | None = None  # the one redraw waiting for OVERVIEW_EVERY
@@ -115,12 +125,17 @@ class HostFeeds:
         loop = asyncio.get_running_loop()
 
         def say(severity: str, text: str) -> None:
+            if self.stopping:  # the screens are gone: said after the app, in the quit note
+                self.exit_notes.append(text)
+                return
             ev = Event(time.time(), "record", severity, text)
             post = lambda: post_events(self.app.pane_of(state), state, [ev])  # noqa: E731
             with contextlib.suppress(RuntimeError):  # the loop has closed: nobody to tell
                 loop.call_soon_threadsafe(post)
 
-        log = logging.getLogger(f"dflash_tui.app.record.{id(self)}.{state.index}")
+        # Not the logging module's registry, which keeps each logger (and through its
+        # handler this app) for the process's life: this one goes with the app.
+        log = logging.Logger(f"dflash_tui.app.record.{state.index}")
         log.propagate, log.handlers = False, [TimelineLog(say)]
         log.setLevel(logging.WARNING)  # what went wrong; not each segment's thinning
         return log
@@ -187,16 +202,15 @@ class HostFeeds:
 
     async def stop(self) -> None:
         """Stop every probe before the loop closes (the runs themselves are never touched)."""
+        self.stopping = True  # what the recorders say now goes to the quit note
         for w in self.app.workers:
             if w.group.startswith((FEED_GROUP, REFRESH_GROUP)):
                 w.cancel()
+        # Queued first, so the disk works while the links close.
+        closing = [f for state in self.app.host_states if (f := state.close_record()) is not None]
         for state in self.app.host_states:
             await state.close()
-        # Every host's record closed after its queued samples, all within one wait: a disk
-        # that hangs holds the exit CLOSE_S once, not once a host (the thread is a daemon).
-        closing = [f for state in self.app.host_states if (f := state.close_record()) is not None]
-        if closing:
-            await asyncio.wait([asyncio.wrap_future(f) for f in closing], timeout=CLOSE_S)
+        await wait_closed(closing, CLOSE_S)
         await asyncio.to_thread(self.records.stop, STOP_S)
 
     # -- what the feed brings --

@@ -153,7 +153,7 @@ class Recorder:
             if not claim(where):
                 # Two writers would each record the lines new to them: every line twice.
                 self.others.add(where)
-                self.log.info("not recording to %s: another live writer holds it", where)
+                self.log.warning("not recording to %s: another live writer holds it", where)
                 return
             self.dir = self.claimed = where
         if self.seg is not None and self._due(snap.time):

@@ -11,10 +11,12 @@ Each recorder's samples are written in the order given, and its close comes afte
 The queue is capped twice: at ``QUEUE_MAX`` samples and at ``QUEUE_BYTES`` of their log lines
 (a sample's lines are up to megabytes, and the queue holds them until written). Once it is
 full (a disk that stopped answering) samples are left out of the record, never queued
-without bound, until the queue is down to half: the recorder's log says so once when it
-starts leaving a host's samples out, and how many once it takes them again (or at its close).
-A job that raises (a recorder's bug, a close that fails) is said on that recorder's log; the
-thread goes on with the others.
+without bound, until the queue is down to half. The recorder's log says when it starts leaving
+a host's samples out, and how many once it takes them again (or at its close); a disk a little
+slower than the samples fills the queue again and again, so a later time is said only
+``SAY_EVERY_S`` after the last, its samples counted into the next word. A job that raises (a
+recorder's bug, a close that fails) is said on that recorder's log; the thread goes on with
+the others. Once a recorder's close is queued, its samples are refused.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ QUEUE_MAX = 1024  # samples waiting: 16 s of 64 hosts at 1 Hz
 QUEUE_BYTES = 64 << 20  # their log lines' characters, and SAMPLE_BYTES a sample for the rest
 SAMPLE_BYTES = 16 << 10  # about what a sample's records hold besides its log lines
 GATHER_S = 0.2  # after a wake-up, the samples of this long are written together
+SAY_EVERY_S = 300.0  # a host's queue filling again within this is not said again
 
 
 def _weight(snap: Snapshot) -> int:
@@ -60,6 +63,10 @@ class RecordThread:
         self._ended = False  # the thread has run its last job: nothing runs jobs any more
         self._full = False  # leaving samples out until the queue is down to half
         self._missed: dict[Recorder, int] = {}  # each host's samples left out, not yet said
+        self._refusing: set[Recorder] = set()  # whose samples are being left out now
+        self._behind: set[Recorder] = set()  # whose "behind" was said, its count not yet
+        self._said: dict[Recorder, float] = {}  # when each host's "behind" was last said
+        self._closing: set[Recorder] = set()  # whose close is queued: no sample after it
         self._failed: set[Recorder] = set()  # recorders whose add raised (said once each)
 
     def add(
@@ -68,7 +75,7 @@ class RecordThread:
         """Queue one sample; False when it is left out (the queue is full, or stopped)."""
         weight = _weight(snap)
         with self._lock:
-            if self._stopping:
+            if self._stopping or recorder in self._closing:
                 return False
             if self._full and 2 * self._samples <= self.cap and 2 * self._bytes <= self.cap_bytes:
                 self._full = False
@@ -83,7 +90,9 @@ class RecordThread:
         if full:
             self._miss(recorder)
             return False
-        self._say_missed(recorder, "caught up")
+        self._refusing.discard(recorder)
+        if recorder in self._behind:
+            self._say_missed(recorder, "takes samples again")
         if first:
             self._start()
             self._wake.set()
@@ -109,6 +118,7 @@ class RecordThread:
                     done.set_result(None)
 
         with self._lock:
+            self._closing.add(recorder)
             ended = self._ended
             if not ended:
                 self._jobs.append(job)
@@ -138,15 +148,22 @@ class RecordThread:
         return self._samples
 
     def _miss(self, recorder: Recorder) -> None:
-        n = self._missed.get(recorder, 0) + 1
-        self._missed[recorder] = n
-        if n == 1:
+        self._missed[recorder] = self._missed.get(recorder, 0) + 1
+        if recorder in self._refusing:
+            return  # this time was said (or not) at its first sample left out
+        self._refusing.add(recorder)
+        now = time.monotonic()
+        if now - self._said.get(recorder, -SAY_EVERY_S) >= SAY_EVERY_S:
+            self._said[recorder] = now
+            self._behind.add(recorder)
             recorder.log.warning(
                 "recording of %s is behind: the record queue is full, its samples are left "
                 "out until it is down to half", recorder.host.label,
             )  # fmt: skip
 
     def _say_missed(self, recorder: Recorder, now: str) -> None:
+        """How many of ``recorder``'s samples were left out since last said, if any."""
+        self._behind.discard(recorder)
         missed = self._missed.pop(recorder, 0)
         if missed:
             recorder.log.warning(
@@ -156,7 +173,7 @@ class RecordThread:
 
     def _start(self) -> None:
         with self._lock:
-            if self._thread is not None:
+            if self._thread is not None or self._ended:
                 return
             self._thread = threading.Thread(target=self._run, name="dflash-record", daemon=True)
         self._thread.start()
