@@ -45,6 +45,7 @@ RESTART_AFTER = 2.0  # seconds before a crashed sample reader is started again
 # 64 rows 64 times a second; the first change after a quiet spell is drawn at once.
 OVERVIEW_EVERY = 0.25
 STOP_S = 1.0  # then the record thread's end (its queue is empty unless its disk hangs)
+EXIT_NOTES_MAX = 100  # lines the recorders may add to the quit note (a few a host)
 
 
 async def wait_closed(closing: list[Future[None]], timeout: float) -> None:
@@ -126,7 +127,8 @@ class HostFeeds:
 
         def say(severity: str, text: str) -> None:
             if self.stopping:  # the screens are gone: said after the app, in the quit note
-                self.exit_notes.append(text)
+                if len(self.exit_notes) < EXIT_NOTES_MAX:
+                    self.exit_notes.append(text)
                 return
             ev = Event(time.time(), "record", severity, text)
             post = lambda: post_events(self.app.pane_of(state), state, [ev])  # noqa: E731
