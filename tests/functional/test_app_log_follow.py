@@ -97,3 +97,31 @@ async def test_follow_holds_whatever_is_toggled(host: HostConfig) -> None:
         await following(pilot, tail, "f, a, f")
         assert "follow" in str(tail.title_bar.render())
         assert "paused" not in screen_text(app)
+
+
+async def test_a_following_tail_stays_at_its_end_when_the_wait_bar_takes_a_row() -> None:
+    """The wait bar at the bottom takes a row of the screen; Textual sends the log view it
+    shrinks no resize. A following tail must still show its last line, with no new line
+    to bring it there (the scripted samples have all come)."""
+    from dflash_tui.app import scenes
+    from dflash_tui.app.host.logs.area import LogArea
+    from dflash_tui.app.host.source import ScriptedSource
+    from dflash_tui.app.widgets.waits import WaitBar
+
+    snaps = scenes.healthy_run()
+    app = DflashApp(Config(), source=ScriptedSource(snaps))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.samples >= len(snaps))
+        tail = app.screen.query_one(LogTail)
+        await until(pilot, lambda: not tail.waiting)
+        area = tail.parent
+        assert isinstance(area, LogArea)
+        await until(pilot, lambda: not area.flushing)  # quiet: its flush timer has paused
+        height = tail.log_view.size.height
+        app.screen.query_one(WaitBar).start("stopping the run")
+        await until(pilot, lambda: tail.log_view.size.height == height - 1)
+        await until(pilot, lambda: tail.log_view.is_vertical_scroll_end)
+        assert tail.follow and tail.log_view.lines[-1].startswith("step=")
+        app.screen.query_one(WaitBar).stop()
+        await until(pilot, lambda: tail.log_view.size.height == height)
+        await until(pilot, lambda: tail.log_view.is_vertical_scroll_end)

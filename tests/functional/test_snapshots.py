@@ -15,6 +15,7 @@ from textual.widgets import Input
 
 from dflash_tui.app import scenes
 from dflash_tui.app.app import DflashApp
+from dflash_tui.app.host.logs.tail import LogTail
 from dflash_tui.app.host.logs.widget import TailLog
 from dflash_tui.app.host.source import ScriptedSource
 from dflash_tui.app.widgets.waits import WaitBar
@@ -34,11 +35,23 @@ def scene_app(name: str, theme: str) -> tuple[DflashApp, int]:
     return DflashApp(Config(theme=theme), source=ScriptedSource(snaps)), len(snaps)
 
 
+async def tails_drawn(app: DflashApp, pilot: Pilot) -> None:
+    """Every log tail drawn to its end: the last samples' lines flushed and a following tail
+    scrolled there, after anything that resized it (on a loaded machine the flush timer may
+    lag the last sample or the resize by more than a fixed pause)."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 20:
+        await pilot.pause(0.05)  # a refresh first: a resize's layout, then its flush
+        if not any(t.waiting for t in app.screen.query(LogTail)):
+            return
+
+
 def settled(app: DflashApp, n: int):  # type: ignore[no-untyped-def]
     async def run_before(pilot: Pilot) -> None:
         t0 = time.monotonic()
         while app.samples < n and time.monotonic() - t0 < 20:
             await pilot.pause(0.02)
+        await tails_drawn(app, pilot)
         await pilot.pause(0.3)  # log flush + the Log's width worker
         await pilot.wait_for_scheduled_animations()
 
@@ -188,5 +201,6 @@ def test_wait_bar(snap_compare) -> None:  # type: ignore[no-untyped-def]
         wait.start("stopping the run")
         wait.step("waiting for GPU memory to be released", 3, 10)
         await pilot.pause(0.3)
+        await tails_drawn(app, pilot)  # the bar took a row from the log, which follows
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

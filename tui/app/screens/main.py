@@ -22,6 +22,7 @@ from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Input, TabbedContent
 
 from dflash_tui.app.host.findings.panel import TimelineList
+from dflash_tui.app.host.logs.area import LogArea
 from dflash_tui.app.host.pane import HostPane, pane_id
 from dflash_tui.app.keys.footer import KeyFooter
 from dflash_tui.app.keys.table import MAIN_BINDINGS
@@ -94,6 +95,15 @@ class MainScreen(Screen[None], inherit_bindings=False):
             while len(self.recent) > PANES_KEPT:
                 # Hidden now: nothing draws on it while its widgets go.
                 await self.panes[self.recent.pop(0)].drop()
+
+    def on_wait_bar_toggled(self, msg: WaitBar.Toggled) -> None:
+        msg.stop()
+        # Once laid out: each shown log area draws its following tails to their ends again.
+        self.call_after_refresh(self._wake_logs)
+
+    def _wake_logs(self) -> None:
+        for area in self.query(LogArea):
+            area.wake()
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         # Lines added while the timeline was hidden could not scroll it; show the newest now.

@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.text import Text
 from textual.containers import Horizontal
+from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import ProgressBar, Static
 
@@ -78,7 +79,14 @@ class WaitBar(Horizontal):
         self.query_one("#wait-text", Static).update(self.said)
         self.query_one(ProgressBar).update(total=self.total, progress=self.progress)
 
+    class Toggled(Message):
+        """The bar came or went: it takes a row of the screen or gives it back. Textual
+        sends no resize to the views that row shrinks or grows, so a following log tail
+        would stay a row off its end until its next line."""
+
     def start(self, what: str) -> None:
+        if not self.active:
+            self.post_message(self.Toggled())
         self.add_class("-active")
         self._show(what, total=None, progress=0)
 
@@ -89,6 +97,8 @@ class WaitBar(Horizontal):
             self._show(text, total=None)
 
     def stop(self) -> None:
+        if self.active:
+            self.post_message(self.Toggled())
         self.remove_class("-active")
         self._show(None, total=1, progress=0)
 
