@@ -47,6 +47,11 @@ def _host(tmp_path: Path, name: str, samples: int) -> tuple[HostConfig, list[Sna
     return HostConfig(run_root=str(tmp_path / name), name=name), snaps, run / "record"
 
 
+def _given(thread: RecordThread, rec: Recorder, snaps: Sequence[Snapshot]) -> list[bool]:
+    """Each sample handed to ``thread`` for ``rec`` (no diagnosis, no events): taken or not."""
+    return [thread.add(rec, s, None, ()) for s in snaps]
+
+
 def _log(name: str) -> tuple[logging.Logger, list[str]]:
     said: list[str] = []
 
@@ -117,7 +122,7 @@ def test_a_full_queue_leaves_samples_out_and_says_how_many(tmp_path: Path) -> No
     rec = Gated(cfg, RecordSettings(), "test", log)
     rec.gate = threading.Event()
     thread = RecordThread(cap=4, gather_s=0.0)
-    taken = [thread.add(rec, s, None, ()) for s in snaps[:10]]
+    taken = _given(thread, rec, snaps[:10])
     # Four wait (the one the thread took counts until written): the rest are left out.
     assert taken == [True] * 4 + [False] * 6, taken
     assert len(said) == 1 and "is behind" in said[0], said  # said once, not per sample
@@ -158,8 +163,7 @@ def test_the_stop_writes_what_is_queued_and_nothing_is_taken_after(tmp_path: Pat
     before = threading.active_count()
     thread = RecordThread(gather_s=0.5)  # the samples still wait for their gathering
     assert threading.active_count() == before  # no thread before there is work
-    for s in snaps[:6]:
-        assert thread.add(rec, s, None, ())
+    assert all(_given(thread, rec, snaps[:6]))
     assert threading.active_count() == before + 1  # one thread, started by the first sample
     assert thread.stop(WAIT_S) and rec.samples == 6 and thread.queued == 0
     assert not thread.add(rec, snaps[6], None, ())  # stopped: refused, not queued forever
@@ -174,7 +178,7 @@ def test_the_queue_never_holds_more_than_its_cap(tmp_path: Path, cap: int) -> No
     rec = Gated(cfg, RecordSettings(), "test")
     rec.gate = threading.Event()
     thread = RecordThread(cap=cap, gather_s=1.0)  # nothing is written while this runs
-    taken = [thread.add(rec, s, None, ()) for s in snaps]
+    taken = _given(thread, rec, snaps)
     assert taken.count(True) == cap == thread.queued
     rec.gate.set()
     assert thread.stop(WAIT_S) and thread.queued == 0 and rec.samples == cap
@@ -184,8 +188,7 @@ def test_a_close_is_done_only_once_it_ran(tmp_path: Path) -> None:
     cfg, snaps, where = _host(tmp_path, "h", 3)
     rec = SlowClose(cfg, RecordSettings(), "test")
     thread = RecordThread(gather_s=0.0)
-    for s in snaps:
-        assert thread.add(rec, s, None, ())
+    assert all(_given(thread, rec, snaps))
     thread.close(rec).result(WAIT_S)
     assert rec.ended and rec.seg is None  # the future says done after the close, not before
     assert thread.stop(WAIT_S) and len(load(where).samples) == 3
@@ -204,8 +207,7 @@ def test_a_waiter_that_gives_up_on_a_close_leaves_the_thread_running(tmp_path: P
     thread = RecordThread(gather_s=0.0)
     assert thread.add(slow, slow_snaps[0], None, ())
     waited = thread.close(slow)
-    for s in snaps:
-        assert thread.add(good, s, None, ())
+    assert all(_given(thread, good, snaps))
     closed = thread.close(good)
     assert waited.cancel()  # the waiter's deadline passed while the close waits on the disk
     slow.gate.set()
@@ -218,8 +220,7 @@ def test_the_samples_of_a_moment_are_written_together(tmp_path: Path) -> None:
     cfg, snaps, _ = _host(tmp_path, "h", 5)
     rec = Recorder(cfg, RecordSettings(), "test")
     thread = RecordThread(gather_s=1.0)
-    for s in snaps:
-        assert thread.add(rec, s, None, ())
+    assert all(_given(thread, rec, snaps))
     time.sleep(0.3)
     assert rec.samples == 0  # the thread woke for the first and waits for the rest
     assert until(lambda: rec.samples == 5)
@@ -241,8 +242,8 @@ def test_log_lines_count_against_the_queue_and_what_was_left_out_is_said_at_the_
         for s in snaps
     ]
     assert sum(len(lg.lines) for lg in big[0].logs) > 0
-    thread = RecordThread(cap=100, cap_bytes=3 << 20, gather_s=0.0)
-    taken = [thread.add(rec, s, None, ()) for s in big]
+    thread = RecordThread(cap=100, cap_weight=3 << 20, gather_s=0.0)
+    taken = _given(thread, rec, big)
     assert taken[0] and taken.count(True) < len(big), taken  # far below 100 samples
     thread.close(rec)
     left = taken.count(False)
@@ -268,7 +269,7 @@ def test_a_queue_that_fills_again_soon_is_not_said_again_and_no_sample_after_a_c
     for episode in range(2):
         rec.gate = threading.Event()
         base = episode * 6
-        taken = [thread.add(rec, s, None, ()) for s in snaps[base : base + 5]]
+        taken = _given(thread, rec, snaps[base : base + 5])
         assert taken == [True, True, False, False, False], taken
         rec.gate.set()
         assert until(lambda: thread.queued == 0)

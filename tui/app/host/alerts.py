@@ -58,9 +58,19 @@ class TerminalNotifier:
             self.write(seq)
 
 
-class TimelineLog(logging.Handler):
-    """A log's lines as the host's timeline events (``say(severity, text)``): the alerter's
-    (sent, held back, failed), the flight recorder's (tui/app/host/feeds.py)."""
+def timeline_logger(name: str, say: Callable[[str, str], None], level: int) -> logging.Logger:
+    """A log whose lines from ``level`` up are the host's timeline events
+    (``say(severity, text)``, the text terminal-safe): the alerter's (sent, held back, failed),
+    the flight recorder's (tui/app/host/feeds.py). Not registered with logging, whose registry
+    would keep it, and through its handler the app, for the process's life."""
+    log = logging.Logger(name)
+    log.propagate, log.handlers = False, [_TimelineLog(say)]
+    log.setLevel(level)
+    return log
+
+
+class _TimelineLog(logging.Handler):
+    """A log's lines as the host's timeline events (``timeline_logger``)."""
 
     def __init__(self, say: Callable[[str, str], None]) -> None:
         super().__init__(logging.INFO)
@@ -124,10 +134,8 @@ class AppAlerts:
         if not (self.settings.enabled or self.settings.terminal != "off"):
             return None
         if state.index not in self.hosts:
-            # Not registered with logging (which would keep it, and this app, for good).
-            log = logging.Logger(f"dflash_tui.app.host.alerts.{state.index}")
-            log.propagate, log.handlers = False, [TimelineLog(self._timeline(state))]
-            log.setLevel(logging.INFO)
+            name = f"dflash_tui.app.host.alerts.{state.index}"
+            log = timeline_logger(name, self._timeline(state), logging.INFO)
             self.hosts[state.index] = HostAlerts(state, self.settings, log, self.app.write_terminal)
         return self.hosts[state.index]
 

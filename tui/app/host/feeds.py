@@ -24,12 +24,12 @@ from typing import Any, Protocol
 from textual.timer import Timer
 
 from dflash_tui.app import heap
-from dflash_tui.app.host.alerts import AppAlerts, TimelineLog
+from dflash_tui.app.host.alerts import AppAlerts, timeline_logger
 from dflash_tui.app.host.no_job import NoJob
 from dflash_tui.app.host.pane import post_events
 from dflash_tui.app.host.sample import SampleReady
 from dflash_tui.app.host.source import Disconnected, Malformed
-from dflash_tui.app.host.state import CLOSE_S, HostState, summarize
+from dflash_tui.app.host.state import HostState, summarize
 from dflash_tui.app.ports import AppPort
 from dflash_tui.core.base.config_types import Config
 from dflash_tui.core.base.snapshot import Snapshot
@@ -44,6 +44,7 @@ RESTART_AFTER = 2.0  # seconds before a crashed sample reader is started again
 # run on each of 64 hosts every sample changes its row, and a redraw per sample would build
 # 64 rows 64 times a second; the first change after a quiet spell is drawn at once.
 OVERVIEW_EVERY = 0.25
+CLOSE_S = 10.0  # seconds the exit waits for every host's record to be written and closed
 STOP_S = 1.0  # then the record thread's end (its queue is empty unless its disk hangs)
 EXIT_NOTES_MAX = 100  # lines the recorders may add to the quit note (a few a host)
 
@@ -135,12 +136,8 @@ class HostFeeds:
             with contextlib.suppress(RuntimeError):  # the loop has closed: nobody to tell
                 loop.call_soon_threadsafe(post)
 
-        # Not the logging module's registry, which keeps each logger (and through its
-        # handler this app) for the process's life: this one goes with the app.
-        log = logging.Logger(f"dflash_tui.app.record.{state.index}")
-        log.propagate, log.handlers = False, [TimelineLog(say)]
-        log.setLevel(logging.WARNING)  # what went wrong; not each segment's thinning
-        return log
+        # What went wrong; not each segment's thinning.
+        return timeline_logger(f"dflash_tui.app.record.{state.index}", say, logging.WARNING)
 
     async def _consume(self, state: HostState) -> None:
         """Every feed event is drawn on the host's pane as it comes."""

@@ -38,8 +38,6 @@ from dflash_tui.core.record.thread import RecordThread
 if TYPE_CHECKING:  # the Slurm modules load with the first Slurm host (slurm_nodes)
     from dflash_tui.app.host.slurm import SlurmWatch
 
-CLOSE_S = 10.0  # seconds the exit waits for every host's record to be written and closed
-
 # Makes a host's run control from its transport, its config and its job (with the job's members).
 MakeBridge = Callable[
     [Transport, HostConfig, "tuple[JobConfig, tuple[HostConfig, ...]] | None"], Any
@@ -77,7 +75,7 @@ class HostState:
         self._bridge = bridge
         self._make_bridge = make_bridge
         self.recorder: Recorder | None = None  # the flight recorder, on a live feed only
-        self.records: RecordThread | None = None  # where it writes, off the loop (or here)
+        self.records: RecordThread | None = None  # where it writes, off the loop
         # A job member (config `job = "..."`): the job and all its members' configs; the run
         # keys act on the whole job (tui/core/control/job.py).
         self.job: tuple[JobConfig, tuple[HostConfig, ...]] | None = None
@@ -120,12 +118,12 @@ class HostState:
     ) -> EventSource:
         """The probe; with ``record``, the app records the host while no live headless
         supervisor holds its run root (the supervisor records it then), through ``records``
-        (else in ``fold``), saying on ``log`` what goes wrong with it."""
+        (nothing without), saying on ``log`` what goes wrong with it."""
         if self.slurm is not None and self.slurm[1] is not None:  # a node of a Slurm job
             from dflash_tui.app.host.slurm import NodeSource
 
             return NodeSource(self.slurm[0], self.cfg, self.slurm[1], interval)
-        if record is not None and record.enabled:
+        if record is not None and record.enabled and records is not None:
             self.recorder, self.records = Recorder(self.cfg, record, "app", log), records
         source = LiveSource(self.transport, self.cfg, interval)
         if self.slurm is None:
@@ -171,11 +169,9 @@ class HostState:
             line = slurm_job_line(view, self.node_name())
         events = tuple(self.timeline.fold(snap, diag))
         sup = diag.supervisor
-        if self.recorder is not None and not (sup is not None and sup.live(snap.time)):
-            if self.records is not None:
-                self.records.add(self.recorder, snap, diag, events)
-            else:
-                self.recorder.add(snap, diag, events)
+        live_sup = sup is not None and sup.live(snap.time)  # it records the run, not us
+        if self.recorder is not None and self.records is not None and not live_sup:
+            self.records.add(self.recorder, snap, diag, events)
         metrics = tuple(self.tracker.metrics)[-200:]
         return SampleReady(self.key, snap, diag, self.tracker.progress, metrics, events, line)
 
@@ -211,14 +207,11 @@ class HostState:
 
     async def close(self) -> None:
         """Stop the probe and drop the connection (the run itself is never touched); the
-        recorder is closed here unless it writes through ``records`` (``close_record``)."""
+        recorder is closed through ``records`` (``close_record``)."""
         if self.source is not None:
             await self.source.close()
         if self._transport is not None:
             await self._transport.close()
-        if self.recorder is not None and self.records is None:
-            self.recorder.close()
-            self.recorder.release()
 
     def close_record(self) -> Future[None] | None:
         """The recorder's close queued after its samples in ``records``; None without."""

@@ -8,15 +8,15 @@ for every host, woken once for the samples of the next ``GATHER_S`` seconds rath
 a sample (a hand-over per sample to a thread and back cost more than the fold at 64 hosts).
 Each recorder's samples are written in the order given, and its close comes after them.
 
-The queue is capped twice: at ``QUEUE_MAX`` samples and at ``QUEUE_BYTES`` of their log lines
-(a sample's lines are up to megabytes, and the queue holds them until written). Once it is
-full (a disk that stopped answering) samples are left out of the record, never queued
-without bound, until the queue is down to half. The recorder's log says when it starts leaving
-a host's samples out, and how many once it takes them again (or at its close); a disk a little
-slower than the samples fills the queue again and again, so a later time is said only
-``SAY_EVERY_S`` after the last, its samples counted into the next word. A job that raises (a
-recorder's bug, a close that fails) is said on that recorder's log; the thread goes on with
-the others. Once a recorder's close is queued, its samples are refused.
+The queue is capped twice: at ``QUEUE_MAX`` samples and at ``QUEUE_WEIGHT``, a sample weighing
+the characters of its log lines (up to megabytes, held until written) and ``SAMPLE_WEIGHT``.
+Once it is full (a disk that stopped answering) samples are left out of the record, never
+queued without bound, until the queue is down to half. The recorder's log says when it starts
+leaving a host's samples out, and how many once it takes them again (or at its close); a disk
+a little slower than the samples fills the queue again and again, so a later time is said
+only ``SAY_EVERY_S`` after the last, its samples counted into the next word. A job that
+raises (a recorder's bug, a close that fails) is said on that recorder's log; the thread goes
+on with the others. Once a recorder's close is queued, its samples are refused.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, InvalidStateError
+from dataclasses import dataclass
 
 from dflash_tui.core.base.snapshot import Snapshot
 from dflash_tui.core.diagnosis.timeline import Event
@@ -34,15 +35,26 @@ from dflash_tui.core.diagnosis.views import Diagnosis
 from dflash_tui.core.record.recorder import Recorder
 
 QUEUE_MAX = 1024  # samples waiting: 16 s of 64 hosts at 1 Hz
-QUEUE_BYTES = 64 << 20  # their log lines' characters, and SAMPLE_BYTES a sample for the rest
-SAMPLE_BYTES = 16 << 10  # about what a sample's records hold besides its log lines
+QUEUE_WEIGHT = 64 << 20  # their weight (``_weight``)
+SAMPLE_WEIGHT = 16 << 10  # about what a sample's records hold besides its log lines
 GATHER_S = 0.2  # after a wake-up, the samples of this long are written together
 SAY_EVERY_S = 300.0  # a host's queue filling again within this is not said again
 
 
+@dataclass
+class _Lag:
+    """One host's samples left out: how many not yet said, whether they are being left out
+    now, whether that time was said ("behind"), and when "behind" was last said."""
+
+    missed: int = 0
+    refusing: bool = False
+    told: bool = False
+    said_at: float = -SAY_EVERY_S
+
+
 def _weight(snap: Snapshot) -> int:
     """What a queued sample holds, roughly: its log lines and a share for the rest."""
-    return SAMPLE_BYTES + sum(len(line) for log in snap.logs for line in log.lines)
+    return SAMPLE_WEIGHT + sum(len(line) for log in snap.logs for line in log.lines)
 
 
 class RecordThread:
@@ -50,22 +62,19 @@ class RecordThread:
     ``stop`` once every host is closed. The thread starts with the first job."""
 
     def __init__(
-        self, cap: int = QUEUE_MAX, cap_bytes: int = QUEUE_BYTES, gather_s: float = GATHER_S
+        self, cap: int = QUEUE_MAX, cap_weight: int = QUEUE_WEIGHT, gather_s: float = GATHER_S
     ) -> None:
-        self.cap, self.cap_bytes, self.gather_s = cap, cap_bytes, gather_s
+        self.cap, self.cap_weight, self.gather_s = cap, cap_weight, gather_s
         self._jobs: deque[Callable[[], None]] = deque()
         self._samples = 0  # samples queued or being written (closes are never refused)
-        self._bytes = 0  # their weight
+        self._weight = 0  # their weight
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._stopping = False
         self._ended = False  # the thread has run its last job: nothing runs jobs any more
         self._full = False  # leaving samples out until the queue is down to half
-        self._missed: dict[Recorder, int] = {}  # each host's samples left out, not yet said
-        self._refusing: set[Recorder] = set()  # whose samples are being left out now
-        self._behind: set[Recorder] = set()  # whose "behind" was said, its count not yet
-        self._said: dict[Recorder, float] = {}  # when each host's "behind" was last said
+        self._lags: dict[Recorder, _Lag] = {}  # the hosts whose samples were left out
         self._closing: set[Recorder] = set()  # whose close is queued: no sample after it
         self._failed: set[Recorder] = set()  # recorders whose add raised (said once each)
 
@@ -77,22 +86,24 @@ class RecordThread:
         with self._lock:
             if self._stopping or recorder in self._closing:
                 return False
-            if self._full and 2 * self._samples <= self.cap and 2 * self._bytes <= self.cap_bytes:
+            if self._full and 2 * self._samples <= self.cap and 2 * self._weight <= self.cap_weight:
                 self._full = False
-            over = self._samples >= self.cap or self._bytes + weight > self.cap_bytes
+            over = self._samples >= self.cap or self._weight + weight > self.cap_weight
             self._full = self._full or (over and self._samples > 0)
             if not self._full:
                 self._samples += 1
-                self._bytes += weight
+                self._weight += weight
                 self._jobs.append(lambda: self._record(recorder, snap, diag, events, weight))
                 first = len(self._jobs) == 1
             full = self._full
         if full:
             self._miss(recorder)
             return False
-        self._refusing.discard(recorder)
-        if recorder in self._behind:
-            self._say_missed(recorder, "takes samples again")
+        lag = self._lags.get(recorder)
+        if lag is not None:
+            lag.refusing = False
+            if lag.told:
+                self._say_missed(recorder, "takes samples again")
         if first:
             self._start()
             self._wake.set()
@@ -148,14 +159,14 @@ class RecordThread:
         return self._samples
 
     def _miss(self, recorder: Recorder) -> None:
-        self._missed[recorder] = self._missed.get(recorder, 0) + 1
-        if recorder in self._refusing:
+        lag = self._lags.setdefault(recorder, _Lag())
+        lag.missed += 1
+        if lag.refusing:
             return  # this time was said (or not) at its first sample left out
-        self._refusing.add(recorder)
+        lag.refusing = True
         now = time.monotonic()
-        if now - self._said.get(recorder, -SAY_EVERY_S) >= SAY_EVERY_S:
-            self._said[recorder] = now
-            self._behind.add(recorder)
+        if now - lag.said_at >= SAY_EVERY_S:
+            lag.said_at, lag.told = now, True
             recorder.log.warning(
                 "recording of %s is behind: the record queue is full, its samples are left "
                 "out until it is down to half", recorder.host.label,
@@ -163,13 +174,14 @@ class RecordThread:
 
     def _say_missed(self, recorder: Recorder, now: str) -> None:
         """How many of ``recorder``'s samples were left out since last said, if any."""
-        self._behind.discard(recorder)
-        missed = self._missed.pop(recorder, 0)
-        if missed:
-            recorder.log.warning(
-                "recording of %s %s: %d samples before this were left out",
-                recorder.host.label, now, missed,
-            )  # fmt: skip
+        lag = self._lags.get(recorder)
+        if lag is None or not lag.missed:
+            return
+        recorder.log.warning(
+            "recording of %s %s: %d samples before this were left out",
+            recorder.host.label, now, lag.missed,
+        )  # fmt: skip
+        lag.missed, lag.told = 0, False
 
     def _start(self) -> None:
         with self._lock:
@@ -215,4 +227,4 @@ class RecordThread:
         finally:
             with self._lock:
                 self._samples -= 1
-                self._bytes -= weight
+                self._weight -= weight
