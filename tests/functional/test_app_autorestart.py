@@ -4,6 +4,7 @@ undone; read-only mode never supervises. Short timings: the supervisor polls eve
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -156,3 +157,37 @@ async def test_the_timeline_says_each_restart_before_it_runs_in_time_order(root:
             said = next(i for i, t in enumerate(texts) if f"restart {n}/2" in t)
             ran = [i for i, t in enumerate(texts) if t.startswith("auto-restart: launched run")]
             assert said < ran[n - 1], texts
+
+
+async def test_turned_off_and_on_during_a_relaunch_that_launch_is_said(
+    root: Path, tmp_path: Path
+) -> None:
+    """``A`` twice while the supervisor's relaunch waits out its start window: the supervisor
+    turned off ends that launch and says it (a new one waits for it instead of cutting it
+    off, which left a started run unsaid), and one supervisor goes on watching."""
+    marker = shlex.quote(str(tmp_path / "crashed-once"))
+    command = (
+        f"if [ -e {marker} ]; then echo step=2 loss=1 tok/s=1; sleep 30; "
+        f"else touch {marker}; echo step=1 loss=1 tok/s=1; exit 3; fi"
+    )
+    app = app_for(HostConfig(command=command, run_root=str(root), restart=POLICY))
+    app.host_states[0].bridge.start_window = 3.0  # the relaunch waits this long for its run
+
+    def said() -> list[str]:
+        return [e.text for e in app.current.timeline.events if e.kind == "restarted"]
+
+    async with app.run_test(size=SIZE) as pilot:
+        await started(pilot, app)
+        await pilot.press("l")
+        await until(pilot, lambda: root.exists() and len(run_dirs(root)) == 2, timeout=15)
+        assert not said()  # the relaunch is under way: its start window runs
+        await pilot.press("A")
+        await pilot.press("A")
+        assert app.current.auto == "on" and "auto-restart on" in header(app)
+        await until(pilot, lambda: len(said()) == 1, timeout=10)
+        assert said()[0].startswith("auto-restart: launched run ")
+        await until(pilot, lambda: supervisors(app) == 1)
+        assert app.current.auto == "on" and "auto-restart on" in header(app)
+        await until(pilot, lambda: run_state(app) == "running")
+        await pilot.pause(1.0)  # ten polls of the new supervisor: the live run is left alone
+        assert len(run_dirs(root)) == 2 and len(said()) == 1

@@ -11,10 +11,13 @@ such in its run directory, and the policy leaves it stopped.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
+
+from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
 from dflash_tui.app.control.quit import end_workers
 from dflash_tui.app.control.supervised import defer_toggle
@@ -65,20 +68,26 @@ class AutoRestarts:
         supervise = getattr(state.bridge, "supervise", None)
         if self.app.read_only or supervise is None:  # a stand-in bridge (tests) may not have it
             return
+        # A supervisor turned off ends at its next poll, or once the launch it began has ended
+        # and been said: the new one waits for it. Cutting it off (an exclusive worker) would
+        # leave that launch unsaid, its run started with no word on the timeline.
+        before = [w for w in self.app.workers if w.group == auto_group(state) and w.is_running]
         state.auto_stop = stop = asyncio.Event()
         state.auto = "on"
         policy = replace(state.cfg.restart, enabled=True)  # `A` turns on a host left off
-        watch = supervise(
-            policy,
-            stop,
-            lambda d: self._auto_decision(state, d),
-            lambda res: self._auto_launched(state, res),
-        )
+
+        def watch() -> Awaitable[object]:
+            return supervise(
+                policy,
+                stop,
+                lambda d: self._auto_decision(state, d, stop),
+                lambda res: self._auto_launched(state, res),
+            )
+
         self.app.run_worker(
-            self._supervised(state, watch),
+            self._supervised(state, watch, before, stop),
             name=f"auto-restart {state.key}",
             group=auto_group(state),
-            exclusive=True,
             exit_on_error=False,
         )
         self._show_auto(state)
@@ -125,14 +134,17 @@ class AutoRestarts:
 
     # -- what the supervisor reports (called on the app's loop: the worker is async) --
 
-    def _auto_decision(self, state: HostState, d: Decision) -> None:
+    def _auto_decision(self, state: HostState, d: Decision, stop: asyncio.Event) -> None:
+        """``stop``: the deciding supervisor's; one turned off since (``A``) still says what
+        it did, but the host's state is its successor's."""
         if self.on_decision is not None:
             self.on_decision(state, d)
         if d.action == "restart":
             self._auto_event(state, "warning", f"auto-restart: {d.message}")
         elif d.action == "fatal":
-            state.auto, state.auto_stop = "fatal", None
-            self._show_auto(state)
+            if state.auto_stop is stop:
+                state.auto, state.auto_stop = "fatal", None
+                self._show_auto(state)
             self._auto_event(state, "error", d.message, kind="FATAL")
             title = self.app.host_title(state, "auto-restart gave up")
             self.app.notify(d.message, title=title, severity="error", timeout=20)
@@ -149,15 +161,26 @@ class AutoRestarts:
         self._auto_event(state, "warning", text, kind="restarted")
         self.app.notify(text, title=self.app.host_title(state, "run restarted"), severity="warning")
 
-    async def _supervised(self, state: HostState, watch: Awaitable[object]) -> None:
-        """The host's supervisor; one that fails (a bug) stops, and says so."""
+    async def _supervised(
+        self,
+        state: HostState,
+        watch: Callable[[], Awaitable[object]],
+        before: list[Worker[Any]],
+        stop: asyncio.Event,
+    ) -> None:
+        """The host's supervisor, once the ones ``before`` it (turned off) have ended; one that
+        fails (a bug) stops, and says so."""
+        for earlier in before:
+            with contextlib.suppress(WorkerCancelled, WorkerFailed):
+                await earlier.wait()  # cancelled at the quit, or failed and said: ended
         try:
-            await watch
+            await watch()
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            state.auto, state.auto_stop = "off", None
-            self._show_auto(state)
+            if state.auto_stop is stop:
+                state.auto, state.auto_stop = "off", None
+                self._show_auto(state)
             msg = f"auto-restart stopped: {exc!r}; A starts it again"
             self._auto_event(state, "error", msg)
             self.app.notify(msg, title=self.app.host_title(state, "auto-restart"), severity="error")
