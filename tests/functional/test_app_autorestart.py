@@ -62,6 +62,18 @@ def run_state(app: DflashApp) -> str:
     return app.current.last.diagnosis.run_state if app.current.last else "?"
 
 
+def slow_relaunch(command: str, root: Path) -> DflashApp:
+    """Auto-restart on, each relaunch waiting 3 s for its run (its start window)."""
+    app = app_for(HostConfig(command=command, run_root=str(root), restart=POLICY))
+    app.host_states[0].bridge.start_window = 3.0
+    return app
+
+
+def said(app: DflashApp) -> list[str]:
+    """The timeline's relaunches, as the supervisor said them."""
+    return [e.text for e in app.current.timeline.events if e.kind == "restarted"]
+
+
 async def started(pilot: Pilot, app: DflashApp) -> None:
     await until(pilot, lambda: app.samples >= 1)
 
@@ -170,24 +182,47 @@ async def test_turned_off_and_on_during_a_relaunch_that_launch_is_said(
         f"if [ -e {marker} ]; then echo step=2 loss=1 tok/s=1; sleep 30; "
         f"else touch {marker}; echo step=1 loss=1 tok/s=1; exit 3; fi"
     )
-    app = app_for(HostConfig(command=command, run_root=str(root), restart=POLICY))
-    app.host_states[0].bridge.start_window = 3.0  # the relaunch waits this long for its run
-
-    def said() -> list[str]:
-        return [e.text for e in app.current.timeline.events if e.kind == "restarted"]
+    app = slow_relaunch(command, root)
 
     async with app.run_test(size=SIZE) as pilot:
         await started(pilot, app)
         await pilot.press("l")
         await until(pilot, lambda: root.exists() and len(run_dirs(root)) == 2, timeout=15)
-        assert not said()  # the relaunch is under way: its start window runs
+        assert not said(app)  # the relaunch is under way: its start window runs
         await pilot.press("A")
         await pilot.press("A")
         assert app.current.auto == "on" and "auto-restart on" in header(app)
-        await until(pilot, lambda: len(said()) == 1, timeout=10)
-        assert said()[0].startswith("auto-restart: launched run ")
+        await until(pilot, lambda: len(said(app)) == 1, timeout=10)
+        assert said(app)[0].startswith("auto-restart: launched run ")
         await until(pilot, lambda: supervisors(app) == 1)
         assert app.current.auto == "on" and "auto-restart on" in header(app)
         await until(pilot, lambda: run_state(app) == "running")
         await pilot.pause(1.0)  # ten polls of the new supervisor: the live run is left alone
-        assert len(run_dirs(root)) == 2 and len(said()) == 1
+        assert len(run_dirs(root)) == 2 and len(said(app)) == 1
+
+
+async def test_a_crash_while_the_new_supervisor_waits_is_restarted(
+    root: Path, tmp_path: Path
+) -> None:
+    """``A`` twice while a relaunch waits out its start window, and that run dies in it: the
+    supervisor turned on goes on from the one before (its count, its start), so that crash is
+    restarted, not taken for one from before auto-restart was on."""
+    count = shlex.quote(str(tmp_path / "attempts"))
+    command = (
+        f"n=$(cat {count} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {count}; "
+        "echo step=$n loss=1 tok/s=1; "
+        "if [ $n -eq 1 ]; then exit 3; elif [ $n -eq 2 ]; then sleep 1.5; exit 3; else sleep 30; fi"
+    )
+    app = slow_relaunch(command, root)
+
+    async with app.run_test(size=SIZE) as pilot:
+        await started(pilot, app)
+        await pilot.press("l")
+        await until(pilot, lambda: root.exists() and len(run_dirs(root)) == 2, timeout=15)
+        await pilot.press("A")
+        await pilot.press("A")
+        await until(pilot, lambda: len(run_dirs(root)) == 3, timeout=15)
+        await until(pilot, lambda: len(said(app)) == 2 and run_state(app) == "running", timeout=10)
+        assert app.current.auto == "on" and supervisors(app) == 1
+        assert not any(e.kind == "FATAL" for e in app.current.timeline.events)
+        assert not any("before auto-restart was on" in e.text for e in app.current.timeline.events)

@@ -41,13 +41,13 @@ class AppPort(Protocol):
 
     def run_worker(
         self,
-        work: Coroutine[Any, Any, None],
+        work: Coroutine[Any, Any, Any],
         *,
         name: str,
         group: str,
         exclusive: bool = ...,
         exit_on_error: bool = ...,
-    ) -> Worker[None]: ...
+    ) -> Worker[Any]: ...
 
     def set_timer(self, delay: float, callback: Callable[[], object]) -> Timer: ...
 

@@ -1,4 +1,4 @@
-"""Opt-in auto-restart in the app: one exclusive worker per host (group ``autorestart:<index>``)
+"""Opt-in auto-restart in the app: one worker per host (group ``autorestart:<index>``)
 runs tui/core/control/restart.py's ``supervise`` through the host's bridge, so it shares the
 host's one transport (one SSH connection). Its decisions go to the host's timeline, a restart
 and FATAL also to a notification, and the header says ``auto-restart on`` or ``FATAL``.
@@ -11,23 +11,24 @@ such in its run directory, and the policy leaves it stopped.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
-from textual.worker import Worker, WorkerCancelled, WorkerFailed
+from textual.worker import Worker, WorkerState
 
 from dflash_tui.app.control.quit import end_workers
 from dflash_tui.app.control.supervised import defer_toggle
 from dflash_tui.app.host.pane import post_events
 from dflash_tui.app.host.state import HostState
 from dflash_tui.app.ports import AppPort
-from dflash_tui.core.control.policy import Decision
+from dflash_tui.core.base.timings import RestartPolicy
+from dflash_tui.core.control.policy import AutoRestart, Decision
 from dflash_tui.core.diagnosis.timeline import Event
 
 AUTO_GROUP = "autorestart:"
+WAIT_POLL_S = 0.1  # how often a supervisor turned on looks whether the one before it has ended
 
 
 def auto_group(state: HostState) -> str:
@@ -69,23 +70,14 @@ class AutoRestarts:
         if self.app.read_only or supervise is None:  # a stand-in bridge (tests) may not have it
             return
         # A supervisor turned off ends at its next poll, or once the launch it began has ended
-        # and been said: the new one waits for it. Cutting it off (an exclusive worker) would
-        # leave that launch unsaid, its run started with no word on the timeline.
+        # and been said: the new one waits for it (``_supervised``). Cutting it off (an
+        # exclusive worker) would leave that launch unsaid, its run started with no word.
         before = [w for w in self.app.workers if w.group == auto_group(state) and w.is_running]
         state.auto_stop = stop = asyncio.Event()
         state.auto = "on"
         policy = replace(state.cfg.restart, enabled=True)  # `A` turns on a host left off
-
-        def watch() -> Awaitable[object]:
-            return supervise(
-                policy,
-                stop,
-                lambda d: self._auto_decision(state, d, stop),
-                lambda res: self._auto_launched(state, res),
-            )
-
         self.app.run_worker(
-            self._supervised(state, watch, before, stop),
+            self._supervised(state, supervise, policy, stop, before),
             name=f"auto-restart {state.key}",
             group=auto_group(state),
             exit_on_error=False,
@@ -135,19 +127,22 @@ class AutoRestarts:
     # -- what the supervisor reports (called on the app's loop: the worker is async) --
 
     def _auto_decision(self, state: HostState, d: Decision, stop: asyncio.Event) -> None:
-        """``stop``: the deciding supervisor's; one turned off since (``A``) still says what
-        it did, but the host's state is its successor's."""
+        """``stop``: the deciding supervisor's; one turned off and on again since (``A``)
+        still says what it did, but the host's state is its successor's."""
         if self.on_decision is not None:
             self.on_decision(state, d)
         if d.action == "restart":
             self._auto_event(state, "warning", f"auto-restart: {d.message}")
         elif d.action == "fatal":
-            if state.auto_stop is stop:
+            text = d.message
+            if state.auto_stop in (stop, None):  # this host's supervisor, or the last one
                 state.auto, state.auto_stop = "fatal", None
                 self._show_auto(state)
-            self._auto_event(state, "error", d.message, kind="FATAL")
+            else:  # turned off, then on again: the new one goes on afresh, from now
+                text += "; the supervisor turned on since watches from now on"
+            self._auto_event(state, "error", text, kind="FATAL")
             title = self.app.host_title(state, "auto-restart gave up")
-            self.app.notify(d.message, title=title, severity="error", timeout=20)
+            self.app.notify(text, title=title, severity="error", timeout=20)
         elif d.action in ("stopped", "done"):
             self._auto_event(state, "info", f"auto-restart: {d.message}")
         elif d.action == "watch" and d.message.startswith("cannot read"):
@@ -164,26 +159,44 @@ class AutoRestarts:
     async def _supervised(
         self,
         state: HostState,
-        watch: Callable[[], Awaitable[object]],
-        before: list[Worker[Any]],
+        supervise: Callable[..., Awaitable[Decision | None]],
+        policy: RestartPolicy,
         stop: asyncio.Event,
-    ) -> None:
-        """The host's supervisor, once the ones ``before`` it (turned off) have ended; one that
-        fails (a bug) stops, and says so."""
+        before: list[Worker[Any]],
+    ) -> AutoRestart | None:
+        """The host's supervisor, once the ones ``before`` it (turned off) have ended: it goes
+        on from the last one's count and start, so a crash that came while it waited is judged
+        (not taken for one from before auto-restart was on) and its restarts count towards
+        FATAL; after a FATAL, afresh. Returns its policy's state for a successor (None after
+        FATAL). One that fails (a bug) stops, and says so."""
+        machine = AutoRestart(policy)
         for earlier in before:
-            with contextlib.suppress(WorkerCancelled, WorkerFailed):
-                await earlier.wait()  # cancelled at the quit, or failed and said: ended
+            # Polled, not ``Worker.wait()``: a cancel of this worker would cancel that one too.
+            while earlier.is_running:
+                await asyncio.sleep(WAIT_POLL_S)
+            ended = earlier.result if earlier.state == WorkerState.SUCCESS else None
+            machine = ended if isinstance(ended, AutoRestart) else AutoRestart(policy)
+        if stop.is_set():  # turned off again meanwhile
+            return machine
         try:
-            await watch()
+            last = await supervise(
+                policy,
+                stop,
+                lambda d: self._auto_decision(state, d, stop),
+                lambda res: self._auto_launched(state, res),
+                machine=machine,
+            )
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            if state.auto_stop is stop:
+            if state.auto_stop in (stop, None):
                 state.auto, state.auto_stop = "off", None
                 self._show_auto(state)
             msg = f"auto-restart stopped: {exc!r}; A starts it again"
             self._auto_event(state, "error", msg)
             self.app.notify(msg, title=self.app.host_title(state, "auto-restart"), severity="error")
+            return None
+        return None if last is not None and last.action == "fatal" else machine
 
     # -- drawing (the host's pane draws, or not once it is gone) --
 

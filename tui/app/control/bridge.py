@@ -22,7 +22,7 @@ from dflash_tui.core.base.timings import (
     START_WINDOW_S,
     RestartPolicy,
 )
-from dflash_tui.core.control.policy import Decision
+from dflash_tui.core.control.policy import AutoRestart, Decision
 from dflash_tui.core.control.script import ControlError
 from dflash_tui.core.link.transport import Transport, TransportError
 
@@ -164,9 +164,11 @@ class Bridge:
         stop: asyncio.Event,
         on_decision: Callable[[Decision], None],
         on_launch: Callable[[Any], None],
+        machine: AutoRestart | None = None,
     ) -> Decision | None:
         """Auto-restart: watch the run and relaunch it after a crash until ``stop`` is set or
-        the policy gives up (the FATAL decision is returned)."""
+        the policy gives up (the FATAL decision is returned); ``machine``: the policy's state
+        to go on from."""
         from dflash_tui.core.control.restart import supervise
 
         return await supervise(
@@ -179,6 +181,7 @@ class Bridge:
             start_window=self.start_window,
             keep=self.host.keep_runs,
             poll=self.supervise_poll,
+            machine=machine,
         )
 
     async def request_supervisor_policy(self, enabled: bool) -> None:

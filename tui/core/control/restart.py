@@ -281,12 +281,14 @@ async def supervise(
     start_window: float = START_WINDOW_S,
     keep: int = 0,
     poll: float = 2.0,
+    machine: AutoRestart | None = None,
 ) -> Decision | None:
     """Auto-restart (opt-in): watch the latest run and relaunch it after a crash, as ``policy``
     says, until ``stop`` is set or the policy gives up (FATAL, returned). While a headless
     supervisor (``dflash-tui supervise``) is live on the run root, every crash is left to it
-    (decision ``off``): two loops never restart one crash twice."""
-    machine, last = AutoRestart(policy), None
+    (decision ``off``): two loops never restart one crash twice. ``machine``: the policy's
+    state to go on from (an earlier loop's count and start), else a new one."""
+    machine, last = machine or AutoRestart(policy), None
     while not stop.is_set():
         rep: RunReport
         try:
