@@ -226,3 +226,25 @@ async def test_a_crash_while_the_new_supervisor_waits_is_restarted(
         assert app.current.auto == "on" and supervisors(app) == 1
         assert not any(e.kind == "FATAL" for e in app.current.timeline.events)
         assert not any("before auto-restart was on" in e.text for e in app.current.timeline.events)
+
+
+async def test_a_supervisor_that_fails_says_so_and_is_off(root: Path) -> None:
+    """A supervisor that raises (a bug) stops: the timeline and a notification say so, and the
+    header no longer says it is on."""
+
+    async def fails(*_args: object, **_kwargs: object) -> None:
+        raise RuntimeError("a bug in the loop")
+
+    app = app_for(HostConfig(command=LOOP, run_root=str(root)))
+    app.host_states[0].bridge.supervise = fails  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE) as pilot:
+        await started(pilot, app)
+        await pilot.press("A")
+        await until(pilot, lambda: app.current.auto == "off" and supervisors(app) == 0)
+        texts = [e.text for e in app.current.timeline.events if e.kind == "auto-restart"]
+        assert any(
+            t.startswith("auto-restart stopped: RuntimeError('a bug in the loop')")
+            and t.endswith("A starts it again")
+            for t in texts
+        ), texts
+        assert "auto-restart on" not in header(app)

@@ -189,10 +189,13 @@ class AutoRestarts:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
+            msg = f"auto-restart stopped: {exc!r}; "
             if state.auto_stop in (stop, None):
                 state.auto, state.auto_stop = "off", None
                 self._show_auto(state)
-            msg = f"auto-restart stopped: {exc!r}; A starts it again"
+                msg += "A starts it again"
+            else:  # turned off, then on again: the new one goes on afresh, from now
+                msg += "the supervisor turned on since watches from now on"
             self._auto_event(state, "error", msg)
             self.app.notify(msg, title=self.app.host_title(state, "auto-restart"), severity="error")
             return None
