@@ -135,7 +135,7 @@ class AutoRestarts:
             self._auto_event(state, "warning", f"auto-restart: {d.message}")
         elif d.action == "fatal":
             text = d.message
-            if state.auto_stop in (stop, None):  # this host's supervisor, or the last one
+            if state.auto_stop in (stop, None):  # this host's supervisor, or none is on
                 state.auto, state.auto_stop = "fatal", None
                 self._show_auto(state)
             else:  # turned off, then on again: the new one goes on afresh, from now
@@ -167,8 +167,9 @@ class AutoRestarts:
         """The host's supervisor, once the ones ``before`` it (turned off) have ended: it goes
         on from the last one's count and start, so a crash that came while it waited is judged
         (not taken for one from before auto-restart was on) and its restarts count towards
-        FATAL; after a FATAL, afresh. Returns its policy's state for a successor (None after
-        FATAL). One that fails (a bug) stops, and says so."""
+        FATAL; after a FATAL or a failure, afresh. Returns the policy's state for a successor:
+        its own, or the one it took when turned off again while it waited; None after a FATAL
+        or a failure. One that fails (a bug) stops, and says so."""
         machine = AutoRestart(policy)
         for earlier in before:
             # Polled, not ``Worker.wait()``: a cancel of this worker would cancel that one too.
@@ -179,7 +180,7 @@ class AutoRestarts:
         if stop.is_set():  # turned off again meanwhile
             return machine
         try:
-            last = await supervise(
+            await supervise(
                 policy,
                 stop,
                 lambda d: self._auto_decision(state, d, stop),
@@ -199,7 +200,8 @@ class AutoRestarts:
             self._auto_event(state, "error", msg)
             self.app.notify(msg, title=self.app.host_title(state, "auto-restart"), severity="error")
             return None
-        return None if last is not None and last.action == "fatal" else machine
+        # Gave up, even if said as "off" (a FATAL beside a live headless supervisor): afresh.
+        return None if machine.fatal() is not None else machine
 
     # -- drawing (the host's pane draws, or not once it is gone) --
 

@@ -287,8 +287,10 @@ async def supervise(
     says, until ``stop`` is set or the policy gives up (FATAL, returned). While a headless
     supervisor (``dflash-tui supervise``) is live on the run root, every crash is left to it
     (decision ``off``): two loops never restart one crash twice. ``machine``: the policy's
-    state to go on from (an earlier loop's count and start), else a new one."""
-    machine, last = machine or AutoRestart(policy), None
+    state to go on from (an earlier loop's count, start and policy, which ``policy`` then does
+    not replace), else a new one; what it still holds pending, the earlier loop has said."""
+    held = machine.pending() if machine is not None else None
+    machine, last = machine or AutoRestart(policy), held[1] if held is not None else None
     while not stop.is_set():
         rep: RunReport
         try:
