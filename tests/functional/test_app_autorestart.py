@@ -74,6 +74,14 @@ def said(app: DflashApp) -> list[str]:
     return [e.text for e in app.current.timeline.events if e.kind == "restarted"]
 
 
+async def relaunching(pilot: Pilot, app: DflashApp, root: Path) -> None:
+    """``l``: the run crashes and the supervisor's relaunch is under way (its run directory
+    made, its start window running)."""
+    await started(pilot, app)
+    await pilot.press("l")
+    await until(pilot, lambda: root.exists() and len(run_dirs(root)) == 2, timeout=15)
+
+
 async def started(pilot: Pilot, app: DflashApp) -> None:
     await until(pilot, lambda: app.samples >= 1)
 
@@ -185,9 +193,7 @@ async def test_turned_off_and_on_during_a_relaunch_that_launch_is_said(
     app = slow_relaunch(command, root)
 
     async with app.run_test(size=SIZE) as pilot:
-        await started(pilot, app)
-        await pilot.press("l")
-        await until(pilot, lambda: root.exists() and len(run_dirs(root)) == 2, timeout=15)
+        await relaunching(pilot, app, root)
         assert not said(app)  # the relaunch is under way: its start window runs
         await pilot.press("A")
         await pilot.press("A")
@@ -216,9 +222,7 @@ async def test_a_crash_while_the_new_supervisor_waits_is_restarted(
     app = slow_relaunch(command, root)
 
     async with app.run_test(size=SIZE) as pilot:
-        await started(pilot, app)
-        await pilot.press("l")
-        await until(pilot, lambda: root.exists() and len(run_dirs(root)) == 2, timeout=15)
+        await relaunching(pilot, app, root)
         await pilot.press("A")
         await pilot.press("A")
         await until(pilot, lambda: len(run_dirs(root)) == 3, timeout=15)

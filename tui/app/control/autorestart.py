@@ -134,12 +134,7 @@ class AutoRestarts:
         if d.action == "restart":
             self._auto_event(state, "warning", f"auto-restart: {d.message}")
         elif d.action == "fatal":
-            text = d.message
-            if state.auto_stop in (stop, None):  # this host's supervisor, or none is on
-                state.auto, state.auto_stop = "fatal", None
-                self._show_auto(state)
-            else:  # turned off, then on again: the new one goes on afresh, from now
-                text += "; the supervisor turned on since watches from now on"
+            text = d.message + self._ended(state, stop, "fatal")
             self._auto_event(state, "error", text, kind="FATAL")
             title = self.app.host_title(state, "auto-restart gave up")
             self.app.notify(text, title=title, severity="error", timeout=20)
@@ -170,13 +165,14 @@ class AutoRestarts:
         FATAL; after a FATAL or a failure, afresh. Returns the policy's state for a successor:
         its own, or the one it took when turned off again while it waited; None after a FATAL
         or a failure. One that fails (a bug) stops, and says so."""
-        machine = AutoRestart(policy)
         for earlier in before:
             # Polled, not ``Worker.wait()``: a cancel of this worker would cancel that one too.
             while earlier.is_running:
                 await asyncio.sleep(WAIT_POLL_S)
-            ended = earlier.result if earlier.state == WorkerState.SUCCESS else None
-            machine = ended if isinstance(ended, AutoRestart) else AutoRestart(policy)
+        # The last one waited for the ones before it, and took their state.
+        last = before[-1] if before else None
+        ended = last.result if last is not None and last.state == WorkerState.SUCCESS else None
+        machine = ended if isinstance(ended, AutoRestart) else AutoRestart(policy)
         if stop.is_set():  # turned off again meanwhile
             return machine
         try:
@@ -190,18 +186,24 @@ class AutoRestarts:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            msg = f"auto-restart stopped: {exc!r}; "
-            if state.auto_stop in (stop, None):
-                state.auto, state.auto_stop = "off", None
-                self._show_auto(state)
-                msg += "A starts it again"
-            else:  # turned off, then on again: the new one goes on afresh, from now
-                msg += "the supervisor turned on since watches from now on"
+            msg = f"auto-restart stopped: {exc!r}" + (
+                self._ended(state, stop, "off") or "; A starts it again"
+            )
             self._auto_event(state, "error", msg)
             self.app.notify(msg, title=self.app.host_title(state, "auto-restart"), severity="error")
             return None
         # Gave up, even if said as "off" (a FATAL beside a live headless supervisor): afresh.
         return None if machine.fatal() is not None else machine
+
+    def _ended(self, state: HostState, stop: asyncio.Event, auto: str) -> str:
+        """The supervisor of ``stop`` ended (``auto``: "fatal" or "off"): the host's state
+        says so when it was the host's, or none is on since; else it is its successor's, and
+        this returns what the last word adds about that."""
+        if state.auto_stop in (stop, None):
+            state.auto, state.auto_stop = auto, None
+            self._show_auto(state)
+            return ""
+        return "; the supervisor turned on since watches from now on"  # afresh, from now
 
     # -- drawing (the host's pane draws, or not once it is gone) --
 
