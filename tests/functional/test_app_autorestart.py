@@ -97,8 +97,13 @@ async def test_crash_loop_restarts_then_goes_fatal(root: Path) -> None:
         assert sum(e.kind == "restarted" for e in events) == 2
         fatal = [e for e in events if e.kind == "FATAL"]
         assert len(fatal) == 1 and "exit 3" in fatal[0].text and "after 2 restarts" in fatal[0].text
+        # Each relaunch died inside its start window: said as such, never as a restart that took.
+        gone = [e.text for e in events if e.kind == "restarted" and e.severity == "error"]
+        assert len(gone) == 2, gone
+        assert all("did not last its start window: exit 3" in t for t in gone), gone
         notes = [(n.severity, str(n.message)) for n in app._notifications]
-        assert sum(sev == "warning" and "launched run" in m for sev, m in notes) == 2
+        assert sum(sev == "error" and "did not last its start" in m for sev, m in notes) == 2
+        assert not any(sev == "warning" and "launched run" in m for sev, m in notes)
         assert any(sev == "error" and m.startswith("FATAL") for sev, m in notes)
         await pilot.pause(0.1)
         assert "FATAL" in header(app) and "auto-restart on" not in header(app)
@@ -200,6 +205,9 @@ async def test_turned_off_and_on_during_a_relaunch_that_launch_is_said(
         assert app.current.auto == "on" and "auto-restart on" in header(app)
         await until(pilot, lambda: len(said(app)) == 1, timeout=10)
         assert said(app)[0].startswith("auto-restart: launched run ")
+        assert "start window" not in said(app)[0]  # it lives: a restart that took
+        notes = [(n.severity, str(n.message)) for n in app._notifications]
+        assert ("warning", said(app)[0]) in notes
         await until(pilot, lambda: supervisors(app) == 1)
         assert app.current.auto == "on" and "auto-restart on" in header(app)
         await until(pilot, lambda: run_state(app) == "running")

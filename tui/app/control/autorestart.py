@@ -14,7 +14,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.worker import Worker, WorkerState
 
@@ -26,6 +26,9 @@ from dflash_tui.app.ports import AppPort
 from dflash_tui.core.base.timings import RestartPolicy
 from dflash_tui.core.control.policy import AutoRestart, Decision
 from dflash_tui.core.diagnosis.timeline import Event
+
+if TYPE_CHECKING:  # launching code loads with the first launch, not at the app's start
+    from dflash_tui.core.control.launch import LaunchResult
 
 AUTO_GROUP = "autorestart:"
 WAIT_POLL_S = 0.1  # how often a supervisor turned on looks whether the one before it has ended
@@ -143,13 +146,24 @@ class AutoRestarts:
         elif d.action == "watch" and d.message.startswith("cannot read"):
             self._auto_event(state, "warning", f"auto-restart: {d.message}")
 
-    def _auto_launched(self, state: HostState, res: Any) -> None:
+    def _auto_launched(self, state: HostState, res: LaunchResult) -> None:
         if res.run_id is None:  # the supervisor counts it as a crash and says so next
             self._auto_event(state, "error", f"auto-restart: {res.message}")
             return
-        text = f"auto-restart: launched run {res.run_id}"
-        self._auto_event(state, "warning", text, kind="restarted")
-        self.app.notify(text, title=self.app.host_title(state, "run restarted"), severity="warning")
+        if res.ok:
+            text = f"auto-restart: launched run {res.run_id}"
+            self._auto_event(state, "warning", text, kind="restarted")
+            title = self.app.host_title(state, "run restarted")
+            self.app.notify(text, title=title, severity="warning")
+            return
+        # Launched, and already gone by the end of its start window: said as such, not as a
+        # restart that took; the supervisor judges that crash at its next look.
+        why = res.error or res.state
+        text = f"auto-restart: launched run {res.run_id}, which did not last its start window"
+        text += f": {why}"
+        self._auto_event(state, "error", text, kind="restarted")
+        title = self.app.host_title(state, "restarted run ended")
+        self.app.notify(text, title=title, severity="error")
 
     async def _supervised(
         self,
