@@ -10,9 +10,10 @@
 # else a git worktree of BASELINE_REV (the carried tree then needs its .git).
 #   OUT=/tmp/out [BASELINE_DIR=D | BASELINE_REV=R] [RUNS="nvitop baseline nvitop@0:"] [PROBE=1]
 #   [RSS=1] bash bench/device_monitor_cost.sh
-# WARMUP (default 4 s), REPEATS (2) and RUN_LIMIT (270 s a comparison) change the windows:
-# WARMUP=65 measures past the app's first minute, when a label's chip has stopped counting
-# seconds (it says whole minutes from then on).
+# WARMUP (default 4 s), REPEATS (2), WINDOWS (1 a start of a monitor), INTERVALS (2,1,0.5)
+# and RUN_LIMIT (270 s a comparison) change the windows: WARMUP=65 measures past the app's
+# first minute, when a label's chip has stopped counting seconds (it says whole minutes from
+# then on); WINDOWS=2 then pays that warm-up once for two windows.
 set -u
 OUT=${OUT:-/tmp/dflash-monitor-cost-out}
 SECONDS_EACH=${SECONDS_EACH:-13}  # 2 x (3 x 2 x 2 x (13 + 4 warm-up) s + one-shots): ~8 min
@@ -62,7 +63,8 @@ for run in ${RUNS:-nvitop baseline}; do
   [ "$b" != "$run" ] && topo=(--topology "${run#*@}")
   echo "== monitor_cost.py --b $b ${topo[*]}" | tee -a "$OUT/device_monitor_cost.log"
   timeout "${RUN_LIMIT:-270}" python3 bench/monitor_cost.py --b "$b" "${base[@]}" "${topo[@]}" \
-    --seconds "$SECONDS_EACH" --warmup "${WARMUP:-4}" --repeats "${REPEATS:-2}" --out "$OUT" 2>&1 |
+    --seconds "$SECONDS_EACH" --warmup "${WARMUP:-4}" --repeats "${REPEATS:-2}" \
+    --windows "${WINDOWS:-1}" --intervals "${INTERVALS:-2,1,0.5}" --out "$OUT" 2>&1 |
     tee -a "$OUT/device_monitor_cost.log"
 done
 # RSS=1: where each monitor's resident memory goes (bench/rss_parts.py, one GPU panel, 0.5 s;

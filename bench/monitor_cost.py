@@ -26,7 +26,7 @@ nvidia-ml-py does, so no Python stand-in starts twice a sample: the tree is the 
 probe, wherever the probe runs (a process of its own in older trees, inside the app here).
 
     .venv/bin/python bench/monitor_cost.py [--b baseline|nvitop] [--seconds 25] [--repeats 2]
-        [--intervals 2,1,0.5] [--baseline-rev REV | --baseline-dir DIR] [--stand-in]
+        [--windows 1] [--intervals 2,1,0.5] [--baseline-rev REV | --baseline-dir DIR] [--stand-in]
         [--gpu smi|nvml] [--topology T] [--out DIR]
 """
 
@@ -316,7 +316,22 @@ def measure(
     (name: root PID, e.g. an sshd serving the monitor) get ``NAME_cpu_pct`` and
     ``NAME_ms_per_sample`` of their trees over the same window. ``keys``, given the pty's
     master, presses keys after the warm-up, before the window."""
+    return measure_windows(mon, interval, seconds, warmup, 1, others, keys)[0]
+
+
+def measure_windows(
+    mon: Monitor,
+    interval: float,
+    seconds: float,
+    warmup: float,
+    windows: int,
+    others: dict[str, int] | None = None,
+    keys: Callable[[int], None] | None = None,
+) -> list[dict[str, float]]:
+    """``windows`` windows one after the other in one start of the monitor, after one
+    warm-up (a long warm-up then costs its time once), each as ``measure`` says."""
     others = others or {}
+    out = []
     with running_pty(mon, interval) as (p, written, master):
         time.sleep(warmup)
         if p.poll() is not None:
@@ -326,15 +341,27 @@ def measure(
             keys(master)
             if p.poll() is not None:
                 raise SystemExit(f"{mon.label} exited with {p.returncode} at its keys")
-        x0 = {name: tree_ticks(pid) for name, pid in others.items()}
-        t0, c0, o0, peak = time.monotonic(), tree_ticks(p.pid), own_ticks(p.pid), 0
-        while time.monotonic() - t0 < seconds:
-            peak = max(peak, tree_rss(p.pid))
-            time.sleep(0.25)
-        c1, o1, t1 = tree_ticks(p.pid), own_ticks(p.pid), time.monotonic()
-        x1 = {name: tree_ticks(pid) for name, pid in others.items()}
-        if p.poll() is not None:
-            raise SystemExit(f"{mon.label} exited with {p.returncode} while measured")
+        for _ in range(windows):
+            w0 = written[0]
+            r = _window(p, interval, seconds, others)
+            out.append(r | {"rss_before_keys_mib": before_keys / 2**20})
+            out[-1]["bytes_out"] = float(written[0] - w0)
+    return out
+
+
+def _window(
+    p: subprocess.Popen[bytes], interval: float, seconds: float, others: dict[str, int]
+) -> dict[str, float]:
+    """The monitor's (and ``others``') CPU over ``seconds`` from now, and its peak RSS."""
+    x0 = {name: tree_ticks(pid) for name, pid in others.items()}
+    t0, c0, o0, peak = time.monotonic(), tree_ticks(p.pid), own_ticks(p.pid), 0
+    while time.monotonic() - t0 < seconds:
+        peak = max(peak, tree_rss(p.pid))
+        time.sleep(0.25)
+    c1, o1, t1 = tree_ticks(p.pid), own_ticks(p.pid), time.monotonic()
+    x1 = {name: tree_ticks(pid) for name, pid in others.items()}
+    if p.poll() is not None:
+        raise SystemExit(f"monitor exited with {p.returncode} while measured")
     cpu_s, own_s = (c1 - c0) / CLK_TCK, (o1 - o0) / CLK_TCK
     out = {}
     for name in others:
@@ -347,8 +374,6 @@ def measure(
         "cpu_pct": 100.0 * cpu_s / (t1 - t0),
         "ms_per_sample": 1000.0 * cpu_s * interval / (t1 - t0),
         "rss_mib": peak / 2**20,
-        "rss_before_keys_mib": before_keys / 2**20,
-        "bytes_out": float(written[0]),
     }
 
 
@@ -419,15 +444,16 @@ def run(args: argparse.Namespace) -> dict:
         for rep in range(args.repeats):
             for interval in intervals:
                 for mon in (a, b):  # interleaved: A, B, A, B, ...
-                    r = measure(mon, interval, args.seconds, args.warmup)
-                    results.setdefault(mon.label, {}).setdefault(f"{interval:g}", []).append(r)
-                    print(
-                        f"  rep {rep + 1} {interval:g} s {mon.label}: {r['cpu_pct']:.2f} % "
-                        f"{r['ms_per_sample']:.1f} ms/sample, "
-                        f"own process {r['own_ms_per_sample']:.1f} ms/sample, "
-                        f"{r['rss_mib']:.0f} MiB",
-                        flush=True,
-                    )
+                    rows = measure_windows(mon, interval, args.seconds, args.warmup, args.windows)
+                    results.setdefault(mon.label, {}).setdefault(f"{interval:g}", []).extend(rows)
+                    for w, r in enumerate(rows):
+                        print(
+                            f"  rep {rep + 1}.{w + 1} {interval:g} s {mon.label}: "
+                            f"{r['cpu_pct']:.2f} % {r['ms_per_sample']:.1f} ms/sample, "
+                            f"own process {r['own_ms_per_sample']:.1f} ms/sample, "
+                            f"{r['rss_mib']:.0f} MiB",
+                            flush=True,
+                        )
         shots = oneshots(a, b, env)
     finally:
         if stand_in is not None:
@@ -503,6 +529,14 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=25.0, help="one window (default 25)")
     ap.add_argument("--warmup", type=float, default=6.0, help="seconds before a window")
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument(
+        "--windows",
+        type=int,
+        default=1,
+        help="windows one after the other in each start of a monitor (default 1): with a long"
+        " --warmup (65: past the first minute, when label chips count whole minutes) the"
+        " warm-up is paid once a start",
+    )
     ap.add_argument("--intervals", default="2,1,0.5")
     ap.add_argument(
         "--stand-in", action="store_true", help="the fake nvidia-smi even with a real one"
