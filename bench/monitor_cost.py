@@ -27,7 +27,7 @@ probe, wherever the probe runs (a process of its own in older trees, inside the 
 
     .venv/bin/python bench/monitor_cost.py [--b baseline|nvitop] [--seconds 25] [--repeats 2]
         [--windows 1] [--intervals 2,1,0.5] [--baseline-rev REV | --baseline-dir DIR] [--stand-in]
-        [--gpu smi|nvml] [--topology T] [--out DIR]
+        [--gpu smi|nvml] [--gpus 8] [--topology T] [--out DIR]
 """
 
 from __future__ import annotations
@@ -425,7 +425,7 @@ def run(args: argparse.Namespace) -> dict:
     WORK.mkdir(parents=True, exist_ok=True)
     home = Path(tempfile.mkdtemp(prefix="run-", dir=WORK))
     real_smi = shutil.which("nvidia-smi") and not args.stand_in
-    stand_in = None if real_smi else StandIn(home, steady=args.steady, nvml=args.gpu == "nvml")
+    stand_in = None if real_smi else StandIn(home, args.gpus, args.steady, args.gpu == "nvml")
     env = dict(os.environ)
     if stand_in is not None:
         env.update(stand_in.env)
@@ -512,7 +512,8 @@ def report(doc: dict) -> str:
         )
     steady = ", readings steady" if doc["args"].get("steady") else ", readings moving"
     tool = "the fake pynvml" if doc.get("gpu") == "nvml" else "the stand-in nvidia-smi"
-    stand_in = f"{tool}, 8 H200s, 8 processes" + steady
+    n = doc["args"].get("gpus", 8)
+    stand_in = f"{tool}, {n} H200s, {n} processes" + steady
     lines.append("GPUs: " + (stand_in if doc["stand_in"] else "real"))
     return "\n".join(lines)
 
@@ -550,6 +551,13 @@ def main() -> None:
     )
     ap.add_argument(
         "--steady", action="store_true", help="the stand-in's readings do not move (best case)"
+    )
+    ap.add_argument(
+        "--gpus",
+        type=int,
+        default=8,
+        help="the stand-in's GPUs (default 8; 1: as the one-card GPU host runs under the default"
+        " 8-panel topology, seven panels saying the GPU is missing)",
     )
     ap.add_argument(
         "--topology",

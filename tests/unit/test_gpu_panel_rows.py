@@ -109,6 +109,30 @@ def test_a_closing_space_past_the_width_is_dropped_not_a_letter_cut() -> None:
     assert wide.plain == "ab日" and wide.cell_len == 4
 
 
+def test_a_panel_keeps_its_box_once_the_readings_its_sparklines_draw_stand() -> None:
+    """The window kept is what the sparklines draw: a GPU whose utilisation moved, then
+    stands, keeps its box once every cell drawn holds the standing reading (HISTORY samples),
+    not after a longer window has filled behind what is drawn."""
+    diag = seed_diagnosis()
+    view = diag.gpus[0]
+    assert view.gpu is not None
+    panel = GpuPanel(view.index)
+    for k in range(30):  # moving for longer than any window
+        gpu = dataclasses.replace(view.gpu, util=(k * 7) % 100)
+        panel.show(dataclasses.replace(view, gpu=gpu), diag.time, run_active=True)
+    steady = dataclasses.replace(view, gpu=dataclasses.replace(view.gpu, util=50))
+    for _ in range(HISTORY):
+        panel.show(steady, diag.time, run_active=True)
+    rows = panel.rows(PAL, 30)
+    util = next(r.plain for r in rows if "util" in r.plain)
+    drawn = util.rstrip(" │")[-HISTORY - 1 :]
+    # Every cell of the sparkline is the standing reading's tick, and the one before is not one.
+    assert len(set(drawn[1:])) == 1 and drawn[0] == " ", util
+    for _ in range(5):
+        panel.show(dataclasses.replace(steady), diag.time, run_active=True)
+        assert panel.rows(PAL, 30) is rows
+
+
 def test_a_panel_whose_readings_stand_keeps_its_box_until_a_change_or_its_next_minute() -> None:
     """A GPU in the topology the machine lacks, or an idle card: once its sparklines' window
     holds one reading, a sample that brings the same view keeps the box (the same list); a

@@ -24,8 +24,11 @@ from dflash_tui.core.diagnosis.severity import OWNER as _OWNER_SEVERITY
 from dflash_tui.core.diagnosis.severity import label_severity, worst
 from dflash_tui.core.diagnosis.views import GpuView, ProcView
 
-HISTORY = 60  # samples of utilisation and memory kept per GPU for the sparklines
-_BAR, _SPARK = 8, 7
+_BAR = 8
+# Readings of utilisation and memory kept per GPU: what its sparklines draw, no more. A longer
+# window made a panel whose readings stand (an idle card, one the machine lacks) again every
+# sample until the whole window held one reading, though the cells drawn had stopped moving.
+HISTORY = 7
 # The box of each state, as Textual draws its borders: (top, side, bottom) characters.
 _ROUND = (("╭", "─", "╮"), "│", ("╰", "─", "╯"))
 _HEAVY = (("┏", "━", "┓"), "┃", ("┗", "━", "┛"))
@@ -239,7 +242,7 @@ class GpuPanel:
         out = Text(f"{name} ")
         out.append(bar(frac, _BAR), pal.fg(sev))
         out.append(" ---% " if pct is None else f" {pct:3.0f}% ")
-        out.append(sparkline(hist, _SPARK, 0.0, 100.0), pal.fg("info"))
+        out.append(sparkline(hist, HISTORY, 0.0, 100.0), pal.fg("info"))
         return out
 
     def _chips(self, view: GpuView, pal: Palette, times: tuple[str, ...]) -> Text:
