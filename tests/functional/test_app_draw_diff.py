@@ -195,10 +195,13 @@ async def test_panels_that_stand_are_not_made_again_nor_their_row_of_the_board()
 
 
 def test_a_held_time_coarsens_as_it_grows_and_never_rounds_up() -> None:
-    assert [held(s) for s in (-1, 0, 59.9, 60, 119, 3599, 3600, 3659, 3660, 90061)] == [
+    held_for = (-1, 0, 9.9, 10, 59.9, 60, 119, 3599, 3600, 3659, 3660, 90061)
+    assert [held(s) for s in held_for] == [
         "0s",
         "0s",
-        "59s",
+        "0s",
+        "10s",
+        "50s",
         "1m",
         "1m",
         "59m",

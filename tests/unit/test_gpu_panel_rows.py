@@ -6,6 +6,7 @@ double, stale greyed and saying how old)."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 from rich.style import Style
 from rich.text import Text
@@ -131,6 +132,30 @@ def test_a_panel_keeps_its_box_once_the_readings_its_sparklines_draw_stand() -> 
     for _ in range(5):
         panel.show(dataclasses.replace(steady), diag.time, run_active=True)
         assert panel.rows(PAL, 30) is rows
+
+
+def test_in_a_labels_first_minute_a_standing_panel_is_made_again_every_ten_seconds() -> None:
+    """A label that began with the app (eight idle GPUs at a run's end, a GPU the machine
+    lacks) counts its first minute in tens of seconds: the box of a panel whose readings
+    stand is made again when its chip says the next ten, not every second."""
+    diag = seed_diagnosis()
+    view = diag.gpus[0]
+    t0 = diag.time
+    label = dataclasses.replace(view.labels[0], since=t0, at_least=False)
+    absent = dataclasses.replace(view, gpu=None, labels=(label,))
+    panel = GpuPanel(view.index)
+    made = []
+    for k in range(HISTORY):  # the sparklines' window fills with the same reading
+        panel.show(absent, t0 + k * 0.5, run_active=True)
+    for k in range(22, 81):  # 11 s to 40 s, every half second
+        panel.show(dataclasses.replace(absent), t0 + k * 0.5, run_active=True)
+        made.append(panel.rows(PAL, 30))
+    boxes = [made[0]] + [m for a, m in itertools.pairwise(made) if m is not a]
+    chips = [
+        f" {label.code} {n}s " in Text("\n").join(b).plain
+        for b, n in zip(boxes, (10, 20, 30, 40), strict=True)
+    ]
+    assert len(boxes) == 4 and all(chips), [Text("\n").join(b).plain for b in boxes]
 
 
 def test_a_panel_whose_readings_stand_keeps_its_box_until_a_change_or_its_next_minute() -> None:

@@ -28,16 +28,20 @@ class Finding:
         }
 
 
-def duration(seconds: float, whole_minutes: bool = False) -> str:
+def duration(seconds: float, coarse: bool = False) -> str:
     """``42s`` under 2 minutes, ``6m10s`` under 2 hours, then ``1h05m``; always rounded down.
-    ``whole_minutes``: ``6m`` from the first minute on and hours from the first hour, for text
-    that must not change every second (a GPU chip's held time: its panel redraws at most once
-    a minute while its readings stand)."""
+    ``coarse``: tens of seconds (``40s``) under a minute, ``6m`` from the first minute on and
+    hours from the first hour, for text that must not change every second (a GPU chip's held
+    time: a panel whose readings stand redraws at most every 10 s in a label's first minute,
+    then once a minute, where eight idle GPUs' chips counting seconds redrew the whole board
+    every second)."""
     s = max(0, int(seconds))
-    if s < (60 if whole_minutes else 120):
+    if coarse and s < 60:
+        return f"{s - s % 10}s"
+    if s < (60 if coarse else 120):
         return f"{s}s"
-    if s < (3600 if whole_minutes else 7200):
-        return f"{s // 60}m" if whole_minutes else f"{s // 60}m{s % 60:02d}s"
+    if s < (3600 if coarse else 7200):
+        return f"{s // 60}m" if coarse else f"{s // 60}m{s % 60:02d}s"
     return f"{s // 3600}h{(s % 3600) // 60:02d}m"
 
 

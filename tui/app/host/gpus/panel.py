@@ -37,9 +37,10 @@ _DIM = Style(dim=True)  # the last known readings while no sample comes: greyed
 
 
 def held(seconds: float) -> str:
-    """How long a label has held, for its chip: ``42s``, ``6m``, ``1h05m``, rounded down
-    (``duration``'s whole minutes: a panel whose readings stand redraws once a minute)."""
-    return duration(seconds, whole_minutes=True)
+    """How long a label has held, for its chip: ``40s``, ``6m``, ``1h05m``, rounded down
+    (``duration``'s coarse steps: a panel whose readings stand redraws at most every 10 s,
+    then once a minute)."""
+    return duration(seconds, coarse=True)
 
 
 def _short_name(name: str | None) -> str:
