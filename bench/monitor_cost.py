@@ -15,7 +15,8 @@ The CPU of a tree is the sum over its live processes of utime+stime+cutime+cstim
 /proc (a reaped child's time is in its parent's cutime/cstime, so children that exit within the
 window are not lost), read at the start and the end of a window of --seconds after --warmup
 seconds; RSS is the sum of VmRSS over the tree, read every 0.25 s, its peak kept. Figures are
-medians over --repeats.
+medians over --repeats and, with --windows K, over the K windows one after the other in each
+start (each window's own medians follow in a table of their own).
 
 Without a real nvidia-smi (or with --stand-in) the stand-in of tests/fakes plays 8 H200s with
 one process each (8 real ``sleep`` processes), utilisation, power and memory moving every
@@ -341,16 +342,23 @@ def measure_windows(
             keys(master)
             if p.poll() is not None:
                 raise SystemExit(f"{mon.label} exited with {p.returncode} at its keys")
-        for _ in range(windows):
+        for w in range(windows):
             w0 = written[0]
-            r = _window(p, interval, seconds, others)
-            out.append(r | {"rss_before_keys_mib": before_keys / 2**20})
+            r = _window(mon.label, p, interval, seconds, others)
+            # Where the window lies in the monitor's life: the first minute is not the rest.
+            start = {"window": w + 1, "window_start_s": warmup + w * seconds}
+            # bytes_out: what the monitor wrote to its terminal in this window alone.
+            out.append(r | start | {"rss_before_keys_mib": before_keys / 2**20})
             out[-1]["bytes_out"] = float(written[0] - w0)
     return out
 
 
 def _window(
-    p: subprocess.Popen[bytes], interval: float, seconds: float, others: dict[str, int]
+    label: str,
+    p: subprocess.Popen[bytes],
+    interval: float,
+    seconds: float,
+    others: dict[str, int],
 ) -> dict[str, float]:
     """The monitor's (and ``others``') CPU over ``seconds`` from now, and its peak RSS."""
     x0 = {name: tree_ticks(pid) for name, pid in others.items()}
@@ -361,7 +369,7 @@ def _window(
     c1, o1, t1 = tree_ticks(p.pid), own_ticks(p.pid), time.monotonic()
     x1 = {name: tree_ticks(pid) for name, pid in others.items()}
     if p.poll() is not None:
-        raise SystemExit(f"monitor exited with {p.returncode} while measured")
+        raise SystemExit(f"{label} exited with {p.returncode} while measured")
     cpu_s, own_s = (c1 - c0) / CLK_TCK, (o1 - o0) / CLK_TCK
     out = {}
     for name in others:
@@ -506,6 +514,8 @@ def report(doc: dict) -> str:
     ma, mb = statistics.median(rss_a), statistics.median(rss_b)
     lines.append(f"| peak RSS (MiB) | {mb:.0f} | {ma:.0f} | {ma / mb:.2f}x | | | | | |")
     lines.append("")
+    if doc["args"].get("windows", 1) > 1:
+        lines += [*_by_window(doc), ""]
     for what, ms in doc["oneshots"]:
         lines.append(
             f"one-shot {what}: " + ("not run" if ms is None else f"{ms:.0f} ms (median of 5)")
@@ -516,6 +526,27 @@ def report(doc: dict) -> str:
     stand_in = f"{tool}, {n} H200s, {n} processes" + steady
     lines.append("GPUs: " + (stand_in if doc["stand_in"] else "real"))
     return "\n".join(lines)
+
+
+def _by_window(doc: dict) -> list[str]:
+    """With several windows a start, each window's place on its own (medians over the
+    repeats): the table above mixes the app's first minute with what comes after it."""
+    a, b, res = doc["a"], doc["b"], doc["results"]
+    lines = [
+        f"| interval | window (s after start) | {b} ms/sample | {a} ms/sample | ratio A/B |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for s in doc["intervals"]:
+        ra, rb = res[a][f"{s:g}"], res[b][f"{s:g}"]
+        for w in sorted({r["window"] for r in ra}):
+            wa = [r for r in ra if r["window"] == w]
+            wb = [r for r in rb if r["window"] == w]
+            start = wa[0]["window_start_s"]
+            ma, mb = med(wa, "ms_per_sample"), med(wb, "ms_per_sample")
+            span = f"{start:g}-{start + doc['args']['seconds']:g}"
+            ratio = f"{ma / mb:.2f}x" if mb else "-"
+            lines.append(f"| {s:g} s | {w} ({span}) | {mb:.1f} | {ma:.1f} | {ratio} |")
+    return lines
 
 
 def main() -> None:
@@ -566,6 +597,8 @@ def main() -> None:
     )
     ap.add_argument("--out", type=Path, help="write the figures as JSON and Markdown here")
     args = ap.parse_args()
+    if args.windows < 1:
+        ap.error("--windows: at least 1")
     if args.b == "baseline" and args.baseline_rev is None and args.baseline_dir is None:
         ap.error("--b baseline needs the tree to compare with: --baseline-rev or --baseline-dir")
     doc = run(args)

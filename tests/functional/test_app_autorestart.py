@@ -5,7 +5,7 @@ undone; read-only mode never supervises. Short timings: the supervisor polls eve
 from __future__ import annotations
 
 import shlex
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -20,6 +20,7 @@ from dflash_tui.app.host.header import RunHeader
 from dflash_tui.core.base.config_types import Config, HostConfig
 from dflash_tui.core.base.timings import RestartPolicy
 from dflash_tui.core.control import kill as control_kill
+from dflash_tui.core.control.launch import LaunchResult
 from dflash_tui.core.link.connect import make_transport
 
 SIZE = (120, 40)
@@ -238,6 +239,47 @@ async def test_a_crash_while_the_new_supervisor_waits_is_restarted(
         assert app.current.auto == "on" and supervisors(app) == 1
         assert not any(e.kind == "FATAL" for e in app.current.timeline.events)
         assert not any("before auto-restart was on" in e.text for e in app.current.timeline.events)
+
+
+async def test_a_launch_that_started_nothing_is_not_said_as_a_launch(root: Path) -> None:
+    """What a relaunch reports is said as it is: a refusal beside a live run and a link lost
+    mid-launch (whose run cannot be told ours) as warnings of their own, a run gone within its
+    start window as an error; only a run that lives is "launched"."""
+    refused = "run 7 is running: kill or restart it first (nothing was started)"
+    lost = "launch: the link was lost (reset); read back, the latest run 8 is running, but"
+    results = (
+        LaunchResult(False, "running", refused, "7", refused=True, error=refused),
+        LaunchResult(False, "none", lost, "8", error=lost),
+        LaunchResult(False, "crashed", "run 9 crashed: exit 3", "9", error="exit 3"),
+        LaunchResult(True, "running", "run 10 running (pid 1, group 1)", "10"),
+    )
+
+    async def reports(
+        _policy: object,
+        _stop: object,
+        _decided: object,
+        on_launch: Callable[..., None],
+        **_: object,
+    ) -> None:
+        for res in results:
+            on_launch(res)
+
+    app = app_for(HostConfig(command=LOOP, run_root=str(root)))
+    app.host_states[0].bridge.supervise = reports  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE) as pilot:
+        await started(pilot, app)
+        await pilot.press("A")
+        await until(pilot, lambda: supervisors(app) == 0)
+        said_now = [(e.kind, e.severity, e.text) for e in app.current.timeline.events]
+        assert ("auto-restart", "warning", f"auto-restart: {refused}") in said_now
+        assert ("auto-restart", "warning", f"auto-restart: {lost}") in said_now
+        launched = [t for k, _, t in said_now if k == "restarted"]
+        assert launched == [
+            "auto-restart: launched run 9, which did not last its start window: exit 3",
+            "auto-restart: launched run 10",
+        ], said_now
+        notes = [(n.severity, str(n.message)) for n in app._notifications]
+        assert ("error", launched[0]) in notes and ("warning", launched[1]) in notes
 
 
 async def test_a_supervisor_that_fails_says_so_and_is_off(root: Path) -> None:

@@ -23,6 +23,7 @@ from textual.widgets import Input
 
 from dflash_tui.app.app import DflashApp
 from dflash_tui.app.host.feeds import HostFeeds
+from dflash_tui.app.host.gpus.panel import HISTORY
 from dflash_tui.app.host.sample import SampleReady
 from dflash_tui.app.screens.main import MainScreen
 from dflash_tui.app.screens.timebar import TimeBar
@@ -236,7 +237,7 @@ class ReplayApp(DflashApp):
         kept.history = RunHistory()
         for s in self.rec.samples[: self.cursor.index]:
             kept.history.add(s.snap)
-        recent = self.rec.samples[max(self.cursor.index - 60, 0) : self.cursor.index]
+        recent = self.rec.samples[max(self.cursor.index - HISTORY, 0) : self.cursor.index]
         for index, panel in kept.panels.items():
             panel.forget()
             for s in recent:

@@ -150,6 +150,14 @@ class AutoRestarts:
         if res.run_id is None:  # the supervisor counts it as a crash and says so next
             self._auto_event(state, "error", f"auto-restart: {res.message}")
             return
+        if res.refused or res.state == "none":
+            # Nothing started beside a live run (left as it is), or the link went mid-launch
+            # and the run read back cannot be told ours: said as it is, never as a launch.
+            text = f"auto-restart: {res.message}"
+            self._auto_event(state, "warning", text)
+            title = self.app.host_title(state, "auto-restart")
+            self.app.notify(text, title=title, severity="warning")
+            return
         if res.ok:
             text = f"auto-restart: launched run {res.run_id}"
             self._auto_event(state, "warning", text, kind="restarted")

@@ -22,7 +22,7 @@ class Label:
     code: str
     since: float  # when this label started holding (sample time)
     # It held at the first sample there is: it began before ``since``, when is not known
-    # (a duration is then written as at least: ``idle >= 6s``).
+    # (a duration is then written as at least: ``idle >= 10s``).
     at_least: bool = False
 
 

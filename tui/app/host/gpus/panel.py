@@ -103,7 +103,8 @@ class GpuPanel:
             lb.code: min(lb.since, self.since.get(lb.code, lb.since)) for lb in view.labels
         }
         # A GPU whose readings stand (an idle card, one in the topology the machine lacks)
-        # keeps its box: ``rows`` makes it again only for a change, or its chips' next minute.
+        # keeps its box: ``rows`` makes it again only for a change, or its chips' next step
+        # (ten seconds in a label's first minute, then a minute).
         if not moved and (view, run_active, self.since) != before:
             self._version += 1
 
@@ -124,7 +125,7 @@ class GpuPanel:
         return True
 
     def held_for(self, code: str, since: float, at_least: bool = False) -> str:
-        """How long label ``code`` has held without a break, as its chip says it; ``>= 6s``
+        """How long label ``code`` has held without a break, as its chip says it; ``>= 10s``
         when it held before the first sample (its start is not known)."""
         return (">= " if at_least else "") + held(self.now - self.since.get(code, since))
 
