@@ -273,7 +273,7 @@ def window(mon: Monitor, args: argparse.Namespace, hosts: int, server: LoopbackS
     t0 = time.time()
     took: dict[str, float] = {}
     keys = visit(hosts, args, timings, took) if args.visit else None
-    r = measure(mon, args.interval, args.seconds, warmup, {"sshd": server.proc.pid}, keys)
+    (r,) = measure(mon, args.interval, args.seconds, warmup, {"sshd": server.proc.pid}, keys)
     since = took.pop("start", t0 + warmup)
     r |= took
     if count.close() < hosts:

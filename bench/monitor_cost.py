@@ -312,25 +312,14 @@ def measure(
     warmup: float,
     others: dict[str, int] | None = None,
     keys: Callable[[int], None] | None = None,
-) -> dict[str, float]:
-    """One window: CPU % of a core and peak RSS MiB of the monitor's whole tree; ``others``
-    (name: root PID, e.g. an sshd serving the monitor) get ``NAME_cpu_pct`` and
-    ``NAME_ms_per_sample`` of their trees over the same window. ``keys``, given the pty's
-    master, presses keys after the warm-up, before the window."""
-    return measure_windows(mon, interval, seconds, warmup, 1, others, keys)[0]
-
-
-def measure_windows(
-    mon: Monitor,
-    interval: float,
-    seconds: float,
-    warmup: float,
-    windows: int,
-    others: dict[str, int] | None = None,
-    keys: Callable[[int], None] | None = None,
+    windows: int = 1,
 ) -> list[dict[str, float]]:
     """``windows`` windows one after the other in one start of the monitor, after one
-    warm-up (a long warm-up then costs its time once), each as ``measure`` says."""
+    warm-up (a long warm-up then costs its time once), each CPU % of a core and peak RSS MiB
+    of the monitor's whole tree; ``others`` (name: root PID, e.g. an sshd serving the monitor)
+    get ``NAME_cpu_pct`` and ``NAME_ms_per_sample`` of their trees over the same window.
+    ``keys``, given the pty's master, presses keys after the warm-up, before the first
+    window."""
     others = others or {}
     out = []
     with running_pty(mon, interval) as (p, written, master):
@@ -348,8 +337,8 @@ def measure_windows(
             # Where the window lies in the monitor's life: the first minute is not the rest.
             start = {"window": w + 1, "window_start_s": warmup + w * seconds}
             # bytes_out: what the monitor wrote to its terminal in this window alone.
-            out.append(r | start | {"rss_before_keys_mib": before_keys / 2**20})
-            out[-1]["bytes_out"] = float(written[0] - w0)
+            rss = {"rss_before_keys_mib": before_keys / 2**20}
+            out.append(r | start | rss | {"bytes_out": float(written[0] - w0)})
     return out
 
 
@@ -452,7 +441,7 @@ def run(args: argparse.Namespace) -> dict:
         for rep in range(args.repeats):
             for interval in intervals:
                 for mon in (a, b):  # interleaved: A, B, A, B, ...
-                    rows = measure_windows(mon, interval, args.seconds, args.warmup, args.windows)
+                    rows = measure(mon, interval, args.seconds, args.warmup, windows=args.windows)
                     results.setdefault(mon.label, {}).setdefault(f"{interval:g}", []).extend(rows)
                     for w, r in enumerate(rows):
                         print(

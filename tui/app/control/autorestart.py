@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from textual.notifications import SeverityLevel
 from textual.worker import Worker, WorkerState
 
 from dflash_tui.app.control.quit import end_workers
@@ -138,9 +139,7 @@ class AutoRestarts:
             self._auto_event(state, "warning", f"auto-restart: {d.message}")
         elif d.action == "fatal":
             text = d.message + self._ended(state, stop, "fatal")
-            self._auto_event(state, "error", text, kind="FATAL")
-            title = self.app.host_title(state, "auto-restart gave up")
-            self.app.notify(text, title=title, severity="error", timeout=20)
+            self._told(state, "error", text, "auto-restart gave up", kind="FATAL", timeout=20)
         elif d.action in ("stopped", "done"):
             self._auto_event(state, "info", f"auto-restart: {d.message}")
         elif d.action == "watch" and d.message.startswith("cannot read"):
@@ -149,29 +148,19 @@ class AutoRestarts:
     def _auto_launched(self, state: HostState, res: LaunchResult) -> None:
         if res.run_id is None:  # the supervisor counts it as a crash and says so next
             self._auto_event(state, "error", f"auto-restart: {res.message}")
-            return
-        if res.refused or res.state == "none":
-            # Nothing started beside a live run (left as it is), or the link went mid-launch
-            # and the run read back cannot be told ours: said as it is, never as a launch.
-            text = f"auto-restart: {res.message}"
-            self._auto_event(state, "warning", text)
-            title = self.app.host_title(state, "auto-restart")
-            self.app.notify(text, title=title, severity="warning")
-            return
-        if res.ok:
+        elif not res.started:
+            # Refused beside a live run (left as it is), or the link went mid-launch and the
+            # run read back cannot be told ours: said as it is, never as a launch.
+            self._told(state, "warning", f"auto-restart: {res.message}", "auto-restart")
+        elif res.ok:
             text = f"auto-restart: launched run {res.run_id}"
-            self._auto_event(state, "warning", text, kind="restarted")
-            title = self.app.host_title(state, "run restarted")
-            self.app.notify(text, title=title, severity="warning")
-            return
-        # Launched, and already gone by the end of its start window: said as such, not as a
-        # restart that took; the supervisor judges that crash at its next look.
-        why = res.error or res.state
-        text = f"auto-restart: launched run {res.run_id}, which did not last its start window"
-        text += f": {why}"
-        self._auto_event(state, "error", text, kind="restarted")
-        title = self.app.host_title(state, "restarted run ended")
-        self.app.notify(text, title=title, severity="error")
+            self._told(state, "warning", text, "run restarted", kind="restarted")
+        else:
+            # Launched, and already gone by the end of its start window: said as such, not as
+            # a restart that took; the supervisor judges that crash at its next look.
+            text = f"auto-restart: launched run {res.run_id}, which did not last its start window"
+            text += f": {res.error or res.state}"
+            self._told(state, "error", text, "restarted run ended", kind="restarted")
 
     async def _supervised(
         self,
@@ -211,8 +200,7 @@ class AutoRestarts:
             msg = f"auto-restart stopped: {exc!r}" + (
                 self._ended(state, stop, "off") or "; A starts it again"
             )
-            self._auto_event(state, "error", msg)
-            self.app.notify(msg, title=self.app.host_title(state, "auto-restart"), severity="error")
+            self._told(state, "error", msg, "auto-restart")
             return None
         # Gave up, even if said as "off" (a FATAL beside a live headless supervisor): afresh.
         return None if machine.fatal() is not None else machine
@@ -228,6 +216,21 @@ class AutoRestarts:
         return "; the supervisor turned on since watches from now on"  # afresh, from now
 
     # -- drawing (the host's pane draws, or not once it is gone) --
+
+    def _told(
+        self,
+        state: HostState,
+        severity: SeverityLevel,
+        text: str,
+        what: str,
+        kind: str = "",
+        timeout: float | None = None,
+    ) -> None:
+        """``text`` on the host's timeline and as a notification titled with the host and
+        ``what``."""
+        self._auto_event(state, severity, text, kind)
+        title = self.app.host_title(state, what)
+        self.app.notify(text, title=title, severity=severity, timeout=timeout)
 
     def _auto_event(self, state: HostState, severity: str, text: str, kind: str = "") -> None:
         ev = Event(time.time(), kind or "auto-restart", severity, text)

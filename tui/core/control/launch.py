@@ -52,6 +52,14 @@ class LaunchResult:
     pruned: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()  # entries of the run root that are no run (ignored)
 
+    @property
+    def started(self) -> bool:
+        """Whether ``run_id`` is a run this launch started (alive, or already ended in its
+        start window). Not when the launch was refused beside a live run, failed, or lost its
+        link so that the run read back cannot be told this launch's (``_lost_launch``: its
+        state is "none", its run the latest there is)."""
+        return self.run_id is not None and not self.refused and self.state != "none"
+
 
 # ---- launch -----------------------------------------------------------------------------------
 

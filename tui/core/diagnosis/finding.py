@@ -36,12 +36,10 @@ def duration(seconds: float, coarse: bool = False) -> str:
     then once a minute, where eight idle GPUs' chips counting seconds redrew the whole board
     every second)."""
     s = max(0, int(seconds))
-    if coarse and s < 60:
-        return f"{s - s % 10}s"
-    if s < (60 if coarse else 120):
-        return f"{s}s"
-    if s < (3600 if coarse else 7200):
-        return f"{s // 60}m" if coarse else f"{s // 60}m{s % 60:02d}s"
+    if coarse and s < 3600:
+        return f"{s - s % 10}s" if s < 60 else f"{s // 60}m"
+    if not coarse and s < 7200:
+        return f"{s}s" if s < 120 else f"{s // 60}m{s % 60:02d}s"
     return f"{s // 3600}h{(s % 3600) // 60:02d}m"
 
 
