@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The app as ``python -m dflash_tui.cli.main`` runs it, with two of its drawing calls timed
-(for bench/hosts_cost.py, which runs this in place of the app).
+"""The app as ``python -m dflash_tui.cli.main`` runs it, with some of its calls timed (for
+bench/hosts_cost.py, which runs this in place of the app).
 
 - the overview's redraw (``DflashApp.refresh_overview``: every host's row summarised, the
   overview's text built and set): the seconds of each call; and its paint, Textual's
@@ -11,15 +11,31 @@
 - the hosts shown (``HostPane.catch_up``, called once each time a host's pane is shown, after
   its widgets are made): how many, which says when keys that show hosts have all been acted on.
 
-Once a second a daemon thread appends ``{"t": epoch, "overview_s": [...],
-"overview_paint_s": [...], "grid": N, "shown": N}`` to the
-file ``$DFLASH_BENCH_TIMINGS`` (the calls since the last line). A tree where a name is missing
-(an older or restructured app) runs untimed for that name, and the line says so in
-``missing``. The timer's own cost is a clock read and a list append per call.
+And where the app's CPU goes, a stage at a time, as each stage's own thread's CPU time
+(``time.thread_time``, so a stage in the record thread counts that thread's time, not the
+loop's; what a call waits for is not counted):
+
+- ``parse``: ``Snapshot.from_json``, a probe line into its records (one call a host-sample);
+- ``tracker``: ``Tracker.add``, the history and the diagnosis;
+- ``record``: ``Recorder.add``, the flight recorder's encode, compress and write (its thread);
+- ``ready``: ``HostFeeds.sample_ready``, the alert watchers, the pane's store and, for the
+  host on screen, its drawing, and the overview's row;
+- ``ssh``: asyncssh's ``SSHConnection.data_received`` (the protocol's entry for the bytes
+  read: decryption, the channel's data to the probe's lines);
+- ``gc0``, ``gc1``, ``gc2``: CPython's collections of each generation (``gc.callbacks``), in
+  whichever stage's call they ran: counted there too.
+
+Once a second a daemon thread appends ``{"t": epoch, "cpu": process CPU seconds,
+"overview_s": [...], "overview_paint_s": [...], "grid": N, "shown": N, "stages": {name:
+[thread CPU seconds of each call]}}`` to the file ``$DFLASH_BENCH_TIMINGS`` (the calls since
+the last line). A tree where a name is missing (an older or restructured app) runs untimed for
+that name, and the line says so in ``missing``. The timers' own cost is a clock read (two for
+a stage: a system call each) and a list append per call.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -36,6 +52,16 @@ TIMED = (
 )
 
 
+# (key, module, class, method): each call's thread CPU time (the module docstring).
+STAGES = (
+    ("parse", "dflash_tui.core.base.snapshot", "Snapshot", "from_json"),
+    ("tracker", "dflash_tui.core.diagnosis.tracker", "Tracker", "add"),
+    ("record", "dflash_tui.core.record.recorder", "Recorder", "add"),
+    ("ready", "dflash_tui.app.host.feeds", "HostFeeds", "sample_ready"),
+    ("ssh", "asyncssh.connection", "SSHConnection", "data_received"),
+)
+
+
 def wrap(cls: type, name: str, sink: list[float], keep_time: bool) -> None:
     inner: Callable[..., Any] = getattr(cls, name)
 
@@ -47,6 +73,53 @@ def wrap(cls: type, name: str, sink: list[float], keep_time: bool) -> None:
             sink.append(time.perf_counter() - t if keep_time else 1.0)
 
     setattr(cls, name, timed)
+
+
+def wrap_cpu(cls: type, name: str, sink: list[float]) -> None:
+    """``cls.name`` (a method or a classmethod) timed in its thread's CPU seconds."""
+    kept = cls.__dict__[name]
+    inner: Callable[..., Any] = getattr(kept, "__func__", kept)
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        t = time.thread_time()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            sink.append(time.thread_time() - t)
+
+    setattr(cls, name, classmethod(timed) if isinstance(kept, classmethod) else timed)
+
+
+def collections_timed(sinks: dict[str, list[float]]) -> None:
+    """Each collection's thread CPU seconds, by generation (``gc0``..``gc2``)."""
+    for gen in range(3):
+        sinks[f"gc{gen}"] = []
+    began: dict[int, float] = {}
+
+    def seen(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            began[threading.get_ident()] = time.thread_time()
+        elif (t := began.pop(threading.get_ident(), None)) is not None:
+            sinks[f"gc{info['generation']}"].append(time.thread_time() - t)
+
+    gc.callbacks.append(seen)
+
+
+def install_stages(missing: list[str]) -> dict[str, list[float]]:
+    import importlib
+
+    sinks: dict[str, list[float]] = {}
+    for key, module, cls_name, name in STAGES:
+        try:
+            cls = getattr(importlib.import_module(module), cls_name)
+            cls.__dict__[name]
+        except (ImportError, AttributeError, KeyError):
+            missing.append(f"{module}.{cls_name}.{name}")
+            continue
+        sinks[key] = []
+        wrap_cpu(cls, name, sinks[key])
+    collections_timed(sinks)
+    return sinks
 
 
 def install() -> tuple[dict[str, list[float]], list[str]]:
@@ -66,14 +139,25 @@ def install() -> tuple[dict[str, list[float]], list[str]]:
     return sinks, missing
 
 
-def writer(path: str, sinks: dict[str, list[float]], missing: list[str]) -> None:
+def taken(sink: list[float]) -> list[float]:
+    """The calls in ``sink``, taken out; one appended meanwhile (the record thread's) stays."""
+    out = sink[:]
+    del sink[: len(out)]
+    return out
+
+
+def writer(
+    path: str, sinks: dict[str, list[float]], stages: dict[str, list[float]], missing: list[str]
+) -> None:
     with open(path, "a", encoding="utf-8") as out:
         while True:
             time.sleep(1.0)
-            line: dict[str, Any] = {"t": time.time(), "missing": missing}
+            line: dict[str, Any] = {"t": time.time(), "cpu": time.process_time()}
+            line["missing"] = missing
             for key, sink in sinks.items():
-                taken, sink[:] = sink[:], []  # the GIL makes the swap whole enough here
-                line[key] = taken if key.endswith("_s") else len(taken)
+                calls = taken(sink)
+                line[key] = calls if key.endswith("_s") else len(calls)
+            line["stages"] = {key: taken(sink) for key, sink in stages.items()}
             out.write(json.dumps(line) + "\n")
             out.flush()
 
@@ -86,9 +170,11 @@ def main() -> int:
     except ImportError:
         pass
     sinks, missing = install()
+    stages = install_stages(missing)
     path = os.environ.get("DFLASH_BENCH_TIMINGS")
     if path:
-        threading.Thread(target=writer, args=(path, sinks, missing), daemon=True).start()
+        args = (path, sinks, stages, missing)
+        threading.Thread(target=writer, args=args, daemon=True).start()
     from dflash_tui.cli.main import main as app_main
 
     return app_main(sys.argv[1:])

@@ -21,7 +21,10 @@ from bench/app_timed.py (the app run with its drawing calls timed), the overview
 (our code: rows summarised, text built), its paint time (Textual laying the text out into the
 lines on screen) and how often the GPU grid redraws (one pane is shown: about one redraw a
 second at 1 Hz, not one per host). ``--job`` makes the hosts one job's members, whose overview
-row moves with every sample of every host (the overview's worst case). Medians and ranges over
+row moves with every sample of every host (the overview's worst case). A second table says
+where a host-sample's CPU goes, from the same app's stages (bench/app_timed.py: the parse, the
+tracker, the flight recorder, the sample's hand-over to the pane and the alerts, asyncssh's
+receiving, what is left, and CPython's collections by generation). Medians and ranges over
 --repeats; the host counts alternate within a repeat. CPU per host divides by N, and its ratio
 to the first N is the growth test (1.0: linear); RSS per host added is the slope from the first
 N. With --baseline-dir the same against that tree, interleaved. ``--visit N`` shows every
@@ -212,6 +215,34 @@ def drawing(path: Path, since: float, until: float) -> dict[str, float]:
     }
 
 
+STAGES = ("parse", "tracker", "record", "ready", "ssh")  # bench/app_timed.py's, apart
+COLLECTIONS = ("gc0", "gc1", "gc2")  # counted in the stage that ran them too
+
+
+def stages(path: Path, since: float, until: float) -> dict[str, float]:
+    """Where the app's CPU went within [since, until] (bench/app_timed.py's lines): the
+    process's CPU seconds a host-sample (one ``parse`` a host-sample) and each stage's part
+    (``ms_<stage>``), what no stage holds (``ms_rest``: the loop, Textual's messages, timers and
+    screen updates), and each generation's collections (``gcN_per_s``, ``ms_gcN``)."""
+    rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    rows = [r for r in rows if since <= r["t"] <= until]
+    if len(rows) < 2:
+        return {}
+    # Each line holds the calls since the line before: the first line only marks the start.
+    first, rows = rows[0], rows[1:]
+    samples = sum(len(r["stages"].get("parse", ())) for r in rows)
+    if not samples:
+        return {}
+    cpu, seconds = rows[-1]["cpu"] - first["cpu"], rows[-1]["t"] - first["t"]
+    out = {"host_samples": float(samples), "ms_host_sample": 1000 * cpu / samples}
+    for key in STAGES + COLLECTIONS:
+        out[f"ms_{key}"] = 1000 * sum(sum(r["stages"].get(key, ())) for r in rows) / samples
+    out["ms_rest"] = out["ms_host_sample"] - sum(out[f"ms_{key}"] for key in STAGES)
+    for key in COLLECTIONS:
+        out[f"{key}_per_s"] = sum(len(r["stages"].get(key, ())) for r in rows) / seconds
+    return out
+
+
 def visit(
     hosts: int, args: argparse.Namespace, timings: Path, took: dict[str, float]
 ) -> Callable[[int], None]:
@@ -278,7 +309,9 @@ def window(mon: Monitor, args: argparse.Namespace, hosts: int, server: LoopbackS
     r |= took
     if count.close() < hosts:
         raise SystemExit(f"{mon.label}: {count.most} of {hosts} hosts' probes ran")
-    return r | drawing(timings, since, time.time()) | {"probes": float(count.most)}
+    until = time.time()
+    r |= drawing(timings, since, until) | stages(timings, since, until)
+    return r | {"probes": float(count.most)}
 
 
 def run(args: argparse.Namespace, counts: list[int]) -> Results:
@@ -298,7 +331,8 @@ def run(args: argparse.Namespace, counts: list[int]) -> Results:
                         f"(own {r['own_pct']:.2f} %), {r['rss_mib']:.0f} MiB; overview "
                         f"{r.get('overview_ms', float('nan')):.2f} ms x "
                         f"{r.get('overview_per_s', 0):.1f}/s, grid {r.get('grid_per_s', 0):.1f}/s;"
-                        f" sshd side {r['sshd_cpu_pct']:.1f} % ({r['probes']:.0f} probes)"
+                        f" sshd side {r['sshd_cpu_pct']:.1f} % ({r['probes']:.0f} probes);"
+                        f" {r.get('ms_host_sample', float('nan')):.2f} ms a host-sample"
                         + (
                             f"; the last host shown {r['settle_s']:.0f} s after the last key"
                             + ("" if r["settled"] else " (NOT within --settle)")
@@ -347,7 +381,7 @@ def report(results: Results, args: argparse.Namespace, counts: list[int]) -> str
             f"{med(rows, 'grid_per_s'):.1f} | {spread(rows, 'sshd_cpu_pct', '.1f')} |"
             + (f" {spread(rows, 'rss_before_keys_mib', '.0f')} |" if args.visit else "")
         )
-    lines.append("")
+    lines += ["", *split(results), ""]
     lines.append(
         f"{','.join(map(str, counts))} hosts x 8 moving stand-in GPUs ({args.gpu}) over the "
         f"loopback sshd, --interval {args.interval:g}, 120x40 pty, medians (min-max) of "
@@ -369,6 +403,26 @@ def report(results: Results, args: argparse.Namespace, counts: list[int]) -> str
         )
     )
     return "\n".join(lines)
+
+
+def split(results: Results) -> list[str]:
+    """Where a host-sample's CPU goes (bench/app_timed.py's stages), medians over the windows:
+    a Markdown table, one row per tree and host count."""
+    cols = [*STAGES, "rest", *COLLECTIONS]
+    lines = [
+        "| tree | hosts | ms CPU a host-sample | "
+        + " | ".join(f"{c} ms" for c in cols)
+        + " | collections a second (young, middle, full) |",
+        "| --- " * (len(cols) + 4) + "|",
+    ]
+    for (label, n), rows in results.items():
+        per_s = ", ".join(f"{med(rows, f'{c}_per_s'):.2f}" for c in COLLECTIONS)
+        lines.append(
+            f"| {label} | {n} | {spread(rows, 'ms_host_sample', '.3f')} | "
+            + " | ".join(f"{med(rows, f'ms_{c}'):.3f}" for c in cols)
+            + f" | {per_s} |"
+        )
+    return lines
 
 
 def main() -> int:
