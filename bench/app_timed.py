@@ -21,9 +21,10 @@ loop's; what a call waits for is not counted):
 - ``ready``: ``HostFeeds.sample_ready``, the alert watchers, the pane's store and, for the
   host on screen, its drawing, and the overview's row;
 - ``ssh``: asyncssh's ``SSHConnection.data_received`` (the protocol's entry for the bytes
-  read: decryption, the channel's data to the probe's lines);
+  read: decryption, the channel's data into its reader's buffer; the lines are cut from it
+  later, in the feed's task, which no stage holds);
 - ``gc0``, ``gc1``, ``gc2``: CPython's collections of each generation (``gc.callbacks``), in
-  whichever stage's call they ran: counted there too.
+  whichever stage was running when they came: counted there too.
 
 Once a second a daemon thread appends ``{"t": epoch, "cpu": process CPU seconds,
 "overview_s": [...], "overview_paint_s": [...], "grid": N, "shown": N, "stages": {name:
@@ -52,7 +53,8 @@ TIMED = (
 )
 
 
-# (key, module, class, method): each call's thread CPU time (the module docstring).
+# (key, module, class, method): each call's thread CPU time (the module docstring). None is
+# called inside another, so bench/hosts_cost.py takes their sum from the process's CPU.
 STAGES = (
     ("parse", "dflash_tui.core.base.snapshot", "Snapshot", "from_json"),
     ("tracker", "dflash_tui.core.diagnosis.tracker", "Tracker", "add"),
@@ -78,6 +80,8 @@ def wrap(cls: type, name: str, sink: list[float], keep_time: bool) -> None:
 def wrap_cpu(cls: type, name: str, sink: list[float]) -> None:
     """``cls.name`` (a method or a classmethod) timed in its thread's CPU seconds."""
     kept = cls.__dict__[name]
+    if isinstance(kept, staticmethod) or not callable(getattr(kept, "__func__", kept)):
+        raise TypeError(f"{cls.__name__}.{name}: only a method or a classmethod is timed")
     inner: Callable[..., Any] = getattr(kept, "__func__", kept)
 
     def timed(*args: Any, **kwargs: Any) -> Any:
@@ -152,12 +156,14 @@ def writer(
     with open(path, "a", encoding="utf-8") as out:
         while True:
             time.sleep(1.0)
-            line: dict[str, Any] = {"t": time.time(), "cpu": time.process_time()}
-            line["missing"] = missing
+            line: dict[str, Any] = {"t": time.time(), "missing": missing}
             for key, sink in sinks.items():
                 calls = taken(sink)
                 line[key] = calls if key.endswith("_s") else len(calls)
             line["stages"] = {key: taken(sink) for key, sink in stages.items()}
+            # After the calls are taken: a call that ends in between is in this line's CPU
+            # and in the next line's calls, never in a line's calls without its CPU.
+            line["cpu"] = time.process_time()
             out.write(json.dumps(line) + "\n")
             out.flush()
 

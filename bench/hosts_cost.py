@@ -215,15 +215,21 @@ def drawing(path: Path, since: float, until: float) -> dict[str, float]:
     }
 
 
-STAGES = ("parse", "tracker", "record", "ready", "ssh")  # bench/app_timed.py's, apart
-COLLECTIONS = ("gc0", "gc1", "gc2")  # counted in the stage that ran them too
+# bench/app_timed.py's stages, none inside another: their sum is taken from the process's CPU.
+STAGES = ("parse", "tracker", "record", "ready", "ssh")
+# Not taken from it: a collection runs inside whichever stage was running, and counts there.
+COLLECTIONS = ("gc0", "gc1", "gc2")
 
 
 def stages(path: Path, since: float, until: float) -> dict[str, float]:
     """Where the app's CPU went within [since, until] (bench/app_timed.py's lines): the
-    process's CPU seconds a host-sample (one ``parse`` a host-sample) and each stage's part
-    (``ms_<stage>``), what no stage holds (``ms_rest``: the loop, Textual's messages, timers and
-    screen updates), and each generation's collections (``gcN_per_s``, ``ms_gcN``)."""
+    window's host-samples (``host_samples``: one ``parse`` each), the process's CPU in ms a
+    host-sample (``ms_host_sample``) and each stage's part (``ms_<stage>``), what no stage
+    holds (``ms_rest``: the feed's line reading, the timeline, the hand-over to the record
+    thread, the loop, Textual's messages, timers and screen updates), and each generation's
+    collections (``gcN_per_s``, ``ms_gcN``). A stage the app did not have timed (a
+    --baseline-dir tree without that method: bench/app_timed.py's ``missing``) is left out,
+    so its cell reads nan and its CPU is in ``ms_rest``."""
     rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
     rows = [r for r in rows if since <= r["t"] <= until]
     if len(rows) < 2:
@@ -235,9 +241,10 @@ def stages(path: Path, since: float, until: float) -> dict[str, float]:
         return {}
     cpu, seconds = rows[-1]["cpu"] - first["cpu"], rows[-1]["t"] - first["t"]
     out = {"host_samples": float(samples), "ms_host_sample": 1000 * cpu / samples}
-    for key in STAGES + COLLECTIONS:
-        out[f"ms_{key}"] = 1000 * sum(sum(r["stages"].get(key, ())) for r in rows) / samples
-    out["ms_rest"] = out["ms_host_sample"] - sum(out[f"ms_{key}"] for key in STAGES)
+    timed = [key for key in STAGES + COLLECTIONS if key in rows[-1]["stages"]]
+    for key in timed:
+        out[f"ms_{key}"] = 1000 * sum(sum(r["stages"][key]) for r in rows) / samples
+    out["ms_rest"] = out["ms_host_sample"] - sum(out[f"ms_{k}"] for k in STAGES if k in timed)
     for key in COLLECTIONS:
         out[f"{key}_per_s"] = sum(len(r["stages"].get(key, ())) for r in rows) / seconds
     return out
