@@ -37,21 +37,27 @@ a stage: a system call each) and a list append per call.
 from __future__ import annotations
 
 import gc
+import importlib
+import inspect
 import json
 import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-TIMED = (
-    ("overview_s", "dflash_tui.app.app", "DflashApp", "refresh_overview", True),
-    ("overview_paint_s", "dflash_tui.app.screens.overview", "HostOverview", "render_lines", True),
-    ("grid", "dflash_tui.app.host.gpus.grid", "GpuGrid", "redraw", False),
-    ("shown", "dflash_tui.app.host.pane", "HostPane", "catch_up", False),
-)
+Clock = Callable[[], float]
+COUNT = None  # a call counted, not timed
 
+# (key, module, class, method, clock): each call's seconds by the clock, or only the call.
+TIMED: tuple[tuple[str, str, str, str, Clock | None], ...] = (
+    ("overview_s", "dflash_tui.app.app", "DflashApp", "refresh_overview", time.perf_counter),
+    ("overview_paint_s", "dflash_tui.app.screens.overview", "HostOverview", "render_lines",
+     time.perf_counter),
+    ("grid", "dflash_tui.app.host.gpus.grid", "GpuGrid", "redraw", COUNT),
+    ("shown", "dflash_tui.app.host.pane", "HostPane", "catch_up", COUNT),
+)  # fmt: skip
 
 # (key, module, class, method): each call's thread CPU time (the module docstring). None is
 # called inside another, so bench/hosts_cost.py takes their sum from the process's CPU.
@@ -62,85 +68,58 @@ STAGES = (
     ("ready", "dflash_tui.app.host.feeds", "HostFeeds", "sample_ready"),
     ("ssh", "asyncssh.connection", "SSHConnection", "data_received"),
 )
+COLLECTIONS = ("gc0", "gc1", "gc2")  # CPython's collections, by generation
 
 
-def wrap(cls: type, name: str, sink: list[float], keep_time: bool) -> None:
-    inner: Callable[..., Any] = getattr(cls, name)
-
-    def timed(self: object, *args: Any, **kwargs: Any) -> Any:
-        t = time.perf_counter()
-        try:
-            return inner(self, *args, **kwargs)
-        finally:
-            sink.append(time.perf_counter() - t if keep_time else 1.0)
-
-    setattr(cls, name, timed)
-
-
-def wrap_cpu(cls: type, name: str, sink: list[float]) -> None:
-    """``cls.name`` (a method or a classmethod) timed in its thread's CPU seconds."""
-    kept = cls.__dict__[name]
-    if isinstance(kept, staticmethod) or not callable(getattr(kept, "__func__", kept)):
+def wrap(cls: type, name: str, sink: list[float], clock: Clock | None) -> None:
+    """``cls.name`` (a method or a classmethod, its own or inherited) with each call's
+    ``clock`` seconds appended to ``sink`` (1.0 a call without a clock)."""
+    kept = inspect.getattr_static(cls, name)
+    inner = getattr(kept, "__func__", kept)
+    if isinstance(kept, staticmethod) or not callable(inner):
         raise TypeError(f"{cls.__name__}.{name}: only a method or a classmethod is timed")
-    inner: Callable[..., Any] = getattr(kept, "__func__", kept)
 
     def timed(*args: Any, **kwargs: Any) -> Any:
-        t = time.thread_time()
+        t = clock() if clock is not None else 0.0
         try:
             return inner(*args, **kwargs)
         finally:
-            sink.append(time.thread_time() - t)
+            sink.append(clock() - t if clock is not None else 1.0)
 
     setattr(cls, name, classmethod(timed) if isinstance(kept, classmethod) else timed)
 
 
 def collections_timed(sinks: dict[str, list[float]]) -> None:
-    """Each collection's thread CPU seconds, by generation (``gc0``..``gc2``)."""
-    for gen in range(3):
-        sinks[f"gc{gen}"] = []
+    """Each collection's thread CPU seconds, by generation (``COLLECTIONS``)."""
+    for key in COLLECTIONS:
+        sinks[key] = []
     began: dict[int, float] = {}
 
     def seen(phase: str, info: dict[str, int]) -> None:
         if phase == "start":
             began[threading.get_ident()] = time.thread_time()
         elif (t := began.pop(threading.get_ident(), None)) is not None:
-            sinks[f"gc{info['generation']}"].append(time.thread_time() - t)
+            sinks[COLLECTIONS[info["generation"]]].append(time.thread_time() - t)
 
     gc.callbacks.append(seen)
 
 
-def install_stages(missing: list[str]) -> dict[str, list[float]]:
-    import importlib
-
+def install(
+    table: Iterable[tuple[str, str, str, str, Clock | None]], missing: list[str]
+) -> dict[str, list[float]]:
+    """Each entry of ``table`` timed into a sink of its key; a name this tree lacks is left
+    untimed and said in ``missing``."""
     sinks: dict[str, list[float]] = {}
-    for key, module, cls_name, name in STAGES:
+    for key, module, cls_name, name, clock in table:
         try:
             cls = getattr(importlib.import_module(module), cls_name)
-            cls.__dict__[name]
-        except (ImportError, AttributeError, KeyError):
-            missing.append(f"{module}.{cls_name}.{name}")
-            continue
-        sinks[key] = []
-        wrap_cpu(cls, name, sinks[key])
-    collections_timed(sinks)
-    return sinks
-
-
-def install() -> tuple[dict[str, list[float]], list[str]]:
-    import importlib
-
-    sinks: dict[str, list[float]] = {}
-    missing = []
-    for key, module, cls_name, name, keep_time in TIMED:
-        try:
-            cls = getattr(importlib.import_module(module), cls_name)
-            getattr(cls, name)
+            inspect.getattr_static(cls, name)
         except (ImportError, AttributeError):
             missing.append(f"{module}.{cls_name}.{name}")
             continue
         sinks[key] = []
-        wrap(cls, name, sinks[key], keep_time)
-    return sinks, missing
+        wrap(cls, name, sinks[key], clock)
+    return sinks
 
 
 def taken(sink: list[float]) -> list[float]:
@@ -175,8 +154,10 @@ def main() -> int:
         asyncio_without_tls()
     except ImportError:
         pass
-    sinks, missing = install()
-    stages = install_stages(missing)
+    missing: list[str] = []
+    sinks = install(TIMED, missing)
+    stages = install(((*stage, time.thread_time) for stage in STAGES), missing)
+    collections_timed(stages)
     path = os.environ.get("DFLASH_BENCH_TIMINGS")
     if path:
         args = (path, sinks, stages, missing)

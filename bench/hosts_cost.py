@@ -17,7 +17,7 @@ Measured over windows of --seconds after the warm-up (--warmup, plus --warmup-pe
 each host: every host's probe must be streaming before a window starts): CPU % of a core of
 the app's process tree (the client: the app alone, its probes run on the hosts) and of the
 sshd's tree (the hosts' side: sshd sessions, probes, the GPU tool), the app's peak RSS, and,
-from bench/app_timed.py (the app run with its drawing calls timed), the overview's redraw time
+from bench/app_timed.py (the app run with some of its calls timed), the overview's redraw time
 (our code: rows summarised, text built), its paint time (Textual laying the text out into the
 lines on screen) and how often the GPU grid redraws (one pane is shown: about one redraw a
 second at 1 Hz, not one per host). ``--job`` makes the hosts one job's members, whose overview
@@ -53,10 +53,13 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests"), str(ROOT / "tests" / "integration")]
 
+from app_timed import COLLECTIONS  # noqa: E402
+from app_timed import STAGES as STAGE_CALLS  # noqa: E402
 from fakes.scenario import FAKES, NVML_FAKE_DIR  # noqa: E402
 from loopback_sshd import ALIAS, LoopbackSshd, sshd_unavailable  # noqa: E402
 from monitor_cost import (  # noqa: E402
@@ -188,19 +191,22 @@ def profile(mon: Monitor, args: argparse.Namespace) -> None:
         subprocess.run(cmd, check=True)
 
 
-def drawing(path: Path, since: float, until: float) -> dict[str, float]:
-    """The app's drawing calls within [since, until] (bench/app_timed.py's lines): the
-    overview's redraws (median and 90th percentile ms, per second) and grid redraws a second."""
+def timed_lines(path: Path, since: float, until: float) -> list[dict[str, Any]]:
+    """bench/app_timed.py's lines written within [since, until], one a second."""
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [row for row in map(json.loads, lines) if since <= row["t"] <= until]
+
+
+def drawing(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """The app's drawing calls in ``rows`` (``timed_lines``): the overview's redraws (median
+    and 90th percentile ms, per second) and grid redraws a second."""
     calls: list[float] = []
     paints: list[float] = []
-    grid, seconds = 0, 0
-    for line in path.read_text().splitlines() if path.exists() else ():
-        row = json.loads(line)
-        if since <= row["t"] <= until:
-            calls += row.get("overview_s", [])
-            paints += row.get("overview_paint_s", [])
-            grid += row.get("grid", 0)
-            seconds += 1
+    grid, seconds = 0, len(rows)
+    for row in rows:
+        calls += row.get("overview_s", [])
+        paints += row.get("overview_paint_s", [])
+        grid += row.get("grid", 0)
     if not seconds:
         return {}
     ms = sorted(1000 * c for c in calls) or [float("nan")]
@@ -216,22 +222,19 @@ def drawing(path: Path, since: float, until: float) -> dict[str, float]:
 
 
 # bench/app_timed.py's stages, none inside another: their sum is taken from the process's CPU.
-STAGES = ("parse", "tracker", "record", "ready", "ssh")
-# Not taken from it: a collection runs inside whichever stage was running, and counts there.
-COLLECTIONS = ("gc0", "gc1", "gc2")
+# Its collections are not: a collection runs inside whichever stage was running, and counts there.
+STAGES = tuple(stage[0] for stage in STAGE_CALLS)
 
 
-def stages(path: Path, since: float, until: float) -> dict[str, float]:
-    """Where the app's CPU went within [since, until] (bench/app_timed.py's lines): the
-    window's host-samples (``host_samples``: one ``parse`` each), the process's CPU in ms a
-    host-sample (``ms_host_sample``) and each stage's part (``ms_<stage>``), what no stage
-    holds (``ms_rest``: the feed's line reading, the timeline, the hand-over to the record
-    thread, the loop, Textual's messages, timers and screen updates), and each generation's
+def stages(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Where the app's CPU went over ``rows`` (``timed_lines``): the window's host-samples
+    (``host_samples``: one ``parse`` each), the process's CPU in ms a host-sample
+    (``ms_host_sample``) and each stage's part (``ms_<stage>``), what no stage holds
+    (``ms_rest``: the feed's line reading, the timeline, the hand-over to the record thread,
+    the loop, Textual's messages, timers and screen updates), and each generation's
     collections (``gcN_per_s``, ``ms_gcN``). A stage the app did not have timed (a
     --baseline-dir tree without that method: bench/app_timed.py's ``missing``) is left out,
     so its cell reads nan and its CPU is in ``ms_rest``."""
-    rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-    rows = [r for r in rows if since <= r["t"] <= until]
     if len(rows) < 2:
         return {}
     # Each line holds the calls since the line before: the first line only marks the start.
@@ -316,9 +319,8 @@ def window(mon: Monitor, args: argparse.Namespace, hosts: int, server: LoopbackS
     r |= took
     if count.close() < hosts:
         raise SystemExit(f"{mon.label}: {count.most} of {hosts} hosts' probes ran")
-    until = time.time()
-    r |= drawing(timings, since, until) | stages(timings, since, until)
-    return r | {"probes": float(count.most)}
+    rows = timed_lines(timings, since, time.time())
+    return r | drawing(rows) | stages(rows) | {"probes": float(count.most)}
 
 
 def run(args: argparse.Namespace, counts: list[int]) -> Results:
