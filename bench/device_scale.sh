@@ -5,7 +5,9 @@
 # supervisor's dependencies the carried wheels in .whl/ (bench/device_env.sh installs them).
 # First one login (bench/sshd_check.py: what a session sees; the sshd's log if it fails).
 #   OUT=/tmp/out [WHAT="check hosts status"] [HOSTS=8,16,64] [SECONDS_EACH=10] [REPEATS=2]
-#   [WARMUP=12] [PER_HOST=0.5] [RUNS=3] [BASELINE=DIR] bash bench/device_scale.sh
+#   [WARMUP=12] [PER_HOST=0.5] [WINDOWS=1] [RUNS=3] [BASELINE=DIR] bash bench/device_scale.sh
+# WINDOWS: hosts_cost's windows one after the other in each start of the app (--windows): with
+# several, how its CPU and memory go on after the first minutes.
 # WHAT may also name visit (not a default): hosts_cost at VISIT_HOSTS (default HOSTS) with
 # every host shown VISIT (default 1) times in turn before each window (--visit); and profile:
 # py-spy's raw stacks of the app at PROFILE_HOSTS (default 64) hosts for one window of
@@ -53,7 +55,8 @@ for what in ${WHAT:-check hosts status}; do
       echo "== hosts_cost.py --hosts $HOSTS" | tee -a "$LOG"
       timeout "${HOSTS_LIMIT:-360}" python3 bench/hosts_cost.py --hosts "$HOSTS" \
         --seconds "${SECONDS_EACH:-10}" --repeats "${REPEATS:-2}" --warmup "${WARMUP:-12}" \
-        --warmup-per-host "${PER_HOST:-0.5}" ${BASELINE:+--baseline-dir "$BASELINE"} 2>&1 \
+        --windows "${WINDOWS:-1}" --warmup-per-host "${PER_HOST:-0.5}" \
+        ${BASELINE:+--baseline-dir "$BASELINE"} 2>&1 \
         | tee -a "$LOG" | tee "$OUT/hosts_cost.raw"
       sed -n '/^| tree /,$p' "$OUT/hosts_cost.raw" >"$OUT/hosts_cost.md"
       rm -f "$OUT/hosts_cost.raw"
@@ -62,7 +65,7 @@ for what in ${WHAT:-check hosts status}; do
       echo "== hosts_cost.py --hosts ${VISIT_HOSTS:-$HOSTS} --visit ${VISIT:-1}" | tee -a "$LOG"
       timeout "${VISIT_LIMIT:-360}" python3 bench/hosts_cost.py --hosts "${VISIT_HOSTS:-$HOSTS}" \
         --seconds "${SECONDS_EACH:-10}" --repeats "${REPEATS:-2}" --warmup "${WARMUP:-12}" \
-        --warmup-per-host "${PER_HOST:-0.5}" --visit "${VISIT:-1}" \
+        --windows "${WINDOWS:-1}" --warmup-per-host "${PER_HOST:-0.5}" --visit "${VISIT:-1}" \
         ${BASELINE:+--baseline-dir "$BASELINE"} 2>&1 \
         | tee -a "$LOG" | tee "$OUT/hosts_visit.raw"
       sed -n '/^| tree /,$p' "$OUT/hosts_visit.raw" >"$OUT/hosts_visit.md"

@@ -8,7 +8,7 @@ the app has taken it and its screen update has run (a wait of three frames, asle
 
 With --trees A,B (folders holding a checkout: ``tui`` and ``dflash``) each tree runs in a
 fresh interpreter (imported through a folder of links, as bench/monitor_cost.py does),
-interleaved --repeats times: A, B, A, B, ... The figure is the median ms of CPU a sample.
+interleaved --repeats times: A, B, then B, A, ... The figure is the median ms of CPU a sample.
 What this leaves out (the probe reading /proc, a process tree that changes, the terminal
 write) is what makes bench/monitor_cost.py noisy on a shared machine.
 
@@ -34,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from monitor_cost import link_farm  # the tree's packages as links, checked
+from monitor_cost import in_turn, link_farm  # the tree's packages as links, checked
 
 ROOT = Path(__file__).resolve().parents[1]
 FRAME_WAIT = 0.05  # seconds after a sample is taken: its screen update has run by then
@@ -102,7 +102,7 @@ def interleaved(
     farms = [link_farm(t, work / str(i)) for i, t in enumerate(trees)]
     runs: dict[str, list[float]] = {str(t): [] for t in trees}
     for rep in range(repeats):
-        for tree, farm in zip(trees, farms, strict=True):
+        for tree, farm in in_turn(list(zip(trees, farms, strict=True)), rep):
             env = dict(os.environ, PYTHONPATH=str(farm))
             argv = [sys.executable, __file__, "--one", "--samples", str(samples)]
             argv += ["--warmup", str(warmup), "--present", str(present)]

@@ -1,7 +1,8 @@
 """What bench/history_memory.py and bench/tail_memory.py share: each tree's heap figure taken
 in a fresh interpreter that imports ``dflash_tui`` from that tree (links to its ``tui`` and
-``dflash``: bench/monitor_cost.py's ``link_farm``), the trees interleaved ``repeats`` times,
-and the medians as a Markdown table (per host and for ``hosts`` hosts)."""
+``dflash``: bench/monitor_cost.py's ``link_farm``), the trees interleaved ``repeats`` times
+(their order reversed every other time), and the medians as a Markdown table (per host and
+for ``hosts`` hosts)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from monitor_cost import link_farm  # the tree's packages as links, checked
+from monitor_cost import in_turn, link_farm  # the tree's packages as links, checked
 
 
 def arguments(ap: argparse.ArgumentParser) -> None:
@@ -34,8 +35,8 @@ def compare(script: str, child_args: list[str], trees: list[Path], repeats: int)
     work = Path(tempfile.mkdtemp(prefix=f"{Path(script).stem}-"))
     farms = [link_farm(t, work / str(i)) for i, t in enumerate(trees)]
     got: list[list[float]] = [[] for _ in trees]
-    for _ in range(repeats):
-        for i, farm in enumerate(farms):
+    for rep in range(repeats):
+        for i, farm in in_turn(list(enumerate(farms)), rep):  # A, B, then B, A
             env = dict(os.environ, PYTHONPATH=str(farm))
             argv = [sys.executable, script, "--one", *child_args]
             out = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)

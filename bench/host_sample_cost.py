@@ -30,7 +30,7 @@ several host counts, gives MiB per host added (the slope from the first count).
 With --trees A,B (folders holding a checkout: ``tui`` and ``dflash``; e.g. a
 ``git archive REV tui dflash | tar -x`` copy) each tree runs in a fresh interpreter (imported
 through a folder of links, as bench/draw_cost.py does), interleaved --repeats times:
-A, B, A, B, ... for each host count. Medians over the repeats.
+A, B, then B, A, ... for each host count. Medians over the repeats.
 
     .venv/bin/python bench/host_sample_cost.py [--hosts 4,16] [--samples 60] [--warmup 130]
         [--procs 400] [--busy-procs 20] [--lines-per-s 5] [--one-name] [--trees DIR,DIR]
@@ -55,7 +55,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "bench")]
 
 import soak_feed  # noqa: E402
-from monitor_cost import link_farm  # noqa: E402  the tree's packages as links, checked
+from monitor_cost import in_turn, link_farm  # noqa: E402  the tree's packages as links, checked
 
 STAGES = ("split", "parse", "tracker", "timeline", "record", "alerts")
 READ = 1 << 16  # bytes an SSH channel read hands over at most (transport.CHUNK)
@@ -198,8 +198,8 @@ def interleaved(args: argparse.Namespace, trees: list[Path], counts: list[int]) 
     farms = [link_farm(t, work / str(i)) for i, t in enumerate(trees)]
     runs: Runs = {}
     for rep in range(args.repeats):
-        for n in counts:
-            for tree, farm in zip(trees, farms, strict=True):
+        for n in in_turn(counts, rep):
+            for tree, farm in in_turn(list(zip(trees, farms, strict=True)), rep):
                 env = dict(os.environ, PYTHONPATH=str(farm))
                 out = subprocess.run(
                     child_argv(args, n), env=env, capture_output=True, text=True, check=True

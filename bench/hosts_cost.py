@@ -25,7 +25,10 @@ row moves with every sample of every host (the overview's worst case). A second 
 where a host-sample's CPU goes, from the same app's stages (bench/app_timed.py: the parse, the
 tracker, the flight recorder, the sample's hand-over to the pane and the alerts, asyncssh's
 receiving, what is left, and CPython's collections by generation). Medians and ranges over
---repeats; the host counts alternate within a repeat. CPU per host divides by N, and its ratio
+--repeats (and, with --windows K, over the K windows one after the other in each start of the
+app, each window's own medians then in a table of their own: the first minutes and after
+them); the host counts alternate within a repeat, their order and the trees' reversed every
+other repeat (monitor_cost's ``in_turn``). CPU per host divides by N, and its ratio
 to the first N is the growth test (1.0: linear); RSS per host added is the slope from the first
 N. With --baseline-dir the same against that tree, interleaved. ``--visit N`` shows every
 host N times in turn (``]`` pressed into the pty) after the warm-up: the window then says what
@@ -33,7 +36,7 @@ the app holds once a user has looked at every host, live over SSH (its RSS befor
 a column of its own).
 
     .venv/bin/python bench/hosts_cost.py [--hosts 8,16,64] [--interval 1] [--seconds 20]
-        [--warmup 12] [--warmup-per-host 0.3] [--repeats 3] [--gpu nvml|smi]
+        [--warmup 12] [--warmup-per-host 0.3] [--repeats 3] [--windows 1] [--gpu nvml|smi]
         [--baseline-dir DIR] [--visit N [--visit-pause 0.3] [--settle 60]]
         [--profile app.svg [--gil]]   # py-spy (pip install py-spy) on the app instead
 """
@@ -67,6 +70,7 @@ from monitor_cost import (  # noqa: E402
     Monitor,
     StandIn,
     dflash_monitor,
+    in_turn,
     measure,
     running,
     tree,
@@ -304,23 +308,30 @@ def shown(timings: Path, since: float, presses: int, limit: float) -> float | No
     return None
 
 
-def window(mon: Monitor, args: argparse.Namespace, hosts: int, server: LoopbackSshd, home: Path):
-    """One measured window of ``mon`` watching ``hosts`` hosts (every host's probe must run)."""
+def windows(
+    mon: Monitor, args: argparse.Namespace, hosts: int, server: LoopbackSshd, home: Path
+) -> list[dict[str, float]]:
+    """The --windows measured windows of one start of ``mon`` watching ``hosts`` hosts (every
+    host's probe must run), each with the drawing figures and the stages of its own span."""
     assert server.proc is not None
     timings = home / f"timings-{time.monotonic_ns()}.jsonl"
     mon.env["DFLASH_BENCH_TIMINGS"] = str(timings)
     warmup = args.warmup + args.warmup_per_host * hosts
     count = ProbeCount(server.proc.pid)
-    t0 = time.time()
     took: dict[str, float] = {}
     keys = visit(hosts, args, timings, took) if args.visit else None
-    (r,) = measure(mon, args.interval, args.seconds, warmup, {"sshd": server.proc.pid}, keys)
-    since = took.pop("start", t0 + warmup)
-    r |= took
+    got = measure(
+        mon, args.interval, args.seconds, warmup, {"sshd": server.proc.pid}, keys, args.windows
+    )
+    # The visit's keys end before the first window starts: its span is the windows' own.
+    took.pop("start", None)
     if count.close() < hosts:
         raise SystemExit(f"{mon.label}: {count.most} of {hosts} hosts' probes ran")
-    rows = timed_lines(timings, since, time.time())
-    return r | drawing(rows) | stages(rows) | {"probes": float(count.most)}
+    out = []
+    for r in got:
+        rows = timed_lines(timings, r["wall_start"], r["wall_end"])
+        out.append(r | took | drawing(rows) | stages(rows) | {"probes": float(count.most)})
+    return out
 
 
 def run(args: argparse.Namespace, counts: list[int]) -> Results:
@@ -331,26 +342,32 @@ def run(args: argparse.Namespace, counts: list[int]) -> Results:
             profile(mons[counts[0]][0], args)
             return results
         for rep in range(args.repeats):
-            for n in counts:
-                for mon in mons[n]:  # interleaved: A, B, A, B, ...
-                    r = window(mon, args, n, server, home)
-                    results.setdefault((mon.label, n), []).append(r)
-                    print(
-                        f"  rep {rep + 1} {n} hosts {mon.label}: app tree {r['cpu_pct']:.2f} % "
-                        f"(own {r['own_pct']:.2f} %), {r['rss_mib']:.0f} MiB; overview "
-                        f"{r.get('overview_ms', float('nan')):.2f} ms x "
-                        f"{r.get('overview_per_s', 0):.1f}/s, grid {r.get('grid_per_s', 0):.1f}/s;"
-                        f" sshd side {r['sshd_cpu_pct']:.1f} % ({r['probes']:.0f} probes);"
-                        f" {r.get('ms_host_sample', float('nan')):.2f} ms a host-sample"
-                        + (
-                            f"; the last host shown {r['settle_s']:.0f} s after the last key"
-                            + ("" if r["settled"] else " (NOT within --settle)")
-                            if args.visit
-                            else ""
-                        ),
-                        flush=True,
-                    )
+            for n in in_turn(counts, rep):
+                for mon in in_turn(mons[n], rep):  # A, B, then B, A
+                    for r in windows(mon, args, n, server, home):
+                        results.setdefault((mon.label, n), []).append(r)
+                        say(rep, n, mon.label, r, args)
     return results
+
+
+def say(rep: int, n: int, label: str, r: dict[str, float], args: argparse.Namespace) -> None:
+    """One window's line as it ends."""
+    place = f".{r['window']:.0f}" if args.windows > 1 else ""
+    visited = (
+        f"; the last host shown {r['settle_s']:.0f} s after the last key"
+        + ("" if r["settled"] else " (NOT within --settle)")
+        if args.visit
+        else ""
+    )
+    print(
+        f"  rep {rep + 1}{place} {n} hosts {label}: app tree {r['cpu_pct']:.2f} % "
+        f"(own {r['own_pct']:.2f} %), {r['rss_mib']:.0f} MiB; overview "
+        f"{r.get('overview_ms', float('nan')):.2f} ms x "
+        f"{r.get('overview_per_s', 0):.1f}/s, grid {r.get('grid_per_s', 0):.1f}/s;"
+        f" sshd side {r['sshd_cpu_pct']:.1f} % ({r['probes']:.0f} probes);"
+        f" {r.get('ms_host_sample', float('nan')):.2f} ms a host-sample{visited}",
+        flush=True,
+    )
 
 
 def med(rows: list[dict[str, float]], key: str) -> float:
@@ -391,11 +408,15 @@ def report(results: Results, args: argparse.Namespace, counts: list[int]) -> str
             + (f" {spread(rows, 'rss_before_keys_mib', '.0f')} |" if args.visit else "")
         )
     lines += ["", *split(results), ""]
+    if args.windows > 1:
+        lines += [*by_window(results, args), ""]
     lines.append(
         f"{','.join(map(str, counts))} hosts x 8 moving stand-in GPUs ({args.gpu}) over the "
         f"loopback sshd, --interval {args.interval:g}, 120x40 pty, medians (min-max) of "
-        f"{args.repeats} windows of {args.seconds:g} s after {args.warmup:g} s + "
-        f"{args.warmup_per_host:g} s a host, {os.cpu_count()} CPU cores"
+        f"{args.repeats * args.windows} windows of {args.seconds:g} s"
+        + (f" ({args.windows} one after the other in each start)" if args.windows > 1 else "")
+        + f" after {args.warmup:g} s + {args.warmup_per_host:g} s a host, "
+        f"{os.cpu_count()} CPU cores"
         + (", the hosts one job's members" if args.job else "")
         + (
             f"; before each window every host shown {args.visit} time(s) in turn (`]`, "
@@ -412,6 +433,27 @@ def report(results: Results, args: argparse.Namespace, counts: list[int]) -> str
         )
     )
     return "\n".join(lines)
+
+
+def by_window(results: Results, args: argparse.Namespace) -> list[str]:
+    """With several windows a start, each window on its own (medians over the repeats): one row
+    per tree, host count and window, where the window lies after the app's start (the warm-up
+    included; a visit's keys, between the warm-up and the first window, not)."""
+    lines = [
+        "| tree | hosts | window (s after start) | app CPU % of a core | ms CPU a host-sample "
+        "| app RSS MiB |",
+        "| --- " * 6 + "|",
+    ]
+    for (label, n), rows in results.items():
+        for w in sorted({r["window"] for r in rows}):
+            mine = [r for r in rows if r["window"] == w]
+            start = mine[0]["window_start_s"]
+            lines.append(
+                f"| {label} | {n} | {w:.0f} ({start:.0f}-{start + args.seconds:.0f}) | "
+                f"{spread(mine, 'cpu_pct')} | {spread(mine, 'ms_host_sample', '.3f')} | "
+                f"{spread(mine, 'rss_mib', '.0f')} |"
+            )
+    return lines
 
 
 def split(results: Results) -> list[str]:
@@ -444,6 +486,13 @@ def main() -> int:
         "--warmup-per-host", type=float, default=0.3, help="more warm-up seconds per host"
     )
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument(
+        "--windows",
+        type=int,
+        default=1,
+        help="windows one after the other in each start of the app (default 1): with "
+        "several, each window's medians follow in a table of their own",
+    )
     ap.add_argument("--gpu", choices=("smi", "nvml"), default="nvml")
     ap.add_argument(
         "--job",
@@ -479,6 +528,8 @@ def main() -> int:
         "thread waiting for the GIL (the diagnosis') is counted as busy where it waits",
     )
     args = ap.parse_args()
+    if args.windows < 1:
+        ap.error("--windows: at least 1")
     why = sshd_unavailable()
     if why:
         print(f"hosts_cost: {why}", file=sys.stderr)

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Two GPU monitors side by side in one run: CPU % of each one's whole process tree and its
-peak RSS, each in a 120x40 pty, at several intervals, interleaved with repeats; plus one-shot
-times of ``nvidia-smi --query-gpu``, ``nvitop --once`` and ``dflash-tui status --json``.
+peak RSS, each in a 120x40 pty, at several intervals, interleaved with repeats (A then B, then
+B then A: ``in_turn``); plus one-shot times of ``nvidia-smi --query-gpu``, ``nvitop --once``
+and ``dflash-tui status --json``.
 
 Monitor A is dflash-tui of this checkout. Monitor B is ``baseline`` (dflash-tui at
 ``--baseline-rev``, a ``git worktree add --detach`` of it, imported through a folder of links
@@ -48,8 +49,9 @@ import tempfile
 import termios
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 ROOT = Path(__file__).resolve().parents[1]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -170,6 +172,18 @@ class StandIn:
         for p in self.sleepers:
             p.kill()
             p.wait()
+
+
+# -- the order of a repeat --
+
+T = TypeVar("T")
+
+
+def in_turn(items: Sequence[T], rep: int) -> list[T]:
+    """``items`` in order in even repeats and reversed in odd ones (A, B, then B, A): each
+    runs first as often as last, so what going first or second does to a figure (the machine
+    still busy with the run before, caches the run before warmed) falls on both alike."""
+    return list(items) if rep % 2 == 0 else list(reversed(items))
 
 
 # -- the monitors --
@@ -332,10 +346,12 @@ def measure(
             if p.poll() is not None:
                 raise SystemExit(f"{mon.label} exited with {p.returncode} at its keys")
         for w in range(windows):
-            w0 = written[0]
+            w0, wall = written[0], time.time()
             r = _window(mon.label, p, interval, seconds, others)
             # Where the window lies in the monitor's life: the first minute is not the rest.
+            # Its wall-clock span: what the monitor logged in it (bench/hosts_cost.py).
             start = {"window": w + 1, "window_start_s": warmup + w * seconds}
+            start |= {"wall_start": wall, "wall_end": time.time()}
             # bytes_out: what the monitor wrote to its terminal in this window alone.
             rss = {"rss_before_keys_mib": before_keys / 2**20}
             out.append(r | start | rss | {"bytes_out": float(written[0] - w0)})
@@ -440,7 +456,7 @@ def run(args: argparse.Namespace) -> dict:
         intervals = [float(s) for s in args.intervals.split(",")]
         for rep in range(args.repeats):
             for interval in intervals:
-                for mon in (a, b):  # interleaved: A, B, A, B, ...
+                for mon in in_turn((a, b), rep):  # A, B, then B, A
                     rows = measure(mon, interval, args.seconds, args.warmup, windows=args.windows)
                     results.setdefault(mon.label, {}).setdefault(f"{interval:g}", []).extend(rows)
                     for w, r in enumerate(rows):

@@ -28,7 +28,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from monitor_cost import link_farm  # the tree's packages as links, checked
+from monitor_cost import in_turn, link_farm  # the tree's packages as links, checked
 
 HERE = Path(__file__).resolve().parent
 
@@ -109,7 +109,7 @@ def main() -> None:
         trees.append(("before", str(farm)))
     results: dict[str, list[dict[str, float]]] = {name: [] for name, _ in trees}
     for r in range(args.repeats):
-        for name, path in trees:  # interleaved: the same load for both
+        for name, path in in_turn(trees, r):  # the same load for both, each first in turn
             res = run_one(args, path)
             results[name].append(res)
             print(f"repeat {r + 1} {name}: {res}", file=sys.stderr)

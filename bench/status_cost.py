@@ -5,10 +5,10 @@ revision's (``--old REV``), in one run.
 That revision's ``tui`` and ``dflash`` folders are taken with ``git archive`` into a
 temporary folder; each tree is run by this venv's python with PYTHONPATH pointing at a folder
 of links under the import names (as tasks.py's link_import_names does), which wins over the
-editable install. The runs alternate between the two trees so that the machine's load falls on
-both alike. Both use the stand-in nvidia-smi of tests/fakes (8 GPUs) unless --no-fake-smi, an
-empty config folder, an empty run root and a byte-code cache that the first run of each
-fills. Prints medians per tree and their ratio.
+editable install. The runs alternate between the two trees, the order reversed every other
+run, so that the machine's load falls on both alike. Both use the stand-in nvidia-smi of
+tests/fakes (8 GPUs) unless --no-fake-smi, an empty config folder, an empty run root and a
+byte-code cache that the first run of each fills. Prints medians per tree and their ratio.
 
     .venv/bin/python bench/status_cost.py [--runs 10] --old REV [--no-fake-smi]
 
@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests")]
 
 from fakes.scenario import FAKES, SCENARIOS  # noqa: E402
-from monitor_cost import link_farm  # noqa: E402
+from monitor_cost import in_turn, link_farm  # noqa: E402
 
 FOLDERS = ("tui", "dflash")  # the source folders behind the import names
 ENTRY = "import sys; from dflash_tui.cli.main import main; sys.exit(main())"
@@ -96,8 +96,8 @@ def main() -> None:
         took: dict[str, list[float]] = {k: [] for k in trees}
         for path in trees.values():  # warm the disk cache and the .pyc files
             one_run(path, env, str(t / "runs"))
-        for _ in range(args.runs):
-            for label, path in trees.items():
+        for rep in range(args.runs):
+            for label, path in in_turn(list(trees.items()), rep):
                 took[label].append(one_run(path, env, str(t / "runs")))
     smi = "none" if args.no_fake_smi else "stand-in nvidia-smi (8 GPUs)"
     print(f"`dflash-tui status --json`, local, {args.runs} runs each, alternating; {smi}")

@@ -10,7 +10,8 @@ client's own bound on connections opening at once is the code's.
 
 Each run is a fresh ``python -m dflash_tui.cli.main status --json --config HOSTS`` (the
 command a user types, imports included); it must print N documents, none unreachable. Runs
-alternate between the host counts, after one warm-up run each (byte code, disk cache).
+alternate between the host counts, their order reversed every other run, after one warm-up
+run each (byte code, disk cache).
 
     .venv/bin/python bench/status_hosts.py [--hosts 8,16,64] [--runs 5]
 """
@@ -32,7 +33,7 @@ sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests"), str(ROOT / "tests" / "
 
 from hosts_cost import stand_in_sshd, write_config  # noqa: E402
 from loopback_sshd import sshd_unavailable  # noqa: E402
-from monitor_cost import CLK_TCK, tree_ticks  # noqa: E402
+from monitor_cost import CLK_TCK, in_turn, tree_ticks  # noqa: E402
 
 
 def one_run(config: Path, hosts: int, env: dict[str, str], sshd: int) -> dict[str, float]:
@@ -69,7 +70,7 @@ def run(args: argparse.Namespace, counts: list[int]) -> Rows:
         for n in counts:  # warm-up
             one_run(configs[n], n, env, sshd)
         for rep in range(args.runs):
-            for n in counts:
+            for n in in_turn(counts, rep):
                 r = one_run(configs[n], n, env, sshd)
                 took[n].append(r)
                 print(
