@@ -7,17 +7,20 @@
 #   OUT=/tmp/out [WHAT="check hosts status"] [HOSTS=8,16,64] [SECONDS_EACH=10] [REPEATS=2]
 #   [WARMUP=12] [PER_HOST=0.5] [WINDOWS=1] [RUNS=3] [BASELINE=DIR] bash bench/device_scale.sh
 # WINDOWS: hosts_cost's windows one after the other in each start of the app (--windows): with
-# several, how its CPU and memory go on after the first minutes.
+# several, how its CPU and memory go on after the first minutes (raise HOSTS_LIMIT and
+# VISIT_LIMIT, 360 s each, to hold them).
 # WHAT may also name visit (not a default): hosts_cost at VISIT_HOSTS (default HOSTS) with
-# every host shown VISIT (default 1) times in turn before each window (--visit); and profile:
-# py-spy's raw stacks of the app at PROFILE_HOSTS (default 64) hosts for one window of
-# SECONDS_EACH, the busy threads (profile_app.txt) and then the thread holding the GIL
-# (profile_gil.txt), and the core path's cProfile at 16 hosts (host_sample_cost.prof).
+# every host shown VISIT (default 1) times in turn before the first window of each start
+# (--visit); and profile: py-spy's raw stacks of the app at PROFILE_HOSTS (default 64) hosts
+# for one window of SECONDS_EACH, the busy threads (profile_app.txt) and then the thread
+# holding the GIL (profile_gil.txt), and the core path's cProfile at 16 hosts
+# (host_sample_cost.prof).
 # BASELINE: a checkout of another tree (e.g. `git archive REV | tar -x -C .before`, carried),
 # which hosts_cost runs interleaved with this one (--baseline-dir).
-# Defaults take about 5 minutes: hosts_cost 2 x (3 windows of 10 s after 12 s + 0.5 s a host),
-# status_hosts 1 warm-up + 3 runs of each count. Files back: device_scale.log (all output),
-# hosts_cost.md, hosts_visit.md and status_hosts.md (the tables).
+# Defaults take about 5 minutes: hosts_cost 2 x (a start for each of the 3 host counts, one
+# window of 10 s after 12 s + 0.5 s a host), status_hosts 1 warm-up + 3 runs of each count.
+# Files back: device_scale.log (all output), hosts_cost.md, hosts_visit.md and
+# status_hosts.md (the tables).
 set -u
 OUT=${OUT:-/tmp/dflash-scale-out}
 HOSTS=${HOSTS:-8,16,64}

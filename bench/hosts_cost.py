@@ -90,8 +90,8 @@ def probes(sshd_pid: int) -> int:
 
 
 class ProbeCount:
-    """The most probes seen under the sshd during a window (every host must be sampled, or
-    the app's figure is that of fewer hosts)."""
+    """The most probes seen under the sshd during one start of the app, its windows in (every
+    host must be sampled, or the app's figure is that of fewer hosts)."""
 
     def __init__(self, sshd_pid: int) -> None:
         self.pid, self.most, self.stop = sshd_pid, 0, threading.Event()
@@ -274,7 +274,6 @@ def visit(
         last = time.time()
         at = shown(timings, first, presses, args.settle)
         time.sleep(1.0)  # the pane shown longest ago loses its widgets after the last show
-        took["start"] = time.time()  # the window's drawing figures count from here
         # The app's line is written up to a second after the host was shown, and may come
         # before ``last`` (taken after the last key's pause): the app kept up with the keys.
         took["settle_s"] = max(0.0, (at if at is not None else time.time()) - last)
@@ -320,16 +319,17 @@ def windows(
     count = ProbeCount(server.proc.pid)
     took: dict[str, float] = {}
     keys = visit(hosts, args, timings, took) if args.visit else None
+    t0 = time.time()
     got = measure(
         mon, args.interval, args.seconds, warmup, {"sshd": server.proc.pid}, keys, args.windows
     )
-    # The visit's keys end before the first window starts: its span is the windows' own.
-    took.pop("start", None)
     if count.close() < hosts:
         raise SystemExit(f"{mon.label}: {count.most} of {hosts} hosts' probes ran")
     out = []
     for r in got:
         rows = timed_lines(timings, r["wall_start"], r["wall_end"])
+        # Where the window began after the app's start, a visit's keys and waits included.
+        r |= {"window_start_s": r["wall_start"] - t0}
         out.append(r | took | drawing(rows) | stages(rows) | {"probes": float(count.most)})
     return out
 
@@ -351,7 +351,7 @@ def run(args: argparse.Namespace, counts: list[int]) -> Results:
 
 
 def say(rep: int, n: int, label: str, r: dict[str, float], args: argparse.Namespace) -> None:
-    """One window's line as it ends."""
+    """One window's line, once the start it belongs to has ended."""
     place = f".{r['window']:.0f}" if args.windows > 1 else ""
     visited = (
         f"; the last host shown {r['settle_s']:.0f} s after the last key"
@@ -419,7 +419,8 @@ def report(results: Results, args: argparse.Namespace, counts: list[int]) -> str
         f"{os.cpu_count()} CPU cores"
         + (", the hosts one job's members" if args.job else "")
         + (
-            f"; before each window every host shown {args.visit} time(s) in turn (`]`, "
+            f"; before {'each window' if args.windows == 1 else 'the first window of each start'}"
+            f" every host shown {args.visit} time(s) in turn (`]`, "
             f"{args.visit_pause:g} s apart; the app had shown the last host within a second "
             f"of {spread([r for rows in results.values() for r in rows], 'settle_s', '.0f')} s "
             "after the last key, the window 1 s later): its RSS is after the visit"
@@ -437,8 +438,8 @@ def report(results: Results, args: argparse.Namespace, counts: list[int]) -> str
 
 def by_window(results: Results, args: argparse.Namespace) -> list[str]:
     """With several windows a start, each window on its own (medians over the repeats): one row
-    per tree, host count and window, where the window lies after the app's start (the warm-up
-    included; a visit's keys, between the warm-up and the first window, not)."""
+    per tree, host count and window, and when the window began after the app's start (the
+    warm-up and a visit's keys and waits included)."""
     lines = [
         "| tree | hosts | window (s after start) | app CPU % of a core | ms CPU a host-sample "
         "| app RSS MiB |",
@@ -447,7 +448,7 @@ def by_window(results: Results, args: argparse.Namespace) -> list[str]:
     for (label, n), rows in results.items():
         for w in sorted({r["window"] for r in rows}):
             mine = [r for r in rows if r["window"] == w]
-            start = mine[0]["window_start_s"]
+            start = med(mine, "window_start_s")
             lines.append(
                 f"| {label} | {n} | {w:.0f} ({start:.0f}-{start + args.seconds:.0f}) | "
                 f"{spread(mine, 'cpu_pct')} | {spread(mine, 'ms_host_sample', '.3f')} | "
@@ -508,8 +509,8 @@ def main() -> int:
         "--visit",
         type=int,
         default=0,
-        help="before each window, show every host this many times in turn (the `]` key): "
-        "what a user who looked at every host leaves in memory",
+        help="before the first window of each start, show every host this many times in turn "
+        "(the `]` key): what a user who looked at every host leaves in memory",
     )
     ap.add_argument("--visit-pause", type=float, default=0.3, help="seconds between presses")
     ap.add_argument(

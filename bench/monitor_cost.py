@@ -180,9 +180,10 @@ T = TypeVar("T")
 
 
 def in_turn(items: Sequence[T], rep: int) -> list[T]:
-    """``items`` in order in even repeats and reversed in odd ones (A, B, then B, A): each
-    runs first as often as last, so what going first or second does to a figure (the machine
-    still busy with the run before, caches the run before warmed) falls on both alike."""
+    """``items`` in order in even repeats and reversed in odd ones (A, B, then B, A): over an
+    even number of repeats each runs first as often as last, so what going first or second
+    does to a figure (the machine still busy with the run before, caches the run before
+    warmed) falls on both alike (over an odd number, the first order once more)."""
     return list(items) if rep % 2 == 0 else list(reversed(items))
 
 
