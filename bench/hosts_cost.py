@@ -195,10 +195,14 @@ def profile(mon: Monitor, args: argparse.Namespace) -> None:
         subprocess.run(cmd, check=True)
 
 
-def timed_lines(path: Path, since: float, until: float) -> list[dict[str, Any]]:
-    """bench/app_timed.py's lines written within [since, until], one a second."""
-    lines = path.read_text().splitlines() if path.exists() else []
-    return [row for row in map(json.loads, lines) if since <= row["t"] <= until]
+def timed_lines(path: Path) -> list[dict[str, Any]]:
+    """bench/app_timed.py's lines, one a second."""
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def within(rows: list[dict[str, Any]], r: dict[str, float]) -> list[dict[str, Any]]:
+    """The lines of ``rows`` written within window ``r``'s wall-clock span."""
+    return [row for row in rows if r["wall_start"] <= row["t"] <= r["wall_end"]]
 
 
 def drawing(rows: list[dict[str, Any]]) -> dict[str, float]:
@@ -319,17 +323,15 @@ def windows(
     count = ProbeCount(server.proc.pid)
     took: dict[str, float] = {}
     keys = visit(hosts, args, timings, took) if args.visit else None
-    t0 = time.time()
     got = measure(
         mon, args.interval, args.seconds, warmup, {"sshd": server.proc.pid}, keys, args.windows
     )
     if count.close() < hosts:
         raise SystemExit(f"{mon.label}: {count.most} of {hosts} hosts' probes ran")
+    every = timed_lines(timings)  # read once, shared out by window
     out = []
     for r in got:
-        rows = timed_lines(timings, r["wall_start"], r["wall_end"])
-        # Where the window began after the app's start, a visit's keys and waits included.
-        r |= {"window_start_s": r["wall_start"] - t0}
+        rows = within(every, r)
         out.append(r | took | drawing(rows) | stages(rows) | {"probes": float(count.most)})
     return out
 

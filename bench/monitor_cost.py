@@ -338,6 +338,7 @@ def measure(
     others = others or {}
     out = []
     with running_pty(mon, interval) as (p, written, master):
+        started = time.time()
         time.sleep(warmup)
         if p.poll() is not None:
             raise SystemExit(f"{mon.label} exited with {p.returncode} during the warm-up")
@@ -349,9 +350,10 @@ def measure(
         for w in range(windows):
             w0, wall = written[0], time.time()
             r = _window(mon.label, p, interval, seconds, others)
-            # Where the window lies in the monitor's life: the first minute is not the rest.
-            # Its wall-clock span: what the monitor logged in it (bench/hosts_cost.py).
-            start = {"window": w + 1, "window_start_s": warmup + w * seconds}
+            # Where the window lies in the monitor's life (the first minute is not the rest),
+            # keys and their waits included; its wall-clock span: what the monitor logged in
+            # it (bench/hosts_cost.py).
+            start = {"window": w + 1, "window_start_s": wall - started}
             start |= {"wall_start": wall, "wall_end": time.time()}
             # bytes_out: what the monitor wrote to its terminal in this window alone.
             rss = {"rss_before_keys_mib": before_keys / 2**20}
