@@ -551,7 +551,7 @@ def _by_window(doc: dict) -> list[str]:
             wb = [r for r in rb if r["window"] == w]
             start = wa[0]["window_start_s"]
             ma, mb = med(wa, "ms_per_sample"), med(wb, "ms_per_sample")
-            span = f"{start:g}-{start + doc['args']['seconds']:g}"
+            span = f"{start:.0f}-{start + doc['args']['seconds']:.0f}"
             ratio = f"{ma / mb:.2f}x" if mb else "-"
             lines.append(f"| {s:g} s | {w} ({span}) | {mb:.1f} | {ma:.1f} | {ratio} |")
     return lines
